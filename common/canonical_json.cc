@@ -1,0 +1,251 @@
+#include "common/canonical_json.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_set>
+#include <vector>
+
+namespace warden {
+namespace {
+
+constexpr int kMaxDepth = 256;
+
+// Decodes one UTF-8 sequence at text[i]; returns its length, or 0 if ill-formed.
+size_t utf8_sequence(std::string_view text, size_t i, uint32_t& cp) {
+  auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+  uint8_t b0 = byte(i);
+  size_t len = 0;
+  uint32_t min = 0;
+  if (b0 < 0x80) {
+    cp = b0;
+    return 1;
+  } else if ((b0 & 0xe0) == 0xc0) {
+    len = 2, cp = b0 & 0x1f, min = 0x80;
+  } else if ((b0 & 0xf0) == 0xe0) {
+    len = 3, cp = b0 & 0x0f, min = 0x800;
+  } else if ((b0 & 0xf8) == 0xf0) {
+    len = 4, cp = b0 & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + len > text.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    uint8_t b = byte(i + k);
+    if ((b & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+// JCS orders keys by UTF-16 code units. UTF-8 byte order already equals code point order,
+// which differs from UTF-16 order only between supplementary characters (surrogate pairs,
+// D800-DFFF) and U+E000-U+FFFF; so compare code points mapped to their first UTF-16 unit.
+bool utf16_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    uint32_t ca = 0, cb = 0;
+    size_t la = utf8_sequence(a, i, ca);
+    size_t lb = utf8_sequence(b, j, cb);
+    if (la == 0 || lb == 0) return a < b;  // invalid UTF-8 is refused later anyway
+    if (ca != cb) {
+      auto unit = [](uint32_t cp) -> uint32_t { return cp >= 0x10000 ? 0xd800 + ((cp - 0x10000) >> 10) : cp; };
+      uint32_t ua = unit(ca), ub = unit(cb);
+      if (ua != ub) return ua < ub;
+      return ca < cb;  // same high surrogate: low surrogates follow code point order
+    }
+    i += la;
+    j += lb;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+bool all_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
+}
+
+std::string pointer_child(const std::string& path, std::string_view key) {
+  std::string out = path + "/";
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+Status canonicalize_at(const Json& value, std::string& out, const std::string& path, int depth) {
+  if (depth > kMaxDepth) return fail(Errc::limit_exceeded, "JSON nesting deeper than 256 at " + path);
+  switch (value.type()) {
+    case Json::value_t::null: out += "null"; return {};
+    case Json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; return {};
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: {
+      bool ok = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(kMaxCanonicalInteger)
+                                           : (value.get<int64_t>() <= kMaxCanonicalInteger &&
+                                              value.get<int64_t>() >= -kMaxCanonicalInteger);
+      if (!ok) {
+        return fail(Errc::invalid_argument, "integer at " + (path.empty() ? std::string("/") : path) +
+                                                " is outside +-(2^53-1) and cannot be hashed canonically");
+      }
+      char buf[24];
+      auto r = value.is_number_unsigned() ? std::to_chars(buf, buf + sizeof buf, value.get<uint64_t>())
+                                          : std::to_chars(buf, buf + sizeof buf, value.get<int64_t>());
+      out.append(buf, r.ptr);
+      return {};
+    }
+    case Json::value_t::number_float:
+      return fail(Errc::invalid_argument, "floating-point number at " + (path.empty() ? std::string("/") : path) +
+                                              " is not allowed in hashed objects (use an integer or a string)");
+    case Json::value_t::string: {
+      auto st = append_json_string(value.get_ref<const std::string&>(), out);
+      if (!st) return fail(st.error().code, st.error().message + " at " + (path.empty() ? std::string("/") : path));
+      return {};
+    }
+    case Json::value_t::array: {
+      out += '[';
+      size_t i = 0;
+      for (const auto& item : value) {
+        if (i) out += ',';
+        if (auto st = canonicalize_at(item, out, path + "/" + std::to_string(i), depth + 1); !st) return st;
+        ++i;
+      }
+      out += ']';
+      return {};
+    }
+    case Json::value_t::object: {
+      const auto& obj = value.get_ref<const Json::object_t&>();
+      bool simple = std::all_of(obj.begin(), obj.end(), [](const auto& kv) { return all_ascii(kv.first); });
+      std::vector<const Json::object_t::value_type*> items;
+      items.reserve(obj.size());
+      for (const auto& kv : obj) items.push_back(&kv);
+      if (!simple) {
+        std::sort(items.begin(), items.end(), [](auto* a, auto* b) { return utf16_less(a->first, b->first); });
+      }
+      out += '{';
+      bool first = true;
+      for (const auto* kv : items) {
+        if (!first) out += ',';
+        first = false;
+        std::string child = pointer_child(path, kv->first);
+        if (auto st = append_json_string(kv->first, out); !st) {
+          return fail(st.error().code, st.error().message + " in a key at " + child);
+        }
+        out += ':';
+        if (auto st = canonicalize_at(kv->second, out, child, depth + 1); !st) return st;
+      }
+      out += '}';
+      return {};
+    }
+    case Json::value_t::binary:
+    case Json::value_t::discarded:
+      break;
+  }
+  return fail(Errc::invalid_argument, "value at " + path + " has no JSON representation");
+}
+
+}  // namespace
+
+Status append_json_string(std::string_view text, std::string& out) {
+  out += '"';
+  size_t run_start = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<uint8_t>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      uint32_t cp = 0;
+      size_t len = utf8_sequence(text, i, cp);
+      if (len == 0) return fail(Errc::invalid_argument, "string is not valid UTF-8 (byte offset " + std::to_string(i) + ")");
+      i += len;
+      continue;
+    }
+    out.append(text.substr(run_start, i - run_start));
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+      }
+    }
+    ++i;
+    run_start = i;
+  }
+  out.append(text.substr(run_start));
+  out += '"';
+  return {};
+}
+
+Status canonicalize_to(const Json& value, std::string& out) { return canonicalize_at(value, out, "", 0); }
+
+Result<std::string> canonicalize(const Json& value) {
+  std::string out;
+  if (auto st = canonicalize_to(value, out); !st) return std::unexpected(st.error());
+  return out;
+}
+
+Result<Json> parse_json(std::string_view text, std::string_view what) {
+  // Each open object on the parse stack keeps the keys it has seen, to refuse duplicates
+  // (nlohmann would silently keep the last one, and two readers could then disagree).
+  std::vector<std::unordered_set<std::string>> open_objects;
+  std::string problem;
+  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) -> bool {
+    if (!problem.empty()) return false;
+    if (depth > kMaxDepth) {
+      problem = "nesting deeper than " + std::to_string(kMaxDepth);
+      throw std::invalid_argument(problem);
+    }
+    switch (event) {
+      case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case Json::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second) {
+          problem = "duplicate object key \"" + parsed.get<std::string>() + "\"";
+          throw std::invalid_argument(problem);
+        }
+        break;
+      default: break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const Json::parse_error& e) {
+    // nlohmann's message carries "line L, column C" and the reason.
+    std::string msg = e.what();
+    auto pos = msg.find("syntax error");
+    return fail(Errc::invalid_argument,
+                std::string(what) + " is not valid JSON: " + (pos == std::string::npos ? msg : msg.substr(pos)));
+  } catch (const std::exception&) {
+    return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + problem);
+  }
+}
+
+Result<Json> parse_canonical_json(std::string_view text, std::string_view what) {
+  auto parsed = parse_json(text, what);
+  if (!parsed) return parsed;
+  std::string canonical;
+  if (auto st = canonicalize_to(*parsed, canonical); !st) return std::unexpected(st.error().with_context(what));
+  if (canonical != text) {
+    size_t at = 0;
+    while (at < text.size() && at < canonical.size() && text[at] == canonical[at]) ++at;
+    return fail(Errc::invalid_argument,
+                std::string(what) + " is not in canonical form (RFC 8785); first difference at byte " + std::to_string(at));
+  }
+  return parsed;
+}
+
+}  // namespace warden

@@ -1,0 +1,36 @@
+// Canonical JSON (RFC 8785, JCS) for everything Warden hashes: object keys sorted by UTF-16
+// code units, no whitespace, minimal string escapes. Hashed objects hold integers, strings,
+// booleans, null, arrays and objects only: a floating-point number is refused with the path
+// to it, and so is an integer outside +-(2^53-1), which JCS could not represent exactly.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace warden {
+
+using Json = nlohmann::json;
+
+// The largest integer every JCS implementation represents exactly.
+inline constexpr int64_t kMaxCanonicalInteger = (int64_t{1} << 53) - 1;
+
+Result<std::string> canonicalize(const Json& value);
+// Appends to `out` (reused buffers keep hot paths allocation-free). On error `out` holds
+// a partial serialization the caller must discard.
+Status canonicalize_to(const Json& value, std::string& out);
+
+// Strict JSON parsing: UTF-8 only, duplicate object keys refused, nesting bounded.
+// `what` names the input in error messages ("payload file x.json").
+Result<Json> parse_json(std::string_view text, std::string_view what = "JSON");
+
+// Parses and checks that `text` is already in canonical form, byte for byte.
+Result<Json> parse_canonical_json(std::string_view text, std::string_view what = "JSON");
+
+// Appends `text` as a JCS string literal (quotes included). Fails on invalid UTF-8.
+Status append_json_string(std::string_view text, std::string& out);
+
+}  // namespace warden

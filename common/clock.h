@@ -1,0 +1,61 @@
+// Time and identifiers enter Warden only through these interfaces, so a golden run can
+// swap in a logical clock and sequential ids and get byte-identical ledgers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace warden {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Milliseconds since the Unix epoch (or logical ticks for LogicalClock).
+  virtual int64_t now_ms() = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  int64_t now_ms() override;
+};
+
+// Returns start, start+step, start+2*step, ... : the same sequence on every run.
+class LogicalClock final : public Clock {
+ public:
+  explicit LogicalClock(int64_t start = 0, int64_t step = 1) : next_(start), step_(step) {}
+  int64_t now_ms() override {
+    int64_t t = next_;
+    next_ += step_;
+    return t;
+  }
+
+ private:
+  int64_t next_;
+  int64_t step_;
+};
+
+class IdSource {
+ public:
+  virtual ~IdSource() = default;
+  // A fresh id such as "run-3f9c0a1b2c3d4e5f", unique within this source.
+  virtual std::string next_id(std::string_view prefix) = 0;
+};
+
+// 64 random bits from OpenSSL's CSPRNG per id.
+class RandomIdSource final : public IdSource {
+ public:
+  std::string next_id(std::string_view prefix) override;
+};
+
+// "prefix-000001", "prefix-000002", ... for golden runs.
+class SequentialIdSource final : public IdSource {
+ public:
+  explicit SequentialIdSource(uint64_t start = 1) : next_(start) {}
+  std::string next_id(std::string_view prefix) override;
+
+ private:
+  uint64_t next_;
+};
+
+}  // namespace warden

@@ -1,0 +1,88 @@
+#include "common/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace warden {
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Error errno_error(std::string_view what, int err) {
+  Errc code = Errc::io_error;
+  if (err == ENOENT || err == ENOTDIR) code = Errc::not_found;
+  if (err == EEXIST) code = Errc::already_exists;
+  return Error{code, std::string(what) + ": " + std::strerror(err)};
+}
+
+Result<std::string> read_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  bool from_stdin = path == "-";
+  UniqueFd owned;
+  int fd = STDIN_FILENO;
+  if (!from_stdin) {
+    owned.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!owned) return std::unexpected(errno_error(path.string(), errno));
+    fd = owned.get();
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      return fail(Errc::invalid_argument, path.string() + ": is a directory, expected a file");
+    }
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(errno_error(from_stdin ? "standard input" : path.string(), errno));
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      return fail(Errc::limit_exceeded, (from_stdin ? std::string("standard input") : path.string()) +
+                                            ": larger than the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) return std::unexpected(errno_error(tmp.string(), errno));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return std::unexpected(errno_error(tmp.string(), err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0 || ::fchmod(fd.get(), mode) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return std::unexpected(errno_error(tmp.string(), err));
+  }
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return std::unexpected(errno_error(path.string(), err));
+  }
+  auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd) ::fsync(dfd.get());
+  return {};
+}
+
+}  // namespace warden

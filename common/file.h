@@ -1,0 +1,50 @@
+// Whole-file reads and crash-safe whole-file writes, with errors that name the path.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace warden {
+
+// An owned file descriptor, closed on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(other.release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Reads a whole file, refusing files larger than max_bytes. "-" reads standard input.
+Result<std::string> read_file(const std::filesystem::path& path, uint64_t max_bytes = uint64_t{1} << 30);
+
+// Writes to a temporary sibling, fsyncs it, renames it over `path` and fsyncs the
+// directory: readers see the old file or the new one, never a torn write.
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode = 0644);
+
+// "path: strerror(errno)" as an Error with a code that fits errno.
+Error errno_error(std::string_view what, int err);
+
+}  // namespace warden

@@ -1,0 +1,25 @@
+// C2SP tlog-checkpoint note bodies: origin, tree size, base64 root hash, then optional
+// extension lines. Signing and verifying them is note.h's job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/sha256.h"
+
+namespace warden {
+
+struct Checkpoint {
+  std::string origin;
+  uint64_t size = 0;
+  Digest root;
+  std::vector<std::string> extensions;
+
+  std::string body() const;  // the note text, ending in a newline
+  static Result<Checkpoint> parse_body(std::string_view text);
+};
+
+}  // namespace warden

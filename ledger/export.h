@@ -1,0 +1,65 @@
+// The portable, diffable form of a ledger, and the way back:
+//
+//   OUT/ledger.json            canonical manifest: format, origin, verifier key, size, root
+//   OUT/records.jsonl          one canonical record per line: exactly the bytes that are hashed
+//   OUT/checkpoints/<size>.note  signed tlog-checkpoint notes
+//   OUT/blobs/<sha256 hex>     blob bytes
+//
+// An export re-imported gives a ledger with the same records, root and checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "ledger/ledger.h"
+
+namespace warden {
+
+inline constexpr std::string_view kExportFormat = "warden-ledger-export/1";
+
+struct ExportManifest {
+  std::string origin;
+  std::string verifier_key;
+  uint64_t size = 0;
+  Digest root;
+  uint64_t max_payload_bytes = 0;
+};
+
+class ExportReader {
+ public:
+  static Result<ExportReader> open(const std::filesystem::path& dir);
+  const ExportManifest& manifest() const { return manifest_; }
+  Result<std::vector<StoredCheckpoint>> checkpoints() const;
+  // Streams records.jsonl; `visit(line_number, line)` returns false to stop early.
+  Status for_each_record(const std::function<bool(uint64_t, std::string_view)>& visit) const;
+  // Streams blobs/ in name order; `visit(name, bytes)` returns false to stop early.
+  Status for_each_blob(const std::function<bool(const std::string&, std::string_view)>& visit) const;
+
+ private:
+  std::filesystem::path dir_;
+  ExportManifest manifest_;
+};
+
+struct ExportSummary {
+  uint64_t records = 0, checkpoints = 0, blobs = 0;
+  Digest root;
+};
+
+// Writes into a sibling temporary directory and renames it to `out`: a crash leaves no
+// half-written export under that name. `out` must not exist.
+Result<ExportSummary> export_ledger(const Ledger& ledger, const std::filesystem::path& out);
+
+// Verifies the export completely (with `keys`, or its own key if empty), then builds a
+// new ledger at `dir` in a single transaction. `dir` must not hold a ledger; on failure
+// nothing is left behind.
+Result<ExportSummary> import_ledger(const std::filesystem::path& export_dir, const std::filesystem::path& dir,
+                                    const std::vector<NoteVerifier>& keys);
+
+}  // namespace warden

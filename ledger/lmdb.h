@@ -1,0 +1,88 @@
+// RAII handles for LMDB: an environment, a transaction that aborts unless committed, and a
+// cursor. Every failure comes back as an Error naming what was being done.
+#pragma once
+
+#include <lmdb.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace warden::lmdb {
+
+Error error(int rc, std::string_view what);
+
+inline MDB_val val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
+inline std::string_view view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
+
+// Big-endian u64 keys sort numerically under LMDB's default byte comparison.
+struct U64Key {
+  explicit U64Key(uint64_t v) {
+    for (int i = 7; i >= 0; --i, v >>= 8) bytes[i] = static_cast<char>(v & 0xff);
+  }
+  std::string_view view() const { return {bytes, 8}; }
+  char bytes[8];
+};
+Result<uint64_t> decode_u64(std::string_view key);
+
+class Env {
+ public:
+  static Result<Env> open(const std::filesystem::path& dir, unsigned flags, size_t map_size, unsigned max_dbs);
+  Env(Env&& other) noexcept : env_(std::exchange(other.env_, nullptr)) {}
+  Env& operator=(Env&& other) noexcept;
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+  ~Env();
+
+  MDB_env* get() const { return env_; }
+
+ private:
+  explicit Env(MDB_env* env) : env_(env) {}
+  MDB_env* env_ = nullptr;
+};
+
+class Txn {
+ public:
+  static Result<Txn> begin(const Env& env, bool read_only);
+  Txn(Txn&& other) noexcept : txn_(std::exchange(other.txn_, nullptr)) {}
+  Txn& operator=(Txn&& other) noexcept;
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+  ~Txn() { abort(); }
+
+  Status commit();
+  void abort();
+  MDB_txn* get() const { return txn_; }
+
+  Result<MDB_dbi> open_db(const char* name, unsigned flags);
+  // Absent keys give std::nullopt-like not_found errors; callers decide.
+  Result<std::string_view> get(MDB_dbi dbi, std::string_view key);
+  Status put(MDB_dbi dbi, std::string_view key, std::string_view value, unsigned flags, std::string_view what);
+
+ private:
+  explicit Txn(MDB_txn* txn) : txn_(txn) {}
+  MDB_txn* txn_ = nullptr;
+};
+
+class Cursor {
+ public:
+  static Result<Cursor> open(const Txn& txn, MDB_dbi dbi);
+  Cursor(Cursor&& other) noexcept : cursor_(std::exchange(other.cursor_, nullptr)) {}
+  Cursor& operator=(Cursor&&) = delete;
+  Cursor(const Cursor&) = delete;
+  ~Cursor() {
+    if (cursor_) mdb_cursor_close(cursor_);
+  }
+  // MDB_NOTFOUND gives false; other failures are errors.
+  Result<bool> get(MDB_val& key, MDB_val& value, MDB_cursor_op op);
+  MDB_cursor* get() const { return cursor_; }
+
+ private:
+  explicit Cursor(MDB_cursor* c) : cursor_(c) {}
+  MDB_cursor* cursor_ = nullptr;
+};
+
+}  // namespace warden::lmdb

@@ -1,0 +1,275 @@
+#include "ledger/note.h"
+
+#include <cstdio>
+#include <set>
+
+#include "common/encoding.h"
+#include "common/sha256.h"
+
+namespace warden {
+namespace {
+
+constexpr uint8_t kAlgEd25519 = 0x01;
+constexpr std::string_view kSigPrefix = "\xE2\x80\x94 ";  // em dash U+2014, space
+constexpr size_t kMaxSignatures = 100;
+
+uint32_t compute_key_hash(std::string_view name, const Ed25519PublicKey& pub) {
+  Sha256 h;
+  h.update(name).update(std::string_view("\n\x01", 2)).update(std::span<const uint8_t>(pub));
+  const auto d = h.finish().bytes();
+  return (uint32_t{d[0]} << 24) | (uint32_t{d[1]} << 16) | (uint32_t{d[2]} << 8) | d[3];
+}
+
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+Result<uint32_t> parse_hex8(std::string_view s) {
+  if (s.size() != 8) return fail(Errc::invalid_argument, "key hash must be 8 hex digits");
+  uint32_t v = 0;
+  for (char c : s) {
+    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    if (d < 0) return fail(Errc::invalid_argument, "key hash must be 8 hex digits");
+    v = (v << 4) | static_cast<uint32_t>(d);
+  }
+  return v;
+}
+
+// Splits "a+b+c" at the first '+'.
+std::pair<std::string_view, std::string_view> chop(std::string_view s) {
+  auto i = s.find('+');
+  if (i == std::string_view::npos) return {s, {}};
+  return {s.substr(0, i), s.substr(i + 1)};
+}
+
+bool has_unicode_space(std::string_view name) {
+  // The Unicode White_Space characters, by their UTF-8 spellings.
+  static constexpr std::string_view kSpaces[] = {
+      "\x09", "\x0a", "\x0b", "\x0c", "\x0d", " ", "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80",
+      "\xe2\x80\x80", "\xe2\x80\x81", "\xe2\x80\x82", "\xe2\x80\x83", "\xe2\x80\x84", "\xe2\x80\x85",
+      "\xe2\x80\x86", "\xe2\x80\x87", "\xe2\x80\x88", "\xe2\x80\x89", "\xe2\x80\x8a", "\xe2\x80\xa8",
+      "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80"};
+  for (auto sp : kSpaces) {
+    if (name.find(sp) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Valid UTF-8 with no control characters except newline.
+Status check_note_bytes(std::string_view msg) {
+  size_t i = 0;
+  while (i < msg.size()) {
+    auto c = static_cast<uint8_t>(msg[i]);
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\n') {
+        return fail(Errc::invalid_argument, "malformed note: control character at byte " + std::to_string(i));
+      }
+      ++i;
+      continue;
+    }
+    size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    bool ok = len != 0 && i + len <= msg.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      auto b = static_cast<uint8_t>(msg[i + k]);
+      ok = (b & 0xc0) == 0x80;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (!ok || cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return fail(Errc::invalid_argument, "malformed note: invalid UTF-8 at byte " + std::to_string(i));
+    }
+    i += len;
+  }
+  return {};
+}
+
+}  // namespace
+
+bool is_valid_key_name(std::string_view name) {
+  return !name.empty() && name.find('+') == std::string_view::npos && !has_unicode_space(name) &&
+         check_note_bytes(name).has_value();
+}
+
+Result<NoteVerifier> NoteVerifier::parse(std::string_view vkey) {
+  auto [name, rest] = chop(vkey);
+  auto [hash16, key64] = chop(rest);
+  auto bad = [](const std::string& why) { return fail(Errc::invalid_argument, "malformed verifier key: " + why); };
+  if (!is_valid_key_name(name)) return bad("invalid key name");
+  auto hash = parse_hex8(hash16);
+  if (!hash) return bad(hash.error().message);
+  auto key = base64_decode(key64);
+  if (!key) return bad("key is not base64: " + key.error().message);
+  if (key->empty() || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) return bad("unknown signature algorithm (want Ed25519, 0x01)");
+  if (key->size() != 33) return bad("Ed25519 public key must be 32 bytes");
+  NoteVerifier v;
+  v.name_ = std::string(name);
+  std::copy(key->begin() + 1, key->end(), reinterpret_cast<char*>(v.public_key_.data()));
+  v.key_hash_ = compute_key_hash(v.name_, v.public_key_);
+  if (v.key_hash_ != *hash) return bad("key hash does not match the name and key");
+  return v;
+}
+
+std::string NoteVerifier::encoded() const {
+  std::string raw(1, static_cast<char>(kAlgEd25519));
+  raw.append(reinterpret_cast<const char*>(public_key_.data()), public_key_.size());
+  return name_ + "+" + hex8(key_hash_) + "+" + base64_encode(raw);
+}
+
+bool NoteVerifier::verify(std::string_view text, std::string_view signature) const {
+  return ed25519_verify(public_key_, text, signature);
+}
+
+NoteSigner::NoteSigner(std::string name, Ed25519PrivateKey key)
+    : name_(std::move(name)), key_hash_(compute_key_hash(name_, key.public_key())), key_(std::move(key)) {}
+
+Result<NoteSigner> NoteSigner::parse(std::string_view skey) {
+  auto bad = [](const std::string& why) { return fail(Errc::invalid_argument, "malformed signer key: " + why); };
+  auto [priv1, r1] = chop(skey);
+  auto [priv2, r2] = chop(r1);
+  auto [name, r3] = chop(r2);
+  auto [hash16, key64] = chop(r3);
+  if (priv1 != "PRIVATE" || priv2 != "KEY") return bad("must start with PRIVATE+KEY+");
+  if (!is_valid_key_name(name)) return bad("invalid key name");
+  auto hash = parse_hex8(hash16);
+  if (!hash) return bad(hash.error().message);
+  auto key = base64_decode(key64);
+  if (!key) return bad("key is not base64: " + key.error().message);
+  if (key->empty() || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) return bad("unknown signature algorithm (want Ed25519, 0x01)");
+  if (key->size() != 33) return bad("Ed25519 seed must be 32 bytes");
+  auto priv = Ed25519PrivateKey::from_seed(std::string_view(*key).substr(1));
+  if (!priv) return std::unexpected(priv.error());
+  NoteSigner s(std::string(name), std::move(*priv));
+  if (s.key_hash_ != *hash) return bad("key hash does not match the name and key");
+  return s;
+}
+
+Result<NoteSigner> NoteSigner::generate(std::string_view name) {
+  if (!is_valid_key_name(name)) {
+    return fail(Errc::invalid_argument, "key name \"" + std::string(name) +
+                                            "\" must be non-empty, without spaces or '+' (e.g. example.com/log)");
+  }
+  auto priv = Ed25519PrivateKey::generate();
+  if (!priv) return std::unexpected(priv.error());
+  return NoteSigner(std::string(name), std::move(*priv));
+}
+
+std::string NoteSigner::encoded() const {
+  std::string raw(1, static_cast<char>(kAlgEd25519));
+  raw += key_.seed();
+  return "PRIVATE+KEY+" + name_ + "+" + hex8(key_hash_) + "+" + base64_encode(raw);
+}
+
+NoteVerifier NoteSigner::verifier() const {
+  NoteVerifier v;
+  v.name_ = name_;
+  v.key_hash_ = key_hash_;
+  v.public_key_ = key_.public_key();
+  return v;
+}
+
+Result<std::string> NoteSigner::sign(std::string_view text) const {
+  auto sig = key_.sign(text);
+  if (!sig) return std::unexpected(sig.error());
+  return std::string(reinterpret_cast<const char*>(sig->data()), sig->size());
+}
+
+std::string NoteSignature::line() const { return std::string(kSigPrefix) + name + " " + base64 + "\n"; }
+
+Result<Note> parse_note(std::string_view message) {
+  if (auto st = check_note_bytes(message); !st) return std::unexpected(st.error());
+  auto split = message.rfind("\n\n");
+  if (split == std::string_view::npos) {
+    return fail(Errc::invalid_argument, "malformed note: no blank line before the signatures");
+  }
+  Note note;
+  note.text = std::string(message.substr(0, split + 1));
+  std::string_view sigs = message.substr(split + 2);
+  if (sigs.empty() || sigs.back() != '\n') {
+    return fail(Errc::invalid_argument, "malformed note: signature block must be non-empty and end in a newline");
+  }
+  while (!sigs.empty()) {
+    auto nl = sigs.find('\n');
+    std::string_view line = sigs.substr(0, nl);
+    sigs.remove_prefix(nl + 1);
+    if (!line.starts_with(kSigPrefix)) {
+      return fail(Errc::invalid_argument, "malformed note: signature line does not start with an em dash and a space");
+    }
+    line.remove_prefix(kSigPrefix.size());
+    auto space = line.find(' ');
+    std::string_view name = line.substr(0, space);
+    std::string_view b64 = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+    auto raw = base64_decode(b64);
+    if (!is_valid_key_name(name) || b64.empty() || !raw || raw->size() < 5) {
+      return fail(Errc::invalid_argument, "malformed note: bad signature line for \"" + std::string(name) + "\"");
+    }
+    if (note.signatures.size() == kMaxSignatures) {
+      return fail(Errc::limit_exceeded, "malformed note: more than 100 signatures");
+    }
+    const auto* b = reinterpret_cast<const uint8_t*>(raw->data());
+    uint32_t hash = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+    note.signatures.push_back(NoteSignature{std::string(name), hash, std::string(b64)});
+  }
+  return note;
+}
+
+Result<std::string> sign_note(std::string_view text, const NoteSigner& signer,
+                              const std::vector<NoteSignature>& existing) {
+  if (text.empty() || text.back() != '\n') return fail(Errc::invalid_argument, "malformed note: text must end in a newline");
+  if (auto st = check_note_bytes(text); !st) return std::unexpected(st.error());
+  auto sig = signer.sign(text);
+  if (!sig) return std::unexpected(sig.error());
+  std::string raw(4, '\0');
+  uint32_t h = signer.key_hash();
+  raw[0] = static_cast<char>(h >> 24), raw[1] = static_cast<char>(h >> 16);
+  raw[2] = static_cast<char>(h >> 8), raw[3] = static_cast<char>(h);
+  raw += *sig;
+  std::string out(text);
+  out += '\n';
+  for (const auto& s : existing) {
+    if (s.name == signer.name() && s.key_hash == signer.key_hash()) continue;  // replaced by ours
+    out += s.line();
+  }
+  out += NoteSignature{signer.name(), h, base64_encode(raw)}.line();
+  return out;
+}
+
+Result<OpenedNote> open_note(std::string_view message, const std::vector<NoteVerifier>& known) {
+  auto note = parse_note(message);
+  if (!note) return std::unexpected(note.error());
+  OpenedNote opened;
+  opened.text = note->text;
+  std::set<std::pair<std::string, uint32_t>> seen;
+  std::set<std::string> seen_unverified;
+  for (const auto& sig : note->signatures) {
+    const NoteVerifier* match = nullptr;
+    int matches = 0;
+    for (const auto& v : known) {
+      if (v.name() == sig.name && v.key_hash() == sig.key_hash) {
+        match = &v;
+        ++matches;
+      }
+    }
+    if (matches > 1) {
+      return fail(Errc::invalid_argument, "ambiguous key " + sig.name + "+" + hex8(sig.key_hash));
+    }
+    if (!match) {
+      if (seen_unverified.insert(sig.line()).second) opened.unverified.push_back(sig);
+      continue;
+    }
+    if (!seen.insert({sig.name, sig.key_hash}).second) continue;
+    auto raw = base64_decode(sig.base64);
+    if (!raw || !match->verify(opened.text, std::string_view(*raw).substr(4))) {
+      return fail(Errc::verification_failed, "invalid signature for key " + sig.name + "+" + hex8(sig.key_hash));
+    }
+    opened.verified.push_back(sig);
+  }
+  if (opened.verified.empty()) {
+    return fail(Errc::verification_failed, "note has no verifiable signatures (no signature by a known key)");
+  }
+  return opened;
+}
+
+}  // namespace warden

@@ -1,0 +1,107 @@
+#include "tools/warden/cli.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "common/file.h"
+
+namespace warden::cli {
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t start = s.find_first_not_of(" \t\r\n");
+  return start == std::string::npos ? std::string() : s.substr(start);
+}
+
+}  // namespace
+
+int exit_code_for(Errc code) {
+  switch (code) {
+    case Errc::verification_failed:
+    case Errc::corrupt: return kVerificationFailed;
+    case Errc::invalid_argument:
+    case Errc::limit_exceeded: return kInvalidInput;
+    case Errc::not_found: return kNotFound;
+    case Errc::io_error: return kIoError;
+    case Errc::already_exists: return kAlreadyExists;
+    case Errc::internal: return kInternal;
+  }
+  return kInternal;
+}
+
+int report_error(const Error& error, bool json) {
+  std::cerr << "warden: error: " << error.message << "\n";
+  if (json) print_json({{"ok", false}, {"error", {{"code", errc_name(error.code)}, {"message", error.message}}}});
+  return exit_code_for(error.code);
+}
+
+void print_json(const Json& value) { std::cout << value.dump(2) << "\n"; }
+
+Result<NoteVerifier> load_verifier(const std::string& arg) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(arg, ec)) {
+    auto text = read_file(arg, 64 * 1024);
+    if (!text) return std::unexpected(text.error());
+    auto v = NoteVerifier::parse(trim(*text));
+    if (!v) return std::unexpected(v.error().with_context(arg));
+    return v;
+  }
+  auto v = NoteVerifier::parse(arg);
+  if (!v) {
+    return fail(Errc::invalid_argument,
+                "--key \"" + arg + "\" is neither a readable file nor a verifier key (" + v.error().message + ")");
+  }
+  return v;
+}
+
+Result<std::vector<NoteVerifier>> load_verifiers(const std::vector<std::string>& args) {
+  std::vector<NoteVerifier> out;
+  for (const auto& a : args) {
+    auto v = load_verifier(a);
+    if (!v) return std::unexpected(v.error());
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+Result<NoteSigner> load_signer(const std::string& path) {
+  auto text = read_file(path, 64 * 1024);
+  if (!text) return std::unexpected(text.error());
+  auto s = NoteSigner::parse(trim(*text));
+  if (!s) return std::unexpected(s.error().with_context(path));
+  return s;
+}
+
+Result<Digest> parse_hex_digest(std::string_view text, std::string_view what) {
+  auto d = Digest::from_hex(text);
+  if (!d) return std::unexpected(d.error().with_context(what));
+  return d;
+}
+
+Result<std::vector<Digest>> parse_proof(std::string_view text) {
+  std::vector<Digest> out;
+  if (text.empty()) return out;
+  size_t i = 0;
+  while (true) {
+    size_t comma = text.find(',', i);
+    auto part = text.substr(i, comma == std::string_view::npos ? std::string_view::npos : comma - i);
+    auto d = parse_hex_digest(part, "proof element " + std::to_string(out.size() + 1));
+    if (!d) return std::unexpected(d.error());
+    out.push_back(*d);
+    if (comma == std::string_view::npos) break;
+    i = comma + 1;
+  }
+  return out;
+}
+
+std::string join_proof(const std::vector<Digest>& proof) {
+  std::string out;
+  for (size_t i = 0; i < proof.size(); ++i) {
+    if (i) out += ',';
+    out += proof[i].hex();
+  }
+  return out;
+}
+
+}  // namespace warden::cli

@@ -1,0 +1,53 @@
+// What every `warden` subcommand shares: documented exit codes, error and JSON output,
+// and loading keys and hashes from the command line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "ledger/note.h"
+
+namespace warden::cli {
+
+// Exit codes, as documented in `warden --help` and the README.
+enum ExitCode : int {
+  kOk = 0,
+  kVerificationFailed = 1,  // a ledger, proof, signature or note did not verify
+  kUsage = 2,               // bad flags or arguments
+  kInvalidInput = 3,        // malformed JSON, hash, key or file; a limit exceeded
+  kNotFound = 4,            // a ledger, record, file or key that does not exist
+  kIoError = 5,             // storage or OS failure: permissions, disk, locks
+  kAlreadyExists = 6,       // refusing to overwrite
+  kInternal = 70,           // a bug: please report it
+};
+
+// The action a parsed subcommand runs; returns the exit code.
+using Action = std::function<int()>;
+
+int exit_code_for(Errc code);
+// Prints "warden: error: ..." on stderr (and a JSON error object on stdout with --json).
+int report_error(const Error& error, bool json);
+void print_json(const Json& value);
+
+// A verifier key given as the key string itself or as a file holding it.
+Result<NoteVerifier> load_verifier(const std::string& arg);
+Result<std::vector<NoteVerifier>> load_verifiers(const std::vector<std::string>& args);
+Result<NoteSigner> load_signer(const std::string& path);
+// 64 lowercase hex characters (the CLI's spelling of Merkle hashes).
+Result<Digest> parse_hex_digest(std::string_view text, std::string_view what);
+Result<std::vector<Digest>> parse_proof(std::string_view text);
+std::string join_proof(const std::vector<Digest>& proof);
+
+void add_key_commands(CLI::App& app, Action& action);
+void add_ledger_commands(CLI::App& app, Action& action);
+void add_merkle_commands(CLI::App& app, Action& action);
+void add_note_commands(CLI::App& app, Action& action);
+
+}  // namespace warden::cli

@@ -1,0 +1,365 @@
+// warden ledger ...: create, append to, inspect, prove, checkpoint, verify, export, import.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "common/clock.h"
+#include "common/file.h"
+#include "ledger/export.h"
+#include "ledger/ledger.h"
+#include "ledger/verify.h"
+#include "tools/warden/cli.h"
+
+namespace warden::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSignerKeyFile = "signer.key";
+
+Json hashes_json(const std::vector<Digest>& proof) {
+  Json out = Json::array();
+  for (const auto& d : proof) out.push_back(d.hex());
+  return out;
+}
+
+Result<Ledger> open_ledger(const std::string& dir, Ledger::Mode mode, Clock& clock) {
+  return Ledger::open(dir, mode, clock);
+}
+
+struct Options {
+  std::string dir, out, kind, payload = "", signer_key, origin, file, digest;
+  std::vector<std::string> keys;
+  uint64_t seq = 0, size = 0, size1 = 0, size2 = 0, max_payload = uint64_t{1} << 20;
+  bool json = false;
+};
+
+int run_init(const Options& o) {
+  std::optional<NoteSigner> signer;
+  if (!o.signer_key.empty()) {
+    auto loaded = load_signer(o.signer_key);
+    if (!loaded) return report_error(loaded.error(), o.json);
+    signer.emplace(std::move(*loaded));
+  }
+  std::string origin = o.origin;
+  if (origin.empty()) origin = signer ? signer->name() : "warden.local/" + fs::absolute(o.dir).filename().string();
+  if (!signer) {
+    auto generated = NoteSigner::generate(origin);
+    if (!generated) return report_error(generated.error(), o.json);
+    signer.emplace(std::move(*generated));
+  }
+  LedgerCreateOptions create{origin, signer->verifier().encoded(), o.max_payload};
+  if (auto st = Ledger::create(o.dir, create); !st) return report_error(st.error(), o.json);
+  fs::path key_path = fs::path(o.dir) / kSignerKeyFile;
+  if (auto st = write_file_atomic(key_path, signer->encoded() + "\n", 0600); !st) return report_error(st.error(), o.json);
+  if (o.json) {
+    print_json({{"dir", o.dir}, {"origin", origin}, {"verifier_key", create.verifier_key}, {"signer_key_file", key_path.string()}});
+  } else {
+    std::cout << "initialized ledger " << o.dir << "\norigin " << origin << "\nverifier_key " << create.verifier_key
+              << "\nsigner key stored in " << key_path.string() << " (mode 0600)\n";
+  }
+  return kOk;
+}
+
+int run_append(const Options& o) {
+  Json payload = Json::object();
+  if (!o.payload.empty()) {
+    auto text = read_file(o.payload, uint64_t{64} << 20);
+    if (!text) return report_error(text.error(), o.json);
+    auto parsed = parse_json(*text, o.payload == "-" ? "payload (standard input)" : "payload file " + o.payload);
+    if (!parsed) return report_error(parsed.error(), o.json);
+    payload = std::move(*parsed);
+  }
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_write, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto appended = ledger->append(o.kind, payload);
+  if (!appended) return report_error(appended.error(), o.json);
+  if (o.json) print_json({{"seq", appended->seq}, {"hash", appended->hash.hex()}});
+  else std::cout << appended->seq << " " << appended->hash.hex() << "\n";
+  return kOk;
+}
+
+int run_show(const Options& o, bool has_seq) {
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto snap = ledger->snapshot();
+  if (!snap) return report_error(snap.error(), o.json);
+  if (has_seq) {
+    auto record = snap->record(o.seq);
+    if (!record) return report_error(record.error(), o.json);
+    auto hash = snap->record_hash(o.seq);
+    if (!hash) return report_error(hash.error(), o.json);
+    if (o.json) {
+      print_json({{"seq", o.seq}, {"hash", hash->hex()}, {"record", record->to_json()}});
+    } else {
+      std::cout << "seq " << record->seq << "\nkind " << record->kind << "\nts " << record->ts << "\nhash "
+                << hash->hex() << "\nprev " << record->prev.hex() << "\npayload " << record->payload << "\n";
+    }
+    return kOk;
+  }
+  auto root = snap->root();
+  auto checkpoints = snap->checkpoints();
+  auto kinds = snap->kind_counts();
+  if (!root) return report_error(root.error(), o.json);
+  if (!checkpoints) return report_error(checkpoints.error(), o.json);
+  if (!kinds) return report_error(kinds.error(), o.json);
+  if (o.json) {
+    Json k = Json::object();
+    for (const auto& [kind, count] : *kinds) k[kind] = count;
+    Json sizes = Json::array();
+    for (const auto& cp : *checkpoints) sizes.push_back(cp.size);
+    print_json({{"dir", o.dir},
+                {"origin", ledger->origin()},
+                {"verifier_key", ledger->verifier_key()},
+                {"size", snap->size()},
+                {"root", root->hex()},
+                {"kinds", k},
+                {"checkpoint_sizes", sizes}});
+  } else {
+    std::cout << "origin " << ledger->origin() << "\nverifier_key " << ledger->verifier_key() << "\nsize "
+              << snap->size() << "\nroot " << root->hex() << "\ncheckpoints " << checkpoints->size() << "\n";
+    for (const auto& [kind, count] : *kinds) std::cout << "kind " << kind << " " << count << "\n";
+  }
+  return kOk;
+}
+
+int run_prove(const Options& o, bool has_size) {
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto snap = ledger->snapshot();
+  if (!snap) return report_error(snap.error(), o.json);
+  uint64_t size = has_size ? o.size : snap->size();
+  auto proof = snap->inclusion_proof(o.seq, size);
+  if (!proof) return report_error(proof.error(), o.json);
+  auto leaf = snap->record_hash(o.seq);
+  auto root = snap->root_at(size);
+  if (!leaf) return report_error(leaf.error(), o.json);
+  if (!root) return report_error(root.error(), o.json);
+  if (o.json) {
+    print_json({{"index", o.seq}, {"size", size}, {"leaf_hash", leaf->hex()}, {"root", root->hex()}, {"proof", hashes_json(*proof)}});
+  } else {
+    std::cout << "index " << o.seq << "\nsize " << size << "\nleaf_hash " << leaf->hex() << "\nroot " << root->hex()
+              << "\nproof " << join_proof(*proof) << "\n";
+  }
+  return kOk;
+}
+
+int run_consistency(const Options& o) {
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto snap = ledger->snapshot();
+  if (!snap) return report_error(snap.error(), o.json);
+  auto proof = snap->consistency_proof(o.size1, o.size2);
+  if (!proof) return report_error(proof.error(), o.json);
+  auto r1 = snap->root_at(o.size1);
+  auto r2 = snap->root_at(o.size2);
+  if (!r1) return report_error(r1.error(), o.json);
+  if (!r2) return report_error(r2.error(), o.json);
+  if (o.json) {
+    print_json({{"size1", o.size1}, {"size2", o.size2}, {"root1", r1->hex()}, {"root2", r2->hex()}, {"proof", hashes_json(*proof)}});
+  } else {
+    std::cout << "size1 " << o.size1 << "\nsize2 " << o.size2 << "\nroot1 " << r1->hex() << "\nroot2 " << r2->hex()
+              << "\nproof " << join_proof(*proof) << "\n";
+  }
+  return kOk;
+}
+
+int run_checkpoint(const Options& o) {
+  std::string key_path = o.signer_key.empty() ? (fs::path(o.dir) / kSignerKeyFile).string() : o.signer_key;
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_write, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto signer = load_signer(key_path);
+  if (!signer) {
+    return report_error(signer.error().with_context("loading the signer key (pass --signer-key FILE)"), o.json);
+  }
+  auto cp = ledger->checkpoint(*signer);
+  if (!cp) return report_error(cp.error(), o.json);
+  if (o.json) print_json({{"size", cp->size}, {"note", cp->note}});
+  else std::cout << cp->note;
+  return kOk;
+}
+
+int run_verify(const Options& o) {
+  auto keys = load_verifiers(o.keys);
+  if (!keys) return report_error(keys.error(), o.json);
+  auto report = verify_path(o.dir, *keys);
+  if (!report) return report_error(report.error(), o.json);
+  for (const auto& w : report->warnings) std::cerr << "warden: warning: " << w << "\n";
+  if (o.json) {
+    Json out = {{"ok", report->ok()},
+                {"records", report->records},
+                {"checkpoints", report->checkpoints},
+                {"blobs", report->blobs},
+                {"key_source", report->key_source},
+                {"warnings", report->warnings}};
+    if (report->ok()) out["root"] = report->root.hex();
+    if (report->problem) {
+      out["problem"] = {{"object", report->problem->object}, {"message", report->problem->message}};
+      if (report->problem->seq) out["problem"]["seq"] = *report->problem->seq;
+    }
+    print_json(out);
+  } else if (report->ok()) {
+    std::cout << "OK: " << report->records << " records, " << report->checkpoints << " signed checkpoints, "
+              << report->blobs << " blobs verified\nroot " << report->root.hex() << "\n";
+  } else {
+    std::cout << "FAILED: " << report->problem->object << ": " << report->problem->message << "\n";
+    if (report->problem->seq) std::cout << "first bad seq " << *report->problem->seq << "\n";
+  }
+  return report->ok() ? kOk : kVerificationFailed;
+}
+
+int run_export(const Options& o) {
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto summary = export_ledger(*ledger, o.out);
+  if (!summary) return report_error(summary.error(), o.json);
+  if (o.json) {
+    print_json({{"out", o.out}, {"records", summary->records}, {"checkpoints", summary->checkpoints},
+                {"blobs", summary->blobs}, {"root", summary->root.hex()}});
+  } else {
+    std::cout << "exported " << summary->records << " records, " << summary->checkpoints << " checkpoints, "
+              << summary->blobs << " blobs to " << o.out << "\nroot " << summary->root.hex() << "\n";
+  }
+  return kOk;
+}
+
+int run_import(const Options& o) {
+  auto keys = load_verifiers(o.keys);
+  if (!keys) return report_error(keys.error(), o.json);
+  auto summary = import_ledger(o.out, o.dir, *keys);
+  if (!summary) return report_error(summary.error(), o.json);
+  if (o.json) {
+    print_json({{"dir", o.dir}, {"records", summary->records}, {"checkpoints", summary->checkpoints},
+                {"blobs", summary->blobs}, {"root", summary->root.hex()}});
+  } else {
+    std::cout << "imported " << summary->records << " records, " << summary->checkpoints << " checkpoints, "
+              << summary->blobs << " blobs into " << o.dir << "\nroot " << summary->root.hex() << "\n";
+  }
+  return kOk;
+}
+
+int run_blob_put(const Options& o) {
+  auto bytes = read_file(o.file, uint64_t{1} << 31);
+  if (!bytes) return report_error(bytes.error(), o.json);
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_write, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto digest = ledger->put_blob(*bytes);
+  if (!digest) return report_error(digest.error(), o.json);
+  if (o.json) print_json({{"digest", digest->str()}, {"bytes", bytes->size()}});
+  else std::cout << digest->str() << "\n";
+  return kOk;
+}
+
+int run_blob_get(const Options& o) {
+  auto digest = Digest::parse(o.digest);
+  if (!digest) return report_error(digest.error(), false);
+  SystemClock clock;
+  auto ledger = open_ledger(o.dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return report_error(ledger.error(), false);
+  auto snap = ledger->snapshot();
+  if (!snap) return report_error(snap.error(), false);
+  auto bytes = snap->blob(*digest);
+  if (!bytes) return report_error(bytes.error(), false);
+  std::cout.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  return kOk;
+}
+
+}  // namespace
+
+void add_ledger_commands(CLI::App& app, Action& action) {
+  auto* ledger = app.add_subcommand("ledger", "The tamper-evident LMDB ledger");
+  ledger->require_subcommand(1);
+  auto o = std::make_shared<Options>();
+  auto dir_arg = [&](CLI::App* cmd) { cmd->add_option("DIR", o->dir, "Ledger directory")->required(); };
+  auto json_flag = [&](CLI::App* cmd) { cmd->add_flag("--json", o->json, "Print JSON"); };
+  auto bind = [&action, o](CLI::App* cmd, std::function<int(const Options&)> run) {
+    cmd->callback([&action, o, run] { action = [o, run] { return run(*o); }; });
+  };
+
+  auto* init = ledger->add_subcommand(
+      "init", "Create an empty ledger in DIR. Without --signer-key a new key named after the origin is generated. "
+              "The signer key is kept in DIR/signer.key (mode 0600) for `ledger checkpoint`.");
+  dir_arg(init);
+  init->add_option("--signer-key", o->signer_key, "File holding the signer key for checkpoints");
+  init->add_option("--origin", o->origin, "Checkpoint origin line (default: the key name, or warden.local/<dir name>)");
+  init->add_option("--max-payload-bytes", o->max_payload, "Largest canonical payload a record may carry")
+      ->capture_default_str();
+  json_flag(init);
+  bind(init, run_init);
+
+  auto* append = ledger->add_subcommand("append", "Append one record durably; prints its seq and record hash");
+  dir_arg(append);
+  append->add_option("--kind", o->kind, "Record kind: a-z, 0-9, '_', '.', '-'")->required();
+  append->add_option("--payload", o->payload, "JSON object file ('-' for standard input; default {})");
+  json_flag(append);
+  bind(append, run_append);
+
+  auto* show = ledger->add_subcommand("show", "Summarize the ledger, or print record SEQ");
+  dir_arg(show);
+  auto* seq_opt = show->add_option("SEQ", o->seq, "Record sequence number");
+  json_flag(show);
+  show->callback([&action, o, seq_opt] { action = [o, has = seq_opt->count() > 0] { return run_show(*o, has); }; });
+
+  auto* verify = ledger->add_subcommand(
+      "verify", "Verify a ledger directory or an export: chain, Merkle nodes, checkpoint roots and signatures, "
+                "blob digests. Exit 0 only when all of it holds; otherwise names the first bad seq or object.");
+  verify->add_option("PATH", o->dir, "Ledger directory or export directory")->required();
+  verify->add_option("--key", o->keys, "Trusted verifier key or key file (repeatable; default: the ledger's own)");
+  json_flag(verify);
+  bind(verify, run_verify);
+
+  auto* prove = ledger->add_subcommand("prove", "Print the inclusion proof of record SEQ");
+  dir_arg(prove);
+  prove->add_option("SEQ", o->seq, "Record sequence number")->required();
+  auto* size_opt = prove->add_option("--size", o->size, "Tree size to prove against (default: current size)");
+  json_flag(prove);
+  prove->callback([&action, o, size_opt] { action = [o, has = size_opt->count() > 0] { return run_prove(*o, has); }; });
+
+  auto* consistency = ledger->add_subcommand("consistency", "Print the consistency proof between tree sizes");
+  dir_arg(consistency);
+  consistency->add_option("SIZE1", o->size1, "Older tree size (> 0)")->required();
+  consistency->add_option("SIZE2", o->size2, "Newer tree size")->required();
+  json_flag(consistency);
+  bind(consistency, run_consistency);
+
+  auto* checkpoint = ledger->add_subcommand("checkpoint", "Sign and store a checkpoint of the current tree; print the note");
+  dir_arg(checkpoint);
+  checkpoint->add_option("--signer-key", o->signer_key, "Signer key file (default: DIR/signer.key)");
+  json_flag(checkpoint);
+  bind(checkpoint, run_checkpoint);
+
+  auto* exp = ledger->add_subcommand("export", "Write the portable form: ledger.json, records.jsonl, checkpoints/, blobs/");
+  dir_arg(exp);
+  exp->add_option("OUT", o->out, "Export directory (must not exist)")->required();
+  json_flag(exp);
+  bind(exp, run_export);
+
+  auto* imp = ledger->add_subcommand("import", "Verify an export completely, then build a ledger from it in DIR");
+  imp->add_option("EXPORT", o->out, "Export directory")->required();
+  dir_arg(imp);
+  imp->add_option("--key", o->keys, "Trusted verifier key or key file (default: the export's own)");
+  json_flag(imp);
+  bind(imp, run_import);
+
+  auto* blob = ledger->add_subcommand("blob", "The content-addressed blob store");
+  blob->require_subcommand(1);
+  auto* put = blob->add_subcommand("put", "Store FILE's bytes; prints sha256:<hex>");
+  dir_arg(put);
+  put->add_option("FILE", o->file, "File to store ('-' for standard input)")->required();
+  json_flag(put);
+  bind(put, run_blob_put);
+  auto* get = blob->add_subcommand("get", "Write the blob's bytes to standard output, verified");
+  dir_arg(get);
+  get->add_option("DIGEST", o->digest, "sha256:<hex>")->required();
+  bind(get, run_blob_get);
+}
+
+}  // namespace warden::cli
