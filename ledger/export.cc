@@ -30,7 +30,9 @@ Result<std::vector<std::string>> sorted_names(const fs::path& dir) {
 Result<ExportReader> ExportReader::open(const fs::path& dir) {
   auto text = read_file(dir / "ledger.json", 1 << 20);
   if (!text) return std::unexpected(text.error());
-  auto parsed = parse_canonical_json(*text, "ledger.json");
+  std::string_view body = *text;
+  if (body.ends_with('\n')) body.remove_suffix(1);  // written as a text file
+  auto parsed = parse_canonical_json(body, "ledger.json");
   if (!parsed) return std::unexpected(parsed.error());
   const Json& j = *parsed;
   auto bad = [](const std::string& why) { return fail(Errc::invalid_argument, "ledger.json: " + why); };

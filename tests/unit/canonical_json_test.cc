@@ -1,0 +1,95 @@
+#include "common/canonical_json.h"
+
+#include <gtest/gtest.h>
+
+namespace warden {
+namespace {
+
+std::string canon(std::string_view text) {
+  auto parsed = parse_json(text);
+  EXPECT_TRUE(parsed.has_value()) << (parsed ? "" : parsed.error().message);
+  auto out = canonicalize(*parsed);
+  EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().message);
+  return out.value_or("");
+}
+
+TEST(CanonicalJson, SortsKeysAndDropsWhitespace) {
+  EXPECT_EQ(canon(R"( { "b" : [1, 2 , {"z":null,"a":true}], "a": "x" } )"), R"({"a":"x","b":[1,2,{"a":true,"z":null}]})");
+}
+
+TEST(CanonicalJson, SortsKeysByUtf16CodeUnitsAsRfc8785Example) {
+  // RFC 8785 section 3.2.3: U+1F600 (a surrogate pair, D83D DE00) sorts before U+FB33,
+  // although its UTF-8 bytes sort after.
+  std::string in = R"({"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh",)"
+                   R"("1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control",)"
+                   R"("\u00f6":"Latin Small Letter O With Diaeresis"})";
+  std::string expected = "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\xc2\x80\":\"Control\","
+                         "\"\xc3\xb6\":\"Latin Small Letter O With Diaeresis\",\"\xe2\x82\xac\":\"Euro Sign\","
+                         "\"\xf0\x9f\x98\x80\":\"Emoji: Grinning Face\","
+                         "\"\xef\xac\xb3\":\"Hebrew Letter Dalet With Dagesh\"}";
+  EXPECT_EQ(canon(in), expected);
+}
+
+TEST(CanonicalJson, EscapesMinimally) {
+  EXPECT_EQ(canon(R"(["\u0000\u001f\b\f\n\r\t\"\\/\u007f\u00e9"])"),
+            "[\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/\x7f\xc3\xa9\"]");
+}
+
+TEST(CanonicalJson, IntegersWithinTheExactRange) {
+  EXPECT_EQ(canon("[0,-0,1,-1,9007199254740991,-9007199254740991]"), "[0,0,1,-1,9007199254740991,-9007199254740991]");
+  auto big = parse_json("{\"n\":9007199254740992}");
+  ASSERT_TRUE(big);
+  auto out = canonicalize(*big);
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.error().message.find("/n"), std::string::npos);
+}
+
+TEST(CanonicalJson, RefusesFloatsNamingThePath) {
+  auto parsed = parse_json(R"({"a":{"b":[1,2.5]}})");
+  ASSERT_TRUE(parsed);
+  auto out = canonicalize(*parsed);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, Errc::invalid_argument);
+  EXPECT_NE(out.error().message.find("floating-point"), std::string::npos);
+  EXPECT_NE(out.error().message.find("/a/b/1"), std::string::npos);
+  EXPECT_FALSE(canonicalize(Json(1.0)));
+}
+
+TEST(CanonicalJson, ParseRefusesDuplicateKeysBadUtf8AndGarbage) {
+  auto dup = parse_json(R"({"a":1,"b":{"c":1,"c":2}})", "payload");
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().message.find("duplicate object key \"c\""), std::string::npos);
+  EXPECT_TRUE(parse_json(R"({"a":{"c":1},"b":{"c":2}})"));  // same key in sibling objects is fine
+  EXPECT_FALSE(parse_json("{\"a\":\"\xff\"}"));
+  EXPECT_FALSE(parse_json(R"(["\ud800"])"));  // lone surrogate
+  auto garbage = parse_json("{\"a\":", "payload file x.json");
+  ASSERT_FALSE(garbage);
+  EXPECT_NE(garbage.error().message.find("payload file x.json"), std::string::npos);
+  EXPECT_FALSE(parse_json(""));
+  EXPECT_FALSE(parse_json("[1] [2]"));
+}
+
+TEST(CanonicalJson, ParseBoundsNesting) {
+  std::string deep(10000, '[');
+  deep += std::string(10000, ']');
+  auto parsed = parse_json(deep);
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("nesting"), std::string::npos);
+}
+
+TEST(CanonicalJson, SerializerRefusesInvalidUtf8BuiltInMemory) {
+  Json j = {{"k", std::string("\xc0\x80")}};  // overlong encoding
+  EXPECT_FALSE(canonicalize(j));
+}
+
+TEST(CanonicalJson, ParseCanonicalAcceptsOnlyCanonicalBytes) {
+  EXPECT_TRUE(parse_canonical_json(R"({"a":1,"b":2})"));
+  auto spaced = parse_canonical_json(R"({"a": 1,"b":2})");
+  ASSERT_FALSE(spaced);
+  EXPECT_NE(spaced.error().message.find("byte 5"), std::string::npos);
+  EXPECT_FALSE(parse_canonical_json(R"({"b":2,"a":1})"));
+  EXPECT_FALSE(parse_canonical_json(R"(["\u0041"])"));  // escaped where no escape is needed
+}
+
+}  // namespace
+}  // namespace warden

@@ -1,0 +1,102 @@
+// SHA-256, hex, base64 and Ed25519 against published test vectors.
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+#include "common/ed25519.h"
+#include "common/encoding.h"
+#include "common/sha256.h"
+
+namespace warden {
+namespace {
+
+TEST(Sha256, KnownAnswers) {
+  EXPECT_EQ(sha256("").hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256("abc").str(), "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq").hex(),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(Sha256, StreamingEqualsOneShotAndIsReusable) {
+  std::string data(100000, 'x');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 31);
+  Sha256 h;
+  for (size_t i = 0; i < data.size(); i += 777) h.update(std::string_view(data).substr(i, 777));
+  EXPECT_EQ(h.finish(), sha256(data));
+  h.update("abc");  // finish() reset the state
+  EXPECT_EQ(h.finish(), sha256("abc"));
+}
+
+TEST(Digest, ParsesOnlyTheCanonicalSpelling) {
+  std::string hex = sha256("abc").hex();
+  EXPECT_EQ(Digest::parse("sha256:" + hex)->hex(), hex);
+  EXPECT_FALSE(Digest::parse(hex));                       // no prefix
+  EXPECT_FALSE(Digest::parse("SHA256:" + hex));           // wrong prefix
+  EXPECT_FALSE(Digest::parse("sha256:" + hex.substr(1)));  // short
+  std::string upper = hex;
+  upper[0] = 'B';
+  EXPECT_FALSE(Digest::from_hex(upper));  // uppercase is not the spelling
+  EXPECT_FALSE(Digest::from_bytes("short"));
+}
+
+TEST(Encoding, HexRoundTripAndStrictness) {
+  EXPECT_EQ(to_hex(std::string_view("\x00\xff\x10", 3)), "00ff10");
+  EXPECT_EQ(*from_hex("00ff10"), std::string("\x00\xff\x10", 3));
+  EXPECT_FALSE(from_hex("0"));
+  EXPECT_FALSE(from_hex("0g"));
+  EXPECT_FALSE(from_hex("FF"));
+}
+
+TEST(Encoding, Base64Rfc4648Vectors) {
+  std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+                                                   {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
+                                                   {"foobar", "Zm9vYmFy"}};
+  for (auto [plain, encoded] : vectors) {
+    EXPECT_EQ(base64_encode(std::string_view(plain)), encoded);
+    EXPECT_EQ(*base64_decode(encoded), plain);
+  }
+  EXPECT_FALSE(base64_decode("Zg="));    // length
+  EXPECT_FALSE(base64_decode("Zh=="));   // non-zero padding bits
+  EXPECT_FALSE(base64_decode("Z=g="));   // padding in the middle
+  EXPECT_FALSE(base64_decode("Zm9v\n"));  // stray byte
+}
+
+TEST(Ed25519, Rfc8032TestVector1) {
+  auto seed = from_hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60");
+  auto key = Ed25519PrivateKey::from_seed(*seed);
+  ASSERT_TRUE(key);
+  EXPECT_EQ(to_hex(key->public_key()), "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
+  auto sig = key->sign("");
+  ASSERT_TRUE(sig);
+  EXPECT_EQ(to_hex(*sig),
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b");
+  std::string raw(reinterpret_cast<const char*>(sig->data()), sig->size());
+  EXPECT_TRUE(ed25519_verify(key->public_key(), "", raw));
+  raw[10] ^= 1;
+  EXPECT_FALSE(ed25519_verify(key->public_key(), "", raw));
+  EXPECT_FALSE(ed25519_verify(key->public_key(), "", raw.substr(1)));
+}
+
+TEST(Ed25519, GeneratedKeysRoundTripThroughTheirSeed) {
+  auto key = Ed25519PrivateKey::generate();
+  ASSERT_TRUE(key);
+  auto again = Ed25519PrivateKey::from_seed(key->seed());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(key->public_key(), again->public_key());
+  auto sig = key->sign("message");
+  EXPECT_TRUE(ed25519_verify(again->public_key(), "message",
+                             std::string_view(reinterpret_cast<const char*>(sig->data()), sig->size())));
+}
+
+TEST(Clock, LogicalClockAndSequentialIdsAreDeterministic) {
+  LogicalClock a(100, 5), b(100, 5);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(a.now_ms(), b.now_ms());
+  EXPECT_EQ(a.now_ms(), 115);
+  SequentialIdSource ids;
+  EXPECT_EQ(ids.next_id("run"), "run-000001");
+  EXPECT_EQ(ids.next_id("run"), "run-000002");
+  RandomIdSource random;
+  EXPECT_NE(random.next_id("run"), random.next_id("run"));
+}
+
+}  // namespace
+}  // namespace warden
