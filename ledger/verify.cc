@@ -57,9 +57,15 @@ class ChainChecker {
                                       : "out of order: found seq " + std::to_string(r.seq) + " where " +
                                             std::to_string(expected) + " belongs (duplicated or reordered)");
     }
+    if (r.seq == 0 && !r.prev.is_zero()) return problem("record 0", 0, "the first record's prev must be all zeros");
     if (r.prev != last_) {
-      return problem("record " + std::to_string(r.seq), r.seq,
-                     "prev " + r.prev.str() + " does not chain to the hash of the record before it (" + last_.str() + ")");
+      // Either record seq-1's bytes or this record's prev field changed; the earlier one is
+      // the first that may be bad.
+      return problem("record " + std::to_string(r.seq - 1), r.seq - 1,
+                     "record " + std::to_string(r.seq) + "'s prev " + r.prev.str() +
+                         " does not match the recomputed hash of record " + std::to_string(r.seq - 1) + " (" +
+                         last_.str() + "): record " + std::to_string(r.seq - 1) + " was altered, or record " +
+                         std::to_string(r.seq) + "'s prev was");
     }
     Digest leaf = hasher_.leaf(canonical);
     report_.bytes_hashed += canonical.size() + 1;
