@@ -2,6 +2,8 @@
 // RFC 6962 Merkle tree over the record hashes, signed checkpoints and a content-addressed
 // blob store. Every acknowledged append is durable (LMDB commit with fsync), and several
 // processes may share a ledger: LMDB serializes writers, and each write re-reads the tail.
+// Within one process, open a ledger directory once and share the Ledger: LMDB forbids
+// opening the same environment twice in a process.
 //
 // On disk (DIR/data.mdb, DIR/lock.mdb):
 //   records      seq (u64 BE)            -> Record::encode_stored()

@@ -139,15 +139,19 @@ Result<VerifyReport> verify_ledger_dir(const std::filesystem::path& dir, const s
   LogicalClock unused_clock;
   auto ledger = Ledger::open(dir, Ledger::Mode::read_only, unused_clock);
   if (!ledger) return std::unexpected(ledger.error());
-  auto snap = ledger->snapshot();
+  return verify_ledger(*ledger, keys);
+}
+
+Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteVerifier>& keys) {
+  auto snap = ledger.snapshot();
   if (!snap) return std::unexpected(snap.error());
   VerifyReport report;
-  if (ledger->unlocked_read()) {
+  if (ledger.unlocked_read()) {
     report.warnings.push_back("read without LMDB's lock file (read-only media): a concurrent writer would not be seen");
   }
-  auto chosen = choose_keys(keys, ledger->verifier_key(), report);
+  auto chosen = choose_keys(keys, ledger.verifier_key(), report);
   if (!chosen) return std::unexpected(chosen.error());
-  ChainChecker checker(ledger->origin(), *chosen, report);
+  ChainChecker checker(ledger.origin(), *chosen, report);
 
   auto checkpoints = snap->checkpoints();
   if (!checkpoints) return std::unexpected(checkpoints.error());

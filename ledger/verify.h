@@ -35,8 +35,13 @@ struct VerifyReport {
   bool ok() const { return !problem.has_value(); }
 };
 
+class Ledger;
+
 // `keys` empty: trust the verifier key recorded in the ledger itself (self-consistency
 // only; the report says so). Returns an Error only when verification could not run at all.
+// Use the Ledger overload when this process already has the ledger open: LMDB forbids
+// opening one environment twice in a process.
+Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteVerifier>& keys);
 Result<VerifyReport> verify_ledger_dir(const std::filesystem::path& dir, const std::vector<NoteVerifier>& keys);
 Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, const std::vector<NoteVerifier>& keys);
 

@@ -90,7 +90,7 @@ TEST(Ledger, ReopeningContinuesTheChain) {
   ASSERT_TRUE(a);
   EXPECT_EQ(a->seq, 11u);
   EXPECT_EQ(again.snapshot()->record(11)->prev, last);
-  auto report = verify_ledger_dir(f.dir, {f.signer.verifier()});
+  auto report = verify_ledger(again, {f.signer.verifier()});
   ASSERT_TRUE(report);
   EXPECT_TRUE(report->ok()) << report->problem->message;
   EXPECT_EQ(report->records, 12u);
@@ -114,7 +114,7 @@ TEST(Ledger, BadInputWritesNothing) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("entry 2"), std::string::npos);
   EXPECT_EQ(ledger.snapshot()->size(), 1u);
-  EXPECT_TRUE(verify_ledger_dir(f.dir, {})->ok());
+  EXPECT_TRUE(verify_ledger(ledger, {})->ok());
 }
 
 TEST(Ledger, OpenAndCreateRefuseClearly) {
@@ -193,7 +193,7 @@ TEST(Ledger, ExportImportKeepsTheRootAndTheBytes) {
   EXPECT_EQ(imported->root, summary->root);
   auto copy = Ledger::open(f.tmp / "copy", Ledger::Mode::read_only, clock);
   EXPECT_EQ(*copy->snapshot()->root(), *original->snapshot()->root());
-  EXPECT_TRUE(verify_ledger_dir(f.tmp / "copy", {f.signer.verifier()})->ok());
+  EXPECT_TRUE(verify_ledger(*copy, {f.signer.verifier()})->ok());
   // Export of the copy is byte-identical: nothing was lost or re-encoded.
   ASSERT_TRUE(export_ledger(*copy, f.tmp / "export2"));
   EXPECT_EQ(*read_file(f.tmp / "export" / "records.jsonl"), *read_file(f.tmp / "export2" / "records.jsonl"));
