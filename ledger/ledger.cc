@@ -331,8 +331,14 @@ Status LedgerWriter::put_checkpoint(uint64_t size, std::string_view note) {
 // ---------------------------------------------------------------- reading
 
 Result<Digest> LedgerSnapshot::node(unsigned level, uint64_t index) {
+  constexpr unsigned kCachedLevel = 8;  // at most size/256 cached nodes
   TxnNodeReader reader(txn_, dbis_.nodes);
-  return reader.node(level, index);
+  if (level < kCachedLevel) return reader.node(level, index);
+  uint64_t pos = postorder_position(level, index);
+  if (auto it = upper_nodes_.find(pos); it != upper_nodes_.end()) return it->second;
+  auto n = reader.node(level, index);
+  if (n) upper_nodes_.emplace(pos, *n);
+  return n;
 }
 
 Result<Digest> LedgerSnapshot::root_at(uint64_t size) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <utility>
@@ -61,7 +62,7 @@ struct Dbis {
 };
 
 // A consistent read-only view (one LMDB read transaction). Proofs and roots read stored
-// nodes only: O(log n) reads each.
+// nodes only: O(log n) reads each. Not for concurrent use by several threads.
 class LedgerSnapshot final : public NodeReader {
  public:
   uint64_t size() const { return size_; }
@@ -86,6 +87,9 @@ class LedgerSnapshot final : public NodeReader {
   Dbis dbis_;
   uint64_t size_;
   MerkleHasher hasher_;
+  // Nodes high in the tree appear in nearly every proof; the snapshot never changes, so
+  // they are read from LMDB once.
+  std::unordered_map<uint64_t, Digest> upper_nodes_;
 };
 
 // One write transaction's worth of changes; see Ledger::write().

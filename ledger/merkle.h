@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,10 @@ class CompactRange {
   void append(MerkleHasher& hasher, const Digest& leaf, const NodeSink& sink);
   template <typename Sink>
   void append_to(MerkleHasher& hasher, const Digest& leaf, Sink&& sink);
+  // As append_to, but each parent comes from parent(level, index, left, right): a caller
+  // that already computed some subtrees (in parallel, say) supplies them instead of hashing.
+  template <typename Parent, typename Sink>
+  void append_with(const Digest& leaf, Parent&& parent, Sink&& sink);
 
   uint64_t size() const { return size_; }
   Digest root(MerkleHasher& hasher) const;
@@ -83,21 +88,28 @@ class CompactRange {
   std::vector<Digest> nodes_;
 };
 
-template <typename Sink>
-void CompactRange::append_to(MerkleHasher& hasher, const Digest& leaf, Sink&& sink) {
+template <typename Parent, typename Sink>
+void CompactRange::append_with(const Digest& leaf, Parent&& parent, Sink&& sink) {
   nodes_.push_back(leaf);
   sink(0u, size_, leaf);
   unsigned level = 0;
   uint64_t index = size_;
   while (index & 1) {
-    Digest parent = hasher.node(nodes_[nodes_.size() - 2], nodes_.back());
-    nodes_.pop_back();
-    nodes_.back() = parent;
     ++level;
     index >>= 1;
-    sink(level, index, parent);
+    Digest p = parent(level, index, nodes_[nodes_.size() - 2], nodes_.back());
+    nodes_.pop_back();
+    nodes_.back() = p;
+    sink(level, index, p);
   }
   ++size_;
+}
+
+template <typename Sink>
+void CompactRange::append_to(MerkleHasher& hasher, const Digest& leaf, Sink&& sink) {
+  append_with(
+      leaf, [&](unsigned, uint64_t, const Digest& l, const Digest& r) { return hasher.node(l, r); },
+      std::forward<Sink>(sink));
 }
 
 // A whole tree in memory, for the `warden merkle` commands and tests.
