@@ -1,5 +1,6 @@
 #include "tools/warden/cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -60,7 +61,10 @@ Result<std::vector<NoteVerifier>> load_verifiers(const std::vector<std::string>&
   for (const auto& a : args) {
     auto v = load_verifier(a);
     if (!v) return std::unexpected(v.error());
-    out.push_back(std::move(*v));
+    // The same key given twice is one key; two different keys with one name and hash stay
+    // ambiguous, as the note spec requires.
+    bool repeated = std::any_of(out.begin(), out.end(), [&](const auto& k) { return k.encoded() == v->encoded(); });
+    if (!repeated) out.push_back(std::move(*v));
   }
   return out;
 }

@@ -312,7 +312,8 @@ void add_ledger_commands(CLI::App& app, Action& action) {
       "verify", "Verify a ledger directory or an export: chain, Merkle nodes, checkpoint roots and signatures, "
                 "blob digests. Exit 0 only when all of it holds; otherwise names the first bad seq or object.");
   verify->add_option("PATH", o->dir, "Ledger directory or export directory")->required();
-  verify->add_option("--key", o->keys, "Trusted verifier key or key file (repeatable; default: the ledger's own)");
+  verify->add_option("--key", o->keys, "Trusted verifier key or key file (repeatable; default: the ledger's own)")
+      ->allow_extra_args(false);
   json_flag(verify);
   bind(verify, run_verify);
 
@@ -345,7 +346,8 @@ void add_ledger_commands(CLI::App& app, Action& action) {
   auto* imp = ledger->add_subcommand("import", "Verify an export completely, then build a ledger from it in DIR");
   imp->add_option("EXPORT", o->out, "Export directory")->required();
   dir_arg(imp);
-  imp->add_option("--key", o->keys, "Trusted verifier key or key file (default: the export's own)");
+  imp->add_option("--key", o->keys, "Trusted verifier key or key file (repeatable; default: the export's own)")
+      ->allow_extra_args(false);
   json_flag(imp);
   bind(imp, run_import);
 

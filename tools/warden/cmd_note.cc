@@ -30,7 +30,9 @@ struct VerifyOptions {
 };
 
 void add_verify_options(CLI::App* cmd, VerifyOptions& o) {
-  cmd->add_option("--key", o.keys, "Trusted verifier key, or a file holding one (repeatable)")->required();
+  cmd->add_option("--key", o.keys, "Trusted verifier key, or a file holding one (repeatable)")
+      ->required()
+      ->allow_extra_args(false);
   cmd->add_option("FILE", o.file, "The signed note ('-' for standard input)")->required();
   cmd->add_flag("--json", o.json, "Print the result as JSON");
 }
