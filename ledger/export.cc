@@ -146,18 +146,14 @@ Result<ExportSummary> export_ledger(const Ledger& ledger, const fs::path& out) {
   }
   summary.checkpoints = checkpoints->size();
 
-  auto cursor = lmdb::Cursor::open(snap->txn(), snap->dbis().blobs);
-  if (!cursor) return cleanup_on_error(cursor.error());
-  MDB_val k{}, v{};
-  for (MDB_cursor_op op = MDB_FIRST;; op = MDB_NEXT) {
-    auto found = cursor->get(k, v, op);
-    if (!found) return cleanup_on_error(found.error());
-    if (!*found) break;
-    auto digest = Digest::from_bytes(lmdb::view(k));
-    if (!digest) return cleanup_on_error(Error{Errc::corrupt, "blob store holds a malformed key"});
-    if (auto st = write_file_atomic(tmp / "blobs" / digest->hex(), lmdb::view(v)); !st) return cleanup_on_error(st.error());
+  auto blobs = lmdb::for_each(snap->txn(), snap->dbis().blobs, [&](std::string_view key, std::string_view bytes) -> Status {
+    auto digest = Digest::from_bytes(key);
+    if (!digest) return fail(Errc::corrupt, "blob store holds a malformed key");
+    if (auto st = write_file_atomic(tmp / "blobs" / digest->hex(), bytes); !st) return st;
     ++summary.blobs;
-  }
+    return {};
+  });
+  if (!blobs) return cleanup_on_error(blobs.error());
 
   Json manifest = {{"format", kExportFormat},
                    {"origin", ledger.origin()},

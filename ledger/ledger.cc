@@ -386,34 +386,26 @@ Result<std::string> LedgerSnapshot::blob(const Digest& digest) {
 }
 
 Result<std::vector<StoredCheckpoint>> LedgerSnapshot::checkpoints() {
-  auto cursor = lmdb::Cursor::open(txn_, dbis_.checkpoints);
-  if (!cursor) return std::unexpected(cursor.error());
   std::vector<StoredCheckpoint> out;
-  MDB_val k{}, v{};
-  for (auto op = MDB_FIRST;; op = MDB_NEXT) {
-    auto found = cursor->get(k, v, op);
-    if (!found) return std::unexpected(found.error());
-    if (!*found) break;
-    auto size = lmdb::decode_u64(lmdb::view(k));
+  auto st = lmdb::for_each(txn_, dbis_.checkpoints, [&](std::string_view key, std::string_view note) -> Status {
+    auto size = lmdb::decode_u64(key);
     if (!size) return std::unexpected(size.error());
-    out.push_back(StoredCheckpoint{*size, std::string(lmdb::view(v))});
-  }
+    out.push_back(StoredCheckpoint{*size, std::string(note)});
+    return {};
+  });
+  if (!st) return std::unexpected(st.error());
   return out;
 }
 
 Result<std::vector<std::pair<std::string, uint64_t>>> LedgerSnapshot::kind_counts() {
-  auto cursor = lmdb::Cursor::open(txn_, dbis_.kinds);
-  if (!cursor) return std::unexpected(cursor.error());
   std::vector<std::pair<std::string, uint64_t>> out;
-  MDB_val k{}, v{};
-  for (auto op = MDB_FIRST;; op = MDB_NEXT) {
-    auto found = cursor->get(k, v, op);
-    if (!found) return std::unexpected(found.error());
-    if (!*found) break;
-    auto count = lmdb::decode_u64(lmdb::view(v));
-    if (!count) return std::unexpected(count.error());
-    out.emplace_back(std::string(lmdb::view(k)), *count);
-  }
+  auto st = lmdb::for_each(txn_, dbis_.kinds, [&](std::string_view kind, std::string_view count) -> Status {
+    auto n = lmdb::decode_u64(count);
+    if (!n) return std::unexpected(n.error());
+    out.emplace_back(std::string(kind), *n);
+    return {};
+  });
+  if (!st) return std::unexpected(st.error());
   return out;
 }
 

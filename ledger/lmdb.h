@@ -85,4 +85,18 @@ class Cursor {
   MDB_cursor* cursor_ = nullptr;
 };
 
+// Visits every entry in key order: visit(key, value) returns Status (an error stops it).
+template <typename Visit>
+Status for_each(const Txn& txn, MDB_dbi dbi, Visit&& visit) {
+  auto cursor = Cursor::open(txn, dbi);
+  if (!cursor) return std::unexpected(cursor.error());
+  MDB_val k{}, v{};
+  for (MDB_cursor_op op = MDB_FIRST;; op = MDB_NEXT) {
+    auto found = cursor->get(k, v, op);
+    if (!found) return std::unexpected(found.error());
+    if (!*found) return {};
+    if (Status st = visit(view(k), view(v)); !st) return st;
+  }
+}
+
 }  // namespace warden::lmdb

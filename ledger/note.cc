@@ -86,6 +86,31 @@ Status check_note_bytes(std::string_view msg) {
   return {};
 }
 
+// The "<name>+<keyhash>+<base64(0x01 || 32 bytes)>" tail both key kinds share.
+struct KeyFields {
+  std::string_view name;
+  uint32_t key_hash = 0;
+  std::string key32;  // public key or private seed
+};
+
+Result<KeyFields> parse_key_fields(std::string_view text, std::string_view kind) {
+  auto bad = [&](const std::string& why) {
+    return fail(Errc::invalid_argument, "malformed " + std::string(kind) + " key: " + why);
+  };
+  auto [name, rest] = chop(text);
+  auto [hash16, key64] = chop(rest);
+  if (!is_valid_key_name(name)) return bad("invalid key name");
+  auto hash = parse_hex8(hash16);
+  if (!hash) return bad(hash.error().message);
+  auto key = base64_decode(key64);
+  if (!key) return bad("key is not base64: " + key.error().message);
+  if (key->empty() || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) {
+    return bad("unknown signature algorithm (want Ed25519, 0x01)");
+  }
+  if (key->size() != 33) return bad("an Ed25519 key must be 32 bytes");
+  return KeyFields{name, *hash, key->substr(1)};
+}
+
 }  // namespace
 
 bool is_valid_key_name(std::string_view name) {
@@ -94,21 +119,15 @@ bool is_valid_key_name(std::string_view name) {
 }
 
 Result<NoteVerifier> NoteVerifier::parse(std::string_view vkey) {
-  auto [name, rest] = chop(vkey);
-  auto [hash16, key64] = chop(rest);
-  auto bad = [](const std::string& why) { return fail(Errc::invalid_argument, "malformed verifier key: " + why); };
-  if (!is_valid_key_name(name)) return bad("invalid key name");
-  auto hash = parse_hex8(hash16);
-  if (!hash) return bad(hash.error().message);
-  auto key = base64_decode(key64);
-  if (!key) return bad("key is not base64: " + key.error().message);
-  if (key->empty() || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) return bad("unknown signature algorithm (want Ed25519, 0x01)");
-  if (key->size() != 33) return bad("Ed25519 public key must be 32 bytes");
+  auto fields = parse_key_fields(vkey, "verifier");
+  if (!fields) return std::unexpected(fields.error());
   NoteVerifier v;
-  v.name_ = std::string(name);
-  std::copy(key->begin() + 1, key->end(), reinterpret_cast<char*>(v.public_key_.data()));
+  v.name_ = std::string(fields->name);
+  std::copy(fields->key32.begin(), fields->key32.end(), reinterpret_cast<char*>(v.public_key_.data()));
   v.key_hash_ = compute_key_hash(v.name_, v.public_key_);
-  if (v.key_hash_ != *hash) return bad("key hash does not match the name and key");
+  if (v.key_hash_ != fields->key_hash) {
+    return fail(Errc::invalid_argument, "malformed verifier key: key hash does not match the name and key");
+  }
   return v;
 }
 
@@ -126,23 +145,16 @@ NoteSigner::NoteSigner(std::string name, Ed25519PrivateKey key)
     : name_(std::move(name)), key_hash_(compute_key_hash(name_, key.public_key())), key_(std::move(key)) {}
 
 Result<NoteSigner> NoteSigner::parse(std::string_view skey) {
-  auto bad = [](const std::string& why) { return fail(Errc::invalid_argument, "malformed signer key: " + why); };
-  auto [priv1, r1] = chop(skey);
-  auto [priv2, r2] = chop(r1);
-  auto [name, r3] = chop(r2);
-  auto [hash16, key64] = chop(r3);
-  if (priv1 != "PRIVATE" || priv2 != "KEY") return bad("must start with PRIVATE+KEY+");
-  if (!is_valid_key_name(name)) return bad("invalid key name");
-  auto hash = parse_hex8(hash16);
-  if (!hash) return bad(hash.error().message);
-  auto key = base64_decode(key64);
-  if (!key) return bad("key is not base64: " + key.error().message);
-  if (key->empty() || static_cast<uint8_t>((*key)[0]) != kAlgEd25519) return bad("unknown signature algorithm (want Ed25519, 0x01)");
-  if (key->size() != 33) return bad("Ed25519 seed must be 32 bytes");
-  auto priv = Ed25519PrivateKey::from_seed(std::string_view(*key).substr(1));
+  constexpr std::string_view kPrefix = "PRIVATE+KEY+";
+  if (!skey.starts_with(kPrefix)) return fail(Errc::invalid_argument, "malformed signer key: must start with PRIVATE+KEY+");
+  auto fields = parse_key_fields(skey.substr(kPrefix.size()), "signer");
+  if (!fields) return std::unexpected(fields.error());
+  auto priv = Ed25519PrivateKey::from_seed(fields->key32);
   if (!priv) return std::unexpected(priv.error());
-  NoteSigner s(std::string(name), std::move(*priv));
-  if (s.key_hash_ != *hash) return bad("key hash does not match the name and key");
+  NoteSigner s(std::string(fields->name), std::move(*priv));
+  if (s.key_hash_ != fields->key_hash) {
+    return fail(Errc::invalid_argument, "malformed signer key: key hash does not match the name and key");
+  }
   return s;
 }
 

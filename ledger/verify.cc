@@ -392,22 +392,19 @@ Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteV
     return report;
   }
 
-  auto blobs = lmdb::Cursor::open(txn, dbis.blobs);
-  if (!blobs) return std::unexpected(blobs.error());
   Sha256 sha;
-  for (MDB_cursor_op op = MDB_FIRST;; op = MDB_NEXT) {
-    auto found = blobs->get(k, v, op);
-    if (!found) return std::unexpected(found.error());
-    if (!*found) break;
-    auto key = Digest::from_bytes(lmdb::view(k));
-    if (!key || sha.update(lmdb::view(v)).finish() != *key) {
-      checker.problem(key ? "blob " + key->str() : "blob with a malformed key", {},
+  auto blobs = lmdb::for_each(txn, dbis.blobs, [&](std::string_view key, std::string_view bytes) -> Status {
+    auto digest = Digest::from_bytes(key);
+    if (!digest || sha.update(bytes).finish() != *digest) {
+      checker.problem(digest ? "blob " + digest->str() : "blob with a malformed key", {},
                       "content does not match its digest (altered or swapped)");
-      return report;
+      return fail(Errc::corrupt, "stop");
     }
-    report.bytes_hashed += v.mv_size;
+    report.bytes_hashed += bytes.size();
     ++report.blobs;
-  }
+    return {};
+  });
+  if (!blobs && !report.problem) return std::unexpected(blobs.error());
   return report;
 }
 
