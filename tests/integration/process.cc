@@ -21,10 +21,10 @@ namespace {
 }
 
 // Both ends close-on-exec; the parent's end is made non-blocking by the caller.
-std::pair<ScopedFd, ScopedFd> make_pipe() {
+std::pair<UniqueFd, UniqueFd> make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2", errno);
-  return {ScopedFd(fds[0]), ScopedFd(fds[1])};
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 void set_nonblocking(int fd) {
@@ -69,18 +69,6 @@ constexpr const char* kSteps[] = {"dup2", "setgroups", "setgid", "setuid", "exec
 }
 
 }  // namespace
-
-ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int ScopedFd::release() { return std::exchange(fd_, -1); }
-
-void ScopedFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
 
 std::string ProcessResult::status() const {
   return term_signal ? "signal " + std::to_string(term_signal) : "exit " + std::to_string(exit_code);
@@ -179,7 +167,7 @@ bool Child::pump_once(int timeout_ms) {
       if (stdin_written_ == stdin_data_.size()) in_.reset();             // EOF tells the child we are done
       continue;
     }
-    ScopedFd& fd = fds[i].fd == out_fd_.get() ? out_fd_ : err_fd_;
+    UniqueFd& fd = fds[i].fd == out_fd_.get() ? out_fd_ : err_fd_;
     std::string& sink = &fd == &out_fd_ ? out_ : err_;
     char buf[65536];
     for (;;) {

@@ -10,27 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "common/file.h"
+
 namespace warden::test {
 
-// An owned file descriptor, closed on destruction.
-class ScopedFd {
- public:
-  ScopedFd() = default;
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ScopedFd(ScopedFd&& other) noexcept : fd_(other.release()) {}
-  ScopedFd& operator=(ScopedFd&& other) noexcept;
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  ~ScopedFd() { reset(); }
+using warden::UniqueFd;
 
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release();
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 struct SpawnOptions {
   std::optional<std::string> stdin_data;  // closed stdin (EOF) when absent
@@ -85,7 +70,7 @@ class Child {
   bool pump_once(int timeout_ms);
 
   pid_t pid_ = -1;
-  ScopedFd in_, out_fd_, err_fd_;
+  UniqueFd in_, out_fd_, err_fd_;
   std::string stdin_data_;
   size_t stdin_written_ = 0;
   std::string out_, err_;
