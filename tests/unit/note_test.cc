@@ -138,5 +138,38 @@ TEST(Checkpoint, BodyRoundTripsAndRefusesMalformedText) {
   EXPECT_TRUE(Checkpoint::parse_body("origin\n0\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n"));
 }
 
+// Checkpoints as sum.golang.org (the Go checksum database) served them, with its published
+// key: Warden must read another log's checkpoints, not only its own.
+TEST(Checkpoint, VerifiesRealGoChecksumDatabaseCheckpoints) {
+  auto sumdb = NoteVerifier::parse("sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8");
+  ASSERT_TRUE(sumdb) << sumdb.error().message;
+  struct Served {
+    uint64_t size;
+    const char* root;
+    const char* sig;
+  };
+  const Served served[] = {
+      {31700353, "qINS1GRFhWHwdkUeqLEoP4yEMkTBBzxBkGwGQlVlVcs=",
+       "Az3grnmrIUEDFqHzAElIQCPNoRFRAAdFo47fooyWKMHb89k11GJh5zHIfNCOBmwn/C3YI8oW9/C8DJ87F61QqspBYwM="},
+      {65209736, "5+uGFjx6xBZG8ip1+wi77v+grwbhhukIrxEUS8PXvRo=",
+       "Az3grnbssgK7ubgFX36gVETtNv0U23qxyAhAMai2QUfeGa3nB/akvkMdlUErfcZz7l/R3cVtYspg3dxXABkGZZKdsQ8="},
+      {3784599, "7uvxIZ67TZygcq/AehTD8iHYt81Ih+Zl2Y7vXZbfszQ=",
+       "Az3grn972wXskjQrsZhVGc93fTU2uOsmSTiId1Wn1lxDCup5z4ggl1/4gaUqOkMa6cMbYvjB7hn7yemNr7Zqanol/go="},
+  };
+  for (const auto& s : served) {
+    std::string body = "go.sum database tree\n" + std::to_string(s.size) + "\n" + s.root + "\n";
+    std::string note = body + "\n\xE2\x80\x94 sum.golang.org " + s.sig + "\n";
+    auto opened = open_note(note, {*sumdb});
+    ASSERT_TRUE(opened) << s.size << ": " << opened.error().message;
+    auto cp = Checkpoint::parse_body(opened->text);
+    ASSERT_TRUE(cp);
+    EXPECT_EQ(cp->origin, "go.sum database tree");
+    EXPECT_EQ(cp->size, s.size);
+    std::string forged = note;
+    forged.replace(forged.find(std::to_string(s.size)), 1, "9");
+    EXPECT_FALSE(open_note(forged, {*sumdb}));
+  }
+}
+
 }  // namespace
 }  // namespace warden
