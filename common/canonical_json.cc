@@ -146,6 +146,20 @@ Status canonicalize_at(const Json& value, std::string& out, const std::string& p
 
 }  // namespace
 
+bool is_valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<uint8_t>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    size_t len = utf8_sequence(text, i, cp);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 Status append_json_string(std::string_view text, std::string& out) {
   out += '"';
   size_t run_start = 0;

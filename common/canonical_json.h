@@ -30,6 +30,9 @@ Result<Json> parse_json(std::string_view text, std::string_view what = "JSON");
 // Parses and checks that `text` is already in canonical form, byte for byte.
 Result<Json> parse_canonical_json(std::string_view text, std::string_view what = "JSON");
 
+// Well-formed UTF-8: no overlong forms, surrogates or code points past U+10FFFF.
+bool is_valid_utf8(std::string_view text);
+
 // Appends `text` as a JCS string literal (quotes included). Fails on invalid UTF-8.
 Status append_json_string(std::string_view text, std::string& out);
 

@@ -1,0 +1,290 @@
+#include "runner/git_repo.h"
+
+#include <map>
+
+namespace warden {
+namespace {
+
+using TreeBuilderPtr = std::unique_ptr<git_treebuilder, GitFree<git_treebuilder, git_treebuilder_free>>;
+using EntryPtr = std::unique_ptr<git_tree_entry, GitFree<git_tree_entry, git_tree_entry_free>>;
+using BlobPtr = std::unique_ptr<git_blob, GitFree<git_blob, git_blob_free>>;
+using CommitPtr = std::unique_ptr<git_commit, GitFree<git_commit, git_commit_free>>;
+using SignaturePtr = std::unique_ptr<git_signature, GitFree<git_signature, git_signature_free>>;
+using ReferencePtr = std::unique_ptr<git_reference, GitFree<git_reference, git_reference_free>>;
+
+std::unexpected<Refusal> git_failure(std::string_view what) { return std::unexpected(repository_error(what)); }
+
+EntryKind kind_of(git_filemode_t mode) {
+  switch (mode) {
+    case GIT_FILEMODE_TREE: return EntryKind::directory;
+    case GIT_FILEMODE_LINK: return EntryKind::symlink;
+    default: return EntryKind::file;  // blobs, and gitlinks, which nothing may write through
+  }
+}
+
+// The changes below one directory, by name.
+struct DirChanges {
+  std::map<std::string, DirChanges> dirs;
+  std::map<std::string, std::optional<std::pair<git_oid, uint32_t>>> files;  // nullopt: remove
+};
+
+}  // namespace
+
+LibGit2::LibGit2() {
+  git_libgit2_init();
+  // Warden verifies every byte before it writes an object; libgit2's own re-checks of
+  // object existence cost 3-4x when building trees.
+  git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+}
+LibGit2::~LibGit2() { git_libgit2_shutdown(); }
+
+Refusal repository_error(std::string_view what) {
+  const ::git_error* e = git_error_last();
+  return Refusal{"repository_error", "", std::string(what) + ": " + (e && e->message ? e->message : "libgit2 failure")};
+}
+
+std::string ObjectId::hex() const {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, &oid);
+  return buf;
+}
+
+Checked<ObjectId> ObjectId::parse(std::string_view hex) {
+  ObjectId id;
+  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&id.oid, hex.data(), hex.size()) != 0) {
+    return refuse("malformed_diff", "", "\"" + std::string(hex) + "\" is not a 40-hex git object id");
+  }
+  return id;
+}
+
+Checked<EntryKind> GitTree::kind(std::string_view path) {
+  git_tree_entry* raw = nullptr;
+  int rc = git_tree_entry_bypath(&raw, root_.get(), std::string(path).c_str());
+  if (rc == GIT_ENOTFOUND) return EntryKind::none;
+  if (rc != 0) return git_failure("looking up " + std::string(path));
+  EntryPtr entry(raw);
+  return kind_of(git_tree_entry_filemode(entry.get()));
+}
+
+Checked<std::optional<BaseFile>> GitTree::read(std::string_view path) {
+  git_tree_entry* raw = nullptr;
+  int rc = git_tree_entry_bypath(&raw, root_.get(), std::string(path).c_str());
+  if (rc == GIT_ENOTFOUND) return std::optional<BaseFile>();
+  if (rc != 0) return git_failure("looking up " + std::string(path));
+  EntryPtr entry(raw);
+  git_filemode_t mode = git_tree_entry_filemode(entry.get());
+  if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE && mode != GIT_FILEMODE_LINK) {
+    return std::optional<BaseFile>();
+  }
+  git_blob* blob_raw = nullptr;
+  if (git_blob_lookup(&blob_raw, repo_, git_tree_entry_id(entry.get())) != 0) return git_failure("reading " + std::string(path));
+  BlobPtr blob(blob_raw);
+  BaseFile f;
+  f.content.assign(static_cast<const char*>(git_blob_rawcontent(blob.get())), static_cast<size_t>(git_blob_rawsize(blob.get())));
+  f.mode = static_cast<uint32_t>(mode);
+  f.blob_id = ObjectId{*git_tree_entry_id(entry.get())}.hex();
+  return std::optional<BaseFile>(std::move(f));
+}
+
+Checked<std::vector<std::string>> GitTree::names(std::string_view dir) {
+  std::vector<std::string> out;
+  const git_tree* tree = root_.get();
+  TreePtr owned;
+  if (!dir.empty()) {
+    git_tree_entry* raw = nullptr;
+    int rc = git_tree_entry_bypath(&raw, root_.get(), std::string(dir).c_str());
+    if (rc == GIT_ENOTFOUND) return out;
+    if (rc != 0) return git_failure("looking up " + std::string(dir));
+    EntryPtr entry(raw);
+    if (git_tree_entry_filemode(entry.get()) != GIT_FILEMODE_TREE) return out;
+    git_tree* sub = nullptr;
+    if (git_tree_lookup(&sub, repo_, git_tree_entry_id(entry.get())) != 0) return git_failure("reading " + std::string(dir));
+    owned.reset(sub);
+    tree = sub;
+  }
+  size_t count = git_tree_entrycount(tree);
+  out.reserve(count);
+  for (size_t i = 0; i < count; ++i) out.emplace_back(git_tree_entry_name(git_tree_entry_byindex(tree, i)));
+  return out;
+}
+
+Checked<GitRepo> GitRepo::open(const std::filesystem::path& path) {
+  LibGit2 lib;
+  git_repository* raw = nullptr;
+  if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
+    return refuse("repository_not_found", path.string(), "not a git repository");
+  }
+  return GitRepo(RepoPtr(raw));
+}
+
+Checked<GitRepo> GitRepo::init(const std::filesystem::path& path, bool bare) {
+  LibGit2 lib;
+  git_repository* raw = nullptr;
+  if (git_repository_init(&raw, path.c_str(), bare ? 1 : 0) != 0) return git_failure("initializing " + path.string());
+  return GitRepo(RepoPtr(raw));
+}
+
+Checked<ObjectId> GitRepo::resolve_commit(std::string_view rev) {
+  git_object* raw = nullptr;
+  if (git_revparse_single(&raw, repo_.get(), std::string(rev).c_str()) != 0) {
+    return refuse("revision_not_found", std::string(rev), "no such revision");
+  }
+  std::unique_ptr<git_object, GitFree<git_object, git_object_free>> obj(raw);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, obj.get(), GIT_OBJECT_COMMIT) != 0) {
+    return refuse("revision_not_found", std::string(rev), "does not name a commit");
+  }
+  std::unique_ptr<git_object, GitFree<git_object, git_object_free>> commit(peeled);
+  return ObjectId{*git_object_id(commit.get())};
+}
+
+Checked<ObjectId> GitRepo::tree_of(const ObjectId& commit) {
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo_.get(), &commit.oid) != 0) return git_failure("reading commit " + commit.hex());
+  CommitPtr c(raw);
+  return ObjectId{*git_commit_tree_id(c.get())};
+}
+
+Checked<GitTree> GitRepo::tree(const ObjectId& tree_id) {
+  git_tree* raw = nullptr;
+  if (git_tree_lookup(&raw, repo_.get(), &tree_id.oid) != 0) return git_failure("reading tree " + tree_id.hex());
+  return GitTree(repo_.get(), TreePtr(raw));
+}
+
+namespace {
+
+// Rebuilds one directory: removals, then subdirectories, then new files, so a file may
+// replace a directory and a directory a file. nullopt when the directory ends up empty
+// (git does not store empty trees).
+Checked<std::optional<git_oid>> build_dir(git_repository* repo, const git_tree* base, DirChanges& changes,
+                                          const std::string& where) {
+  git_treebuilder* raw = nullptr;
+  if (git_treebuilder_new(&raw, repo, base) != 0) return git_failure("tree builder for " + where);
+  TreeBuilderPtr builder(raw);
+  for (const auto& [name, change] : changes.files) {
+    if (!change && git_treebuilder_get(builder.get(), name.c_str())) {
+      if (git_treebuilder_remove(builder.get(), name.c_str()) != 0) return git_failure("removing " + where + name);
+    }
+  }
+  for (auto& [name, sub] : changes.dirs) {
+    TreePtr sub_base;
+    const git_tree_entry* existing = git_treebuilder_get(builder.get(), name.c_str());
+    if (existing && git_tree_entry_filemode(existing) == GIT_FILEMODE_TREE) {
+      git_tree* t = nullptr;
+      if (git_tree_lookup(&t, repo, git_tree_entry_id(existing)) != 0) return git_failure("reading " + where + name);
+      sub_base.reset(t);
+    }
+    auto built = build_dir(repo, sub_base.get(), sub, where + name + "/");
+    if (!built) return std::unexpected(built.error());
+    if (*built) {
+      if (git_treebuilder_insert(nullptr, builder.get(), name.c_str(), &**built, GIT_FILEMODE_TREE) != 0) {
+        return git_failure("adding " + where + name);
+      }
+    } else if (git_treebuilder_get(builder.get(), name.c_str())) {
+      if (git_treebuilder_remove(builder.get(), name.c_str()) != 0) return git_failure("removing " + where + name);
+    }
+  }
+  for (const auto& [name, change] : changes.files) {
+    if (!change) continue;
+    auto mode = static_cast<git_filemode_t>(change->second);
+    if (git_treebuilder_insert(nullptr, builder.get(), name.c_str(), &change->first, mode) != 0) {
+      return git_failure("adding " + where + name);
+    }
+  }
+  if (git_treebuilder_entrycount(builder.get()) == 0) return std::optional<git_oid>();
+  git_oid out;
+  if (git_treebuilder_write(&out, builder.get()) != 0) return git_failure("writing tree " + where);
+  return std::optional<git_oid>(out);
+}
+
+}  // namespace
+
+Checked<ObjectId> GitRepo::write_tree(const ObjectId& base_tree, const std::vector<ResolvedFile>& files) {
+  DirChanges root;
+  for (const ResolvedFile& f : files) {
+    std::optional<std::pair<git_oid, uint32_t>> change;
+    if (f.content) {
+      git_oid blob;
+      if (git_blob_create_from_buffer(&blob, repo_.get(), f.content->data(), f.content->size()) != 0) {
+        return git_failure("writing blob for " + f.path);
+      }
+      change.emplace(blob, f.mode);
+    }
+    DirChanges* dir = &root;
+    std::string_view rest = f.path;
+    for (auto slash = rest.find('/'); slash != std::string_view::npos; slash = rest.find('/')) {
+      dir = &dir->dirs[std::string(rest.substr(0, slash))];
+      rest.remove_prefix(slash + 1);
+    }
+    dir->files[std::string(rest)] = change;
+  }
+  auto base = tree(base_tree);
+  if (!base) return std::unexpected(base.error());
+  auto built = build_dir(repo_.get(), base->root(), root, "");
+  if (!built) return std::unexpected(built.error());
+  if (*built) return ObjectId{**built};
+  // Everything was removed: the empty tree.
+  git_treebuilder* raw = nullptr;
+  if (git_treebuilder_new(&raw, repo_.get(), nullptr) != 0) return git_failure("empty tree");
+  TreeBuilderPtr empty(raw);
+  ObjectId out;
+  if (git_treebuilder_write(&out.oid, empty.get()) != 0) return git_failure("writing the empty tree");
+  return out;
+}
+
+Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& parent, const CommitRequest& request) {
+  if (git_reference_is_valid_name(("refs/heads/" + request.branch).c_str()) != 1) {
+    return refuse("invalid_branch", request.branch, "not a valid branch name");
+  }
+  git_signature* sig_raw = nullptr;
+  if (git_signature_new(&sig_raw, request.author.name.c_str(), request.author.email.c_str(), request.time_seconds, 0) != 0) {
+    return git_failure("author signature");
+  }
+  SignaturePtr sig(sig_raw);
+  git_tree* tree_raw = nullptr;
+  if (git_tree_lookup(&tree_raw, repo_.get(), &tree_id.oid) != 0) return git_failure("reading tree " + tree_id.hex());
+  TreePtr tree(tree_raw);
+  git_commit* parent_raw = nullptr;
+  if (git_commit_lookup(&parent_raw, repo_.get(), &parent.oid) != 0) return git_failure("reading commit " + parent.hex());
+  CommitPtr parent_commit(parent_raw);
+  const git_commit* parents[] = {parent_commit.get()};
+  ObjectId out;
+  if (git_commit_create(&out.oid, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, request.message.c_str(), tree.get(), 1,
+                        parents) != 0) {
+    return git_failure("creating commit");
+  }
+  // Compare-and-swap: a branch moves only from the commit this one was built on.
+  std::string ref_name = "refs/heads/" + request.branch;
+  git_reference* existing_raw = nullptr;
+  int rc = git_reference_lookup(&existing_raw, repo_.get(), ref_name.c_str());
+  ReferencePtr existing(existing_raw);
+  git_reference* moved = nullptr;
+  if (rc == GIT_ENOTFOUND) {
+    rc = git_reference_create(&moved, repo_.get(), ref_name.c_str(), &out.oid, 0, "warden: commit");
+  } else if (rc == 0) {
+    const git_oid* current = git_reference_target(existing.get());
+    if (!current || !git_oid_equal(current, &parent.oid) ) {
+      if (current && git_oid_equal(current, &out.oid)) return out;  // the same commit again: nothing to move
+      return refuse("branch_moved", request.branch, "the branch is at " + (current ? ObjectId{*current}.hex() : "?") +
+                                                        ", not at the base " + parent.hex());
+    }
+    rc = git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &out.oid, 1, &parent.oid, "warden: commit");
+  }
+  ReferencePtr moved_ref(moved);
+  if (rc != 0) return git_failure("moving " + ref_name);
+  return out;
+}
+
+Checked<void> GitRepo::checkout(const ObjectId& tree_id, const std::filesystem::path& dir) {
+  git_object* raw = nullptr;
+  if (git_object_lookup(&raw, repo_.get(), &tree_id.oid, GIT_OBJECT_TREE) != 0) return git_failure("reading tree " + tree_id.hex());
+  std::unique_ptr<git_object, GitFree<git_object, git_object_free>> tree(raw);
+  std::string target = dir.string();
+  git_checkout_options opts = GIT_CHECKOUT_OPTIONS_INIT;
+  opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
+  opts.target_directory = target.c_str();
+  if (git_checkout_tree(repo_.get(), tree.get(), &opts) != 0) return git_failure("checking out into " + target);
+  return {};
+}
+
+}  // namespace warden

@@ -1,0 +1,98 @@
+// A git repository through libgit2, with RAII for every handle: resolve revisions, read
+// trees as a BaseTree, write a post-diff tree touching only the changed directories, make
+// deterministic commits, move a branch only from the commit it was built on, check out.
+#pragma once
+
+#include <git2.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/base_tree.h"
+#include "runner/diff_apply.h"
+#include "runner/refusal.h"
+
+namespace warden {
+
+// libgit2's process-wide initialization, reference counted by libgit2 itself.
+class LibGit2 {
+ public:
+  LibGit2();
+  ~LibGit2();
+  LibGit2(const LibGit2&) : LibGit2() {}
+  LibGit2& operator=(const LibGit2&) { return *this; }
+};
+
+template <typename T, void (*Free)(T*)>
+struct GitFree {
+  void operator()(T* p) const { Free(p); }
+};
+using RepoPtr = std::unique_ptr<git_repository, GitFree<git_repository, git_repository_free>>;
+using TreePtr = std::unique_ptr<git_tree, GitFree<git_tree, git_tree_free>>;
+
+struct ObjectId {
+  git_oid oid{};
+  std::string hex() const;
+  static Checked<ObjectId> parse(std::string_view hex);
+  bool operator==(const ObjectId& o) const { return git_oid_equal(&oid, &o.oid) != 0; }
+};
+
+struct Identity {
+  std::string name = "Warden";
+  std::string email = "warden@localhost";
+};
+
+struct CommitRequest {
+  std::string branch;  // without refs/heads/
+  std::string message;
+  Identity author;
+  int64_t time_seconds = 0;
+};
+
+// Reads one tree of a repository; the repository must outlive it.
+class GitTree final : public BaseTree {
+ public:
+  GitTree(git_repository* repo, TreePtr root) : repo_(repo), root_(std::move(root)) {}
+  Checked<EntryKind> kind(std::string_view path) override;
+  Checked<std::optional<BaseFile>> read(std::string_view path) override;
+  Checked<std::vector<std::string>> names(std::string_view dir) override;
+  const git_tree* root() const { return root_.get(); }
+
+ private:
+  git_repository* repo_;
+  TreePtr root_;
+};
+
+class GitRepo {
+ public:
+  static Checked<GitRepo> open(const std::filesystem::path& path);
+  static Checked<GitRepo> init(const std::filesystem::path& path, bool bare);
+
+  // A revision (branch, tag, sha, HEAD~2, ...) to the commit it names.
+  Checked<ObjectId> resolve_commit(std::string_view rev);
+  Checked<ObjectId> tree_of(const ObjectId& commit);
+  Checked<GitTree> tree(const ObjectId& tree_id);
+
+  // Writes the files' blobs and the trees above them; unchanged subtrees are reused by id.
+  Checked<ObjectId> write_tree(const ObjectId& base_tree, const std::vector<ResolvedFile>& files);
+  // Commits `tree` on `parent` and moves refs/heads/<branch> to it, but only if the branch
+  // does not exist yet or still points at `parent`.
+  Checked<ObjectId> commit(const ObjectId& tree, const ObjectId& parent, const CommitRequest& request);
+  // Materializes `tree` into `dir` without touching the repository's index or HEAD.
+  Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir);
+
+  git_repository* get() const { return repo_.get(); }
+
+ private:
+  explicit GitRepo(RepoPtr repo) : repo_(std::move(repo)) {}
+  LibGit2 lib_;
+  RepoPtr repo_;
+};
+
+// The last libgit2 error as a Refusal with code "repository_error".
+Refusal repository_error(std::string_view what);
+
+}  // namespace warden

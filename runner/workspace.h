@@ -1,0 +1,53 @@
+// The git workspace the kernel works in: turns patches into canonical Diffs against a base
+// revision, verifies and applies Diffs to produce trees (no working directory involved),
+// commits accepted changes with Warden's trailers, and checks trees out for runners.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "runner/diff.h"
+#include "runner/git_repo.h"
+
+namespace warden {
+
+struct AppliedDiff {
+  ObjectId base_commit, base_tree, tree;
+  size_t files = 0;
+};
+
+struct CommitOptions {
+  std::string branch;                   // default: warden/<run id>
+  std::string message;                  // default: "warden: step <id>"
+  std::optional<Digest> record;         // the ledger record that accepted it, if any
+  Identity author;
+};
+
+class Workspace {
+ public:
+  // Opens an existing repository; `init_if_missing` creates a bare one.
+  static Checked<Workspace> open(const std::filesystem::path& path, bool init_if_missing = false);
+
+  Checked<Diff> diff_from_patch(std::string_view patch_text, std::string_view base_rev, std::string step_id);
+  // Verifies everything and writes nothing.
+  Checked<void> check(const Diff& diff, std::string_view base_rev);
+  // Verifies, then writes blobs and trees (objects only; no reference moves).
+  Checked<AppliedDiff> apply(const Diff& diff, std::string_view base_rev);
+  // Commits an applied diff; the commit time comes from `clock`, so it is reproducible.
+  Checked<ObjectId> commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options, Clock& clock);
+  Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir) { return repo_.checkout(tree, dir); }
+
+  GitRepo& repo() { return repo_; }
+
+ private:
+  explicit Workspace(GitRepo repo) : repo_(std::move(repo)) {}
+  Checked<std::vector<ResolvedFile>> resolve(const Diff& diff, std::string_view base_rev, ObjectId& commit, ObjectId& tree);
+  GitRepo repo_;
+};
+
+// The commit message: the summary, a blank line, then the trailers auditors grep for.
+std::string commit_message(const Diff& diff, const CommitOptions& options);
+
+}  // namespace warden

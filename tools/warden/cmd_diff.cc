@@ -1,0 +1,173 @@
+// warden diff parse|apply|commit|check: canonical Diffs from patches, applied exactly.
+#include <iostream>
+
+#include "common/clock.h"
+#include "common/file.h"
+#include "runner/patch.h"
+#include "runner/workspace.h"
+#include "tools/warden/cli.h"
+
+namespace warden::cli {
+namespace {
+
+// Input that is malformed is the caller's (3); a repository that cannot be read or
+// written is the environment's (5); anything else is a refusal of the change itself (1).
+int exit_code_for(const Refusal& r) {
+  if (r.code == "malformed_patch" || r.code == "malformed_diff" || r.code == "patch_too_large" ||
+      r.code == "hunk_count_mismatch" || r.code == "invalid_branch") {
+    return kInvalidInput;
+  }
+  if (r.code == "repository_error") return kIoError;
+  if (r.code == "repository_not_found" || r.code == "revision_not_found") return kNotFound;
+  return kVerificationFailed;
+}
+
+int report_refusal(const Refusal& r, bool json) {
+  std::cerr << "warden: refused: " << r.message() << "\n";
+  if (json) {
+    print_json({{"ok", false}, {"refusal", {{"code", r.code}, {"path", r.path}, {"detail", r.detail}}}});
+  }
+  return exit_code_for(r);
+}
+
+struct Options {
+  std::string input, repo, base, step = "patch", branch, message, run_id, record, author_name = "Warden",
+                                   author_email = "warden@localhost";
+  std::optional<int64_t> timestamp;
+  bool json = false;
+};
+
+Result<Diff> load_diff(const std::string& path) {
+  auto text = read_file(path, uint64_t{256} << 20);
+  if (!text) return std::unexpected(text.error());
+  auto json = parse_json(*text, "diff file " + path);
+  if (!json) return std::unexpected(json.error());
+  auto diff = Diff::from_json(*json);
+  if (!diff) return fail(Errc::invalid_argument, path + ": " + diff.error().message());
+  return *diff;
+}
+
+int run_parse(const Options& o) {
+  auto text = read_file(o.input, kMaxPatchBytes);
+  if (!text) return report_error(text.error(), o.json);
+  auto ws = Workspace::open(o.repo);
+  if (!ws) return report_refusal(ws.error(), o.json);
+  auto diff = ws->diff_from_patch(*text, o.base, o.step);
+  if (!diff) return report_refusal(diff.error(), o.json);
+  if (o.json) std::cout << *canonicalize(diff->to_json()) << "\n";
+  else print_json(diff->to_json());
+  return kOk;
+}
+
+// Loads the diff and the workspace, or reports why not.
+template <typename Run>
+int with_diff(const Options& o, Run&& run) {
+  auto diff = load_diff(o.input);
+  if (!diff) return report_error(diff.error(), o.json);
+  auto ws = Workspace::open(o.repo);
+  if (!ws) return report_refusal(ws.error(), o.json);
+  return run(*diff, *ws);
+}
+
+int run_check(const Options& o) {
+  return with_diff(o, [&](const Diff& diff, Workspace& ws) {
+    auto st = ws.check(diff, o.base);
+    if (!st) return report_refusal(st.error(), o.json);
+    if (o.json) print_json({{"ok", true}, {"files", diff.files.size()}, {"diff_sha256", diff.digest().str()}});
+    else std::cout << "OK: " << diff.files.size() << " files apply exactly\n";
+    return static_cast<int>(kOk);
+  });
+}
+
+int run_apply(const Options& o) {
+  return with_diff(o, [&](const Diff& diff, Workspace& ws) {
+    auto applied = ws.apply(diff, o.base);
+    if (!applied) return report_refusal(applied.error(), o.json);
+    if (o.json) {
+      print_json({{"tree", applied->tree.hex()}, {"base_commit", applied->base_commit.hex()}, {"files", applied->files}});
+    } else {
+      std::cout << applied->tree.hex() << "\n";
+    }
+    return static_cast<int>(kOk);
+  });
+}
+
+int run_commit(const Options& o) {
+  return with_diff(o, [&](const Diff& diff, Workspace& ws) {
+    CommitOptions options;
+    RandomIdSource ids;
+    options.branch = o.branch.empty() ? "warden/" + (o.run_id.empty() ? ids.next_id("run") : o.run_id) : o.branch;
+    options.message = o.message;
+    options.author = Identity{o.author_name, o.author_email};
+    if (!o.record.empty()) {
+      auto record = Digest::parse(o.record);
+      if (!record) return report_error(record.error().with_context("--record"), o.json);
+      options.record = *record;
+    }
+    auto applied = ws.apply(diff, o.base);
+    if (!applied) return report_refusal(applied.error(), o.json);
+    SystemClock system_clock;
+    LogicalClock pinned_clock(o.timestamp.value_or(0) * 1000);
+    Clock& clock = o.timestamp ? static_cast<Clock&>(pinned_clock) : system_clock;
+    auto commit = ws.commit(diff, *applied, options, clock);
+    if (!commit) return report_refusal(commit.error(), o.json);
+    if (o.json) {
+      print_json({{"commit", commit->hex()}, {"tree", applied->tree.hex()}, {"branch", options.branch}});
+    } else {
+      std::cout << commit->hex() << "\n";
+      std::cerr << "branch " << options.branch << "\n";
+    }
+    return static_cast<int>(kOk);
+  });
+}
+
+}  // namespace
+
+void add_diff_commands(CLI::App& app, Action& action) {
+  auto* diff = app.add_subcommand("diff", "Hash-anchored diffs: parse patches, check, apply and commit them exactly");
+  diff->require_subcommand(1);
+  auto o = std::make_shared<Options>();
+  auto repo_base = [&](CLI::App* cmd) {
+    cmd->add_option("--repo", o->repo, "Git repository")->required();
+    cmd->add_option("--base", o->base, "Base revision the diff applies to (branch, tag, commit)")->required();
+    cmd->add_flag("--json", o->json, "Print JSON");
+  };
+  auto bind = [&action, o](CLI::App* cmd, int (*run)(const Options&)) {
+    cmd->callback([&action, o, run] { action = [o, run] { return run(*o); }; });
+  };
+
+  auto* parse = diff->add_subcommand(
+      "parse", "Turn a git diff / format-patch / unified diff into a canonical Diff with every hash filled in "
+               "(pretty JSON; --json prints the canonical one-line form)");
+  parse->add_option("PATCH", o->input, "Patch file ('-' for standard input)")->required();
+  parse->add_option("--step", o->step, "Plan step id the diff belongs to")->capture_default_str();
+  repo_base(parse);
+  bind(parse, run_parse);
+
+  auto* apply = diff->add_subcommand(
+      "apply", "Verify DIFF.json against the base and write the resulting tree; print its id (no branch moves)");
+  apply->add_option("DIFF", o->input, "Canonical Diff JSON file")->required();
+  repo_base(apply);
+  bind(apply, run_apply);
+
+  auto* check = diff->add_subcommand("check", "Exit 0 if DIFF.json applies exactly to the base; otherwise print why");
+  check->add_option("DIFF", o->input, "Canonical Diff JSON file")->required();
+  repo_base(check);
+  bind(check, run_check);
+
+  auto* commit = diff->add_subcommand(
+      "commit", "Apply DIFF.json and commit it with Warden-Step/Warden-Proposal trailers; the branch moves only "
+                "if it is new or still at the base. Prints the commit id.");
+  commit->add_option("DIFF", o->input, "Canonical Diff JSON file")->required();
+  repo_base(commit);
+  commit->add_option("--branch", o->branch, "Branch to commit to (default warden/<run id>)");
+  commit->add_option("--run-id", o->run_id, "Run id for the default branch name (default: random)");
+  commit->add_option("--message", o->message, "Summary line (default \"warden: step <id>\")");
+  commit->add_option("--record", o->record, "sha256:<hex> of the ledger record that accepted the diff (a trailer)");
+  commit->add_option("--author-name", o->author_name, "Author and committer name")->capture_default_str();
+  commit->add_option("--author-email", o->author_email, "Author and committer email")->capture_default_str();
+  commit->add_option("--timestamp", o->timestamp, "Commit time, Unix seconds (default: now); fixes the commit id");
+  bind(commit, run_commit);
+}
+
+}  // namespace warden::cli
