@@ -22,12 +22,12 @@ std::string git_blob_id(std::string_view content) {
   return to_hex(std::span<const uint8_t>(out, len));
 }
 
-void MemoryTree::put(std::string path, std::string content, uint32_t mode) {
+void MemoryFileTree::put(std::string path, std::string content, uint32_t mode) {
   std::string id = git_blob_id(content);
   files_[std::move(path)] = BaseFile{std::move(content), mode, std::move(id)};
 }
 
-Checked<EntryKind> MemoryTree::kind(std::string_view path) {
+Checked<EntryKind> MemoryFileTree::kind(std::string_view path) {
   if (auto it = files_.find(path); it != files_.end()) {
     return it->second.mode == 0120000 ? EntryKind::symlink : EntryKind::file;
   }
@@ -37,13 +37,13 @@ Checked<EntryKind> MemoryTree::kind(std::string_view path) {
   return EntryKind::none;
 }
 
-Checked<std::optional<BaseFile>> MemoryTree::read(std::string_view path) {
+Checked<std::optional<BaseFile>> MemoryFileTree::read(std::string_view path) {
   auto it = files_.find(path);
   if (it == files_.end()) return std::optional<BaseFile>();
   return std::optional<BaseFile>(it->second);
 }
 
-Checked<std::vector<std::string>> MemoryTree::names(std::string_view dir) {
+Checked<std::vector<std::string>> MemoryFileTree::names(std::string_view dir) {
   std::string prefix = dir.empty() ? "" : std::string(dir) + "/";
   std::set<std::string> out;
   for (auto it = files_.lower_bound(prefix); it != files_.end() && it->first.starts_with(prefix); ++it) {

@@ -1,5 +1,5 @@
 // Read access to the tree a diff applies to. The git workspace implements it over a
-// libgit2 tree; tests and the fuzzer use MemoryTree. Paths are '/'-separated, relative.
+// libgit2 tree; tests and the fuzzer use MemoryFileTree. Paths are '/'-separated, relative.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,7 @@ class BaseTree {
 std::string git_blob_id(std::string_view content);
 
 // A tree held in memory: path -> (content, mode).
-class MemoryTree final : public BaseTree {
+class MemoryFileTree final : public BaseTree {
  public:
   void put(std::string path, std::string content, uint32_t mode = 0100644);
   Checked<EntryKind> kind(std::string_view path) override;

@@ -197,6 +197,16 @@ Checked<Hunk> parse_hunk(LineReader& r) {
   if (!r.done() && r.peek().starts_with("\\")) {
     if (auto m = take_marker(); !m) return std::unexpected(m.error());
   }
+  // A line that reads as one more hunk line means the header undercounts; only a new
+  // header, a blank line or format-patch's "-- " signature may follow.
+  if (!r.done()) {
+    std::string_view next = r.peek();
+    bool signature = next == "-- \n" || next == "--\n";
+    bool file_header = next.starts_with("--- ") || next.starts_with("+++ ");
+    if ((next[0] == ' ' || next[0] == '+' || next[0] == '-') && !signature && !file_header) {
+      return count_error(r.line(), "more lines than the header declares");
+    }
+  }
   if (hunk.lines.empty()) return std::unexpected(malformed(header_line, "empty hunk"));
   return hunk;
 }
