@@ -1,0 +1,103 @@
+#include "executor/command_agent.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "executor/subprocess.h"
+
+namespace warden::executor {
+namespace {
+
+constexpr size_t kStderrInMessage = 500;
+
+std::string parent_env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+// The end of what the program said on stderr, for failure messages.
+std::string stderr_tail(const SubprocessResult& r) {
+  std::string_view err = r.err;
+  while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.remove_suffix(1);
+  if (err.empty()) return "";
+  bool cut = err.size() > kStderrInMessage || r.err_truncated;
+  if (err.size() > kStderrInMessage) err = err.substr(err.size() - kStderrInMessage);
+  return std::string("; stderr: ") + (cut ? "..." : "") + std::string(err);
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return std::to_string(sig) + (abbrev ? std::string(" (SIG") + abbrev + ")" : "");
+}
+
+}  // namespace
+
+CommandAgent::CommandAgent(std::vector<std::string> argv, std::map<std::string, std::string> env,
+                           std::filesystem::path base_dir)
+    : argv_(std::move(argv)), env_(std::move(env)), base_dir_(std::move(base_dir)) {
+  std::string& program = argv_.front();
+  if (program.find('/') != std::string::npos && !std::filesystem::path(program).is_absolute() && !base_dir_.empty()) {
+    program = (base_dir_ / program).lexically_normal().string();
+  }
+}
+
+StageResult CommandAgent::run(const StageContext& ctx) {
+  const std::string who = "command " + argv_.front();
+  Json request{{"stage", ctx.spec.name},
+               {"run", ctx.run_id},
+               {"params", ctx.spec.params},
+               {"envelope", envelope_to_json(ctx.envelope)}};
+  SubprocessSpec spec;
+  spec.argv = argv_;
+  auto input = canonicalize(request);
+  if (!input) return StageResult::failure(who + ": cannot encode the envelope: " + input.error().message);
+  spec.stdin_data = std::move(*input);
+  std::map<std::string, std::string> env{{"PATH", parent_env("PATH", "/usr/local/bin:/usr/bin:/bin")},
+                                         {"HOME", parent_env("HOME", "/")},
+                                         {"LC_ALL", "C.UTF-8"},
+                                         {"TZ", "UTC"},
+                                         {"WARDEN_RUN_ID", std::string(ctx.run_id)},
+                                         {"WARDEN_STAGE", ctx.spec.name}};
+  for (const auto& [k, v] : env_) env[k] = v;
+  for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+  spec.cwd = base_dir_;
+  spec.timeout = ctx.timeout;
+  spec.max_stdout = kMaxAnswerBytes;
+
+  auto ran = run_subprocess(spec);
+  if (!ran) return StageResult::failure(who + ": " + ran.error().message);
+  const SubprocessResult& r = *ran;
+  using Ending = SubprocessResult::Ending;
+  switch (r.ending) {
+    case Ending::timed_out:
+      return StageResult::failure(who + ": timed out after " + std::to_string(ctx.timeout.count()) +
+                                  " ms; its process group was killed" + stderr_tail(r));
+    case Ending::stdout_overflow:
+      return StageResult::failure(who + ": wrote more than " + std::to_string(kMaxAnswerBytes) +
+                                  " bytes to stdout; its process group was killed");
+    case Ending::signaled:
+      return StageResult::failure(who + ": killed by signal " + signal_name(r.signal) + stderr_tail(r));
+    case Ending::exited: break;
+  }
+  auto answer = parse_json(r.out, "the answer on stdout");
+  if (r.exit_code != 0) {
+    // A failing agent's LLM calls still count against the budget when it says how many.
+    int64_t calls = 0;
+    if (answer && answer->is_object()) {
+      if (auto parsed = stage_result_from_json(*answer, "answer")) calls = parsed->llm_calls;
+    }
+    return StageResult::failure(who + ": exited with status " + std::to_string(r.exit_code) + stderr_tail(r), calls);
+  }
+  if (r.out.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return StageResult::failure(who + ": exited 0 without an answer (expected a JSON object on stdout)" + stderr_tail(r));
+  }
+  if (!answer) return StageResult::failure(who + ": answered something that is not JSON: " + answer.error().message);
+  auto result = stage_result_from_json(*answer, "answer");
+  if (!result) return StageResult::failure(who + ": invalid answer: " + result.error().message);
+  return std::move(*result);
+}
+
+}  // namespace warden::executor

@@ -1,0 +1,26 @@
+#include "executor/events.h"
+
+namespace warden::executor {
+
+std::string_view event_type_name(EventType type) {
+  switch (type) {
+    case EventType::stage_started: return "stage_started";
+    case EventType::stage_completed: return "stage_completed";
+    case EventType::stage_failed: return "stage_failed";
+    case EventType::pipeline_completed: return "pipeline_completed";
+    case EventType::interrupt_raised: return "interrupt_raised";
+    case EventType::checkpoint_created: return "checkpoint_created";
+    case EventType::transition: return "transition";
+  }
+  return "unknown";
+}
+
+Json event_to_json(const ExecutionEvent& e) {
+  return Json{{"type", event_type_name(e.type)},
+              {"run", e.run_id},
+              {"stage", e.stage},
+              {"timestamp_ms", e.timestamp_ms},
+              {"payload", e.payload}};
+}
+
+}  // namespace warden::executor

@@ -1,0 +1,114 @@
+#include "executor/run_store.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "ledger/lmdb.h"
+#include "ledger/record.h"
+
+namespace warden::executor {
+namespace {
+
+bool is_pipeline_kind(std::string_view kind) {
+  for (auto k : {record_kind::run, record_kind::step, record_kind::transition, record_kind::checkpoint,
+                 record_kind::resume, record_kind::rollback, record_kind::end}) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status LedgerRunJournal::append(std::string_view kind, const Json& payload, int64_t at) {
+  buf_.clear();
+  if (auto st = canonicalize_to(payload, buf_); !st) {
+    return std::unexpected(st.error().with_context(std::string(kind) + " record"));
+  }
+  if (buf_.size() > ledger_.max_payload_bytes()) {
+    return fail(Errc::limit_exceeded, std::string(kind) + " record is " + std::to_string(buf_.size()) +
+                                          " bytes of canonical JSON; the ledger's limit is " +
+                                          std::to_string(ledger_.max_payload_bytes()));
+  }
+  records_.push_back(Pending{std::string(kind), buf_, at});
+  return {};
+}
+
+Result<std::string> LedgerRunJournal::put_blob(std::string bytes) {
+  std::string digest = sha256(bytes).str();
+  blobs_.push_back(std::move(bytes));
+  return digest;
+}
+
+Status LedgerRunJournal::commit(bool now) {
+  ++steps_;
+  if (!now && steps_ < flush_every_) return {};
+  return flush();
+}
+
+Status LedgerRunJournal::flush() {
+  steps_ = 0;
+  if (records_.empty() && blobs_.empty()) return {};
+  auto st = ledger_.write([&](LedgerWriter& w) -> Status {
+    // Blobs first: a record never names a blob the ledger does not hold.
+    for (const auto& b : blobs_) {
+      if (auto put = w.put_blob(b); !put) return std::unexpected(put.error());
+    }
+    for (const auto& r : records_) {
+      if (auto a = w.append(r.kind, r.payload, r.ts); !a) return std::unexpected(a.error());
+    }
+    return {};
+  });
+  if (!st) return std::unexpected(st.error().with_context("recording the pipeline run in " + ledger_.dir().string()));
+  records_.clear();
+  blobs_.clear();
+  return {};
+}
+
+Result<StoredRun> load_run(const Ledger& ledger, std::string_view run_id) {
+  auto opened = ledger.snapshot();
+  if (!opened) return std::unexpected(opened.error());
+  auto snap = std::make_shared<LedgerSnapshot>(std::move(*opened));
+  StoredRun out;
+  out.run_id = std::string(run_id);
+  std::string id_field;
+  if (auto st = append_json_string(run_id, id_field); !st) return fail(Errc::invalid_argument, "run id is not UTF-8");
+  id_field = "\"run\":" + id_field;
+
+  auto cursor = lmdb::Cursor::open(snap->txn(), snap->dbis().records);
+  if (!cursor) return std::unexpected(cursor.error());
+  MDB_val k{}, v{};
+  bool found_start = false;
+  for (MDB_cursor_op op = MDB_LAST; !found_start; op = MDB_PREV) {
+    auto more = cursor->get(k, v, op);
+    if (!more) return std::unexpected(more.error());
+    if (!*more) break;
+    auto seq = lmdb::decode_u64(lmdb::view(k));
+    if (!seq) return std::unexpected(seq.error());
+    auto record = RecordView::decode_stored(*seq, lmdb::view(v));
+    if (!record) return std::unexpected(record.error());
+    // Canonical payloads spell the run field one way, so most other records are skipped
+    // without parsing.
+    if (!is_pipeline_kind(record->kind) || record->payload.find(id_field) == std::string_view::npos) continue;
+    auto payload = parse_json(record->payload, "record " + std::to_string(*seq));
+    if (!payload) return std::unexpected(Error{Errc::corrupt, payload.error().message});
+    if (!payload->is_object() || payload->value("run", "") != run_id) continue;
+    found_start = record->kind == record_kind::run;
+    out.records.push_back(StoredRecord{*seq, std::string(record->kind), record->ts, std::move(*payload)});
+  }
+  if (out.records.empty()) {
+    return fail(Errc::not_found, "no pipeline run " + std::string(run_id) + " in the ledger at " + ledger.dir().string());
+  }
+  if (!found_start) {
+    return fail(Errc::corrupt, "pipeline run " + std::string(run_id) + " has records but no pipeline_run record");
+  }
+  std::reverse(out.records.begin(), out.records.end());
+  out.blob = [snap](std::string_view text) -> Result<std::string> {
+    auto digest = Digest::parse(text);
+    if (!digest) return fail(Errc::corrupt, "blob reference \"" + std::string(text) + "\": " + digest.error().message);
+    return snap->blob(*digest);
+  };
+  return out;
+}
+
+}  // namespace warden::executor

@@ -1,0 +1,68 @@
+// The pipeline state machine executor (seeds/000, section 2). Each step: check the bounds
+// (an exceeded bound ends the run with its terminal reason), stop at a pending interrupt,
+// find the stages that may run, run them (independent stages in parallel on up to
+// max_parallel threads), route their outputs (cycles are expected; edge limits and the global
+// iteration limit bound them), checkpoint before each cycle, record everything to the journal
+// and publish events. Decisions depend only on the config, the stage results and the
+// injected Clock and IdSource, so the same inputs give the same run, byte for byte.
+#pragma once
+
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "executor/agent_registry.h"
+#include "executor/events.h"
+#include "executor/pipeline_config.h"
+#include "executor/run_records.h"
+#include "executor/run_state.h"
+#include "executor/step.h"
+
+namespace warden::executor {
+
+class PipelineExecutor {
+ public:
+  // `config`, `clock` and `ids` must outlive the executor; `agents` has one agent per stage
+  // (AgentRegistry::bind). The clock is read only from the thread that drives a run.
+  PipelineExecutor(const PipelineConfig& config, AgentSet agents, Clock& clock, IdSource& ids);
+
+  // Where runs are recorded (e.g. LedgerRunJournal); none: runs live in memory only.
+  void set_journal(RunJournal* journal) { journal_ = journal; }
+  void subscribe(EventHandler handler) { events_.subscribe(std::move(handler)); }
+
+  // A new run with the start stage active. `launch` is recorded with it for whoever resumes
+  // the run later (the CLI records the config's directory and the kind of clock).
+  Result<RunState> start(const RunInput& input, const Json& launch = Json::object());
+  // Runs until the run ends or waits on an interrupt. A stop request ends the run as
+  // cancelled before the next step (a step in progress finishes first). Errors are journal
+  // failures: the run stops, and the ledger holds every step committed before.
+  Status run(RunState& run, std::stop_token stop = {});
+  // Answers a pending interrupt; run() then continues with the stage that raised it.
+  Status resume(RunState& run, std::string response);
+  // Restores a checkpoint's envelope and cycle counters; run() then re-runs that cycle.
+  Status rollback(RunState& run, std::string_view checkpoint_id);
+
+ private:
+  Status end(RunState& run, TerminalReason reason, std::string detail);
+  StageResult invoke(const RunState& run, StageId stage) const;
+  void execute(const RunState& run);
+  void emit(EventType type, const RunState& run, std::string_view stage, int64_t at, Json payload) const;
+  void emit_outcomes(const RunState& run) const;
+  void emit_routing(const RunState& run, const StepApplied& applied) const;
+  Status commit(bool now) { return journal_ ? journal_->commit(now) : Status{}; }
+
+  const PipelineConfig& config_;
+  AgentSet agents_;
+  Clock& clock_;
+  IdSource& ids_;
+  RunJournal* journal_ = nullptr;
+  EventBus events_;
+  // Reused from step to step.
+  std::vector<StageId> ready_;
+  std::vector<StageOutcome> outcomes_;
+};
+
+}  // namespace warden::executor

@@ -1,0 +1,44 @@
+// Runs an untrusted program to completion under a deadline: stdin fed from a string, stdout
+// and stderr captured with caps, in its own process group. On timeout or a stdout flood the
+// whole group is killed; when the program exits, whatever it left running in its group is
+// killed too, so no agent outlives its stage (a process that leaves the group with setsid
+// escapes this; sandboxing is the runner's job). The child is always reaped, every
+// descriptor is owned, and SIGPIPE from a child that stops reading is absorbed.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace warden::executor {
+
+struct SubprocessSpec {
+  std::vector<std::string> argv;  // argv[0] without a '/' is looked up in PATH
+  std::vector<std::string> env;   // the complete environment, "NAME=value"
+  std::filesystem::path cwd;      // empty: the caller's
+  std::string stdin_data;
+  std::chrono::milliseconds timeout{30'000};
+  size_t max_stdout = size_t{1} << 20;  // more than this kills the process group
+  size_t max_stderr = size_t{64} << 10;  // more than this is read and dropped
+};
+
+struct SubprocessResult {
+  enum class Ending { exited, signaled, timed_out, stdout_overflow };
+  Ending ending = Ending::exited;
+  int exit_code = -1;  // Ending::exited
+  int signal = 0;      // Ending::signaled
+  std::string out;
+  std::string err;
+  bool err_truncated = false;
+  std::chrono::milliseconds elapsed{0};
+};
+
+// Fails only when the program cannot be started (not found, not executable, no resources);
+// everything the program itself does is described by the result.
+Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec);
+
+}  // namespace warden::executor
