@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,7 +169,9 @@ class Session {
  public:
   Session(const SubprocessSpec& spec, ChildGuard& child, UniqueFd in, UniqueFd out, UniqueFd err)
       : spec_(spec), child_(child), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)) {
-    pidfd_.reset(::pidfd_open(child.pid(), 0));  // fails on kernels before 5.3: then we poll
+    // Debian 12's <sys/pidfd.h> lacks extern "C", so the raw system call. Fails on kernels
+    // before 5.3; then we poll for the exit instead.
+    pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, child.pid(), 0)));
     if (spec_.stdin_data.empty()) in_.reset();
     for (UniqueFd* fd : {&in_, &out_, &err_}) {
       if (*fd) set_nonblocking(fd->get());

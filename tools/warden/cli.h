@@ -50,5 +50,6 @@ void add_key_commands(CLI::App& app, Action& action);
 void add_ledger_commands(CLI::App& app, Action& action);
 void add_merkle_commands(CLI::App& app, Action& action);
 void add_note_commands(CLI::App& app, Action& action);
+void add_pipeline_commands(CLI::App& app, Action& action);
 
 }  // namespace warden::cli

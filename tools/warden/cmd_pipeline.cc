@@ -1,0 +1,396 @@
+// warden pipeline ...: validate a pipeline config, run it, resume a paused or interrupted run
+// from the ledger, and show a recorded run (replayed and checked against its records).
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "common/clock.h"
+#include "common/file.h"
+#include "executor/agent_registry.h"
+#include "executor/replay.h"
+#include "executor/run_store.h"
+#include "executor/state_machine.h"
+#include "ledger/ledger.h"
+#include "tools/warden/cli.h"
+
+namespace warden::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace warden::executor;
+
+constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+
+struct Options {
+  std::string config, input, ledger, run_id, response;
+  bool json = false, deterministic = false;
+};
+
+// ---------------------------------------------------------------- loading
+
+struct Loaded {
+  PipelineConfig config;
+  fs::path base_dir;
+};
+
+Result<Loaded> load_config(const std::string& path) {
+  auto text = read_file(path, kMaxConfigBytes);
+  if (!text) return std::unexpected(text.error());
+  auto config = PipelineConfig::parse_text(*text, "pipeline config " + path);
+  if (!config) return std::unexpected(config.error());
+  std::error_code ec;
+  fs::path dir = fs::absolute(path, ec).parent_path();
+  return Loaded{std::move(*config), dir};
+}
+
+// Time and ids: the system's, or for golden runs a logical clock and sequential ids that
+// continue after whatever the ledger already holds, so runs in one ledger never share ids.
+struct TimeSource {
+  std::unique_ptr<Clock> clock;
+  std::unique_ptr<IdSource> ids;
+  bool logical = false;
+
+  explicit TimeSource(bool deterministic) : logical(deterministic) {
+    if (logical) {
+      clock = std::make_unique<LogicalClock>();
+      ids = std::make_unique<SequentialIdSource>();
+    } else {
+      clock = std::make_unique<SystemClock>();
+      ids = std::make_unique<RandomIdSource>();
+    }
+  }
+  Status continue_after(const Ledger& ledger) {
+    if (!logical) return {};
+    auto snap = ledger.snapshot();
+    if (!snap) return std::unexpected(snap.error());
+    int64_t next_ts = 0;
+    if (snap->size() > 0) {
+      auto last = snap->record(snap->size() - 1);
+      if (!last) return std::unexpected(last.error());
+      next_ts = last->ts + 1;
+    }
+    *static_cast<LogicalClock*>(clock.get()) = LogicalClock(next_ts);
+    *static_cast<SequentialIdSource*>(ids.get()) = SequentialIdSource(snap->size() + 1);
+    return {};
+  }
+};
+
+// ---------------------------------------------------------------- output
+
+std::string status_of(const RunState& run) {
+  if (run.waiting()) return "waiting";
+  if (!run.ended()) return "running";
+  return run.envelope.terminal_reason == TerminalReason::completed ? "completed" : "ended";
+}
+
+void print_event(const ExecutionEvent& e, bool json) {
+  if (json) {
+    std::cout << event_to_json(e).dump() << std::endl;  // one line each, flushed as it happens
+    return;
+  }
+  switch (e.type) {
+    case EventType::stage_started: std::cout << "  " << e.stage << ": started\n"; break;
+    case EventType::stage_completed: std::cout << "  " << e.stage << ": completed\n"; break;
+    case EventType::stage_failed:
+      std::cout << "  " << e.stage << ": FAILED: " << e.payload.value("error", "") << "\n";
+      break;
+    case EventType::transition:
+      std::cout << "  " << e.payload.value("from", "") << " -> " << e.payload.value("to", "") << " ("
+                << e.payload.value("reason", "") << ", iteration " << e.payload.value("iteration", 0) << ")";
+      if (e.payload.contains("detail")) std::cout << ": " << e.payload.value("detail", "");
+      std::cout << "\n";
+      break;
+    case EventType::checkpoint_created:
+      std::cout << "  checkpoint " << e.payload.value("id", "") << " before the cycle back to " << e.stage << "\n";
+      break;
+    case EventType::interrupt_raised:
+      std::cout << "  " << e.stage << ": interrupt (" << e.payload.value("kind", "") << ")\n";
+      break;
+    case EventType::pipeline_completed:
+      std::cout << "  pipeline ended: " << e.payload.value("terminal_reason", "") << "\n";
+      break;
+  }
+  std::cout.flush();
+}
+
+// The closing summary of run/resume; the exit code says whether the pipeline completed.
+int report_run(const RunState& run, const Options& o, bool persisted) {
+  const Envelope& e = run.envelope;
+  std::string status = status_of(run);
+  if (o.json) {
+    Json out{{"type", "result"},
+             {"run", run.run_id},
+             {"status", status},
+             {"steps", run.step},
+             {"transitions", run.transitions.size()},
+             {"llm_call_count", e.llm_call_count},
+             {"agent_hop_count", e.agent_hop_count},
+             {"iteration", e.iteration}};
+    if (e.terminal_reason) out["terminal_reason"] = terminal_reason_name(*e.terminal_reason);
+    if (e.termination_reason) out["termination_reason"] = *e.termination_reason;
+    if (run.waiting()) out["interrupt"] = interrupt_to_json(*e.interrupt);
+    std::cout << out.dump() << std::endl;
+  } else if (run.waiting()) {
+    std::cout << "run " << run.run_id << " waits for a response to its " << e.interrupt->kind << " interrupt from "
+              << e.interrupt->stage;
+    if (e.interrupt->question) std::cout << ": " << *e.interrupt->question;
+    std::cout << "\n";
+    if (persisted) {
+      std::cout << "resume with: warden pipeline resume " << run.run_id << " --ledger " << o.ledger
+                << " --response TEXT\n";
+    } else {
+      std::cout << "(run without --ledger: it cannot be resumed)\n";
+    }
+  } else {
+    std::cout << "run " << run.run_id << " " << status << ": " << terminal_reason_name(*e.terminal_reason);
+    if (e.termination_reason) std::cout << " (" << *e.termination_reason << ")";
+    std::cout << "\n" << run.step << " steps, " << e.agent_hop_count << " agent hops, " << e.llm_call_count
+              << " LLM calls, iteration " << e.iteration << "\n";
+  }
+  return status == "ended" ? kVerificationFailed : kOk;
+}
+
+Json run_json(const RunState& run, size_t records) {
+  Json transitions = Json::array();
+  for (const auto& t : run.transitions) transitions.push_back(transition_to_json(t));
+  Json checkpoints = Json::array();
+  for (const auto& cp : run.checkpoints) {
+    checkpoints.push_back(
+        {{"id", cp.id}, {"stage", cp.stage}, {"step", cp.step}, {"iteration", cp.iteration}, {"created_at", cp.created_at}});
+  }
+  return Json{{"run", run.run_id},
+              {"status", status_of(run)},
+              {"steps", run.step},
+              {"records", records},
+              {"envelope", envelope_to_json(run.envelope)},
+              {"transitions", std::move(transitions)},
+              {"checkpoints", std::move(checkpoints)}};
+}
+
+// ---------------------------------------------------------------- commands
+
+int run_validate(const Options& o) {
+  auto loaded = load_config(o.config);
+  if (!loaded) return report_error(loaded.error(), o.json);
+  auto agents = standard_agents().bind(loaded->config, {loaded->base_dir});
+  if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
+  const PipelineConfig& c = loaded->config;
+  // Cycles are allowed; listing them (and what bounds them) is what a reviewer wants to see.
+  Json cycles = Json::array();
+  for (const auto& s : c.stages) {
+    std::vector<StageId> successors = s.default_next;
+    if (s.error_next != kEnd) successors.push_back(s.error_next);
+    for (const auto& r : s.routing) successors.insert(successors.end(), r.next.begin(), r.next.end());
+    std::sort(successors.begin(), successors.end());
+    successors.erase(std::unique(successors.begin(), successors.end()), successors.end());
+    for (StageId to : successors) {
+      if (!PipelineConfig::is_cycle_edge(s.id, to)) continue;
+      Json edge{{"from", s.name}, {"to", c.stages[to].name}};
+      if (int li = c.edge_limit_index(s.id, to); li >= 0) edge["max_count"] = c.edge_limits[li].max_count;
+      cycles.push_back(std::move(edge));
+    }
+  }
+  if (o.json) {
+    Json stages = Json::array();
+    for (const auto& s : c.stages) stages.push_back({{"name", s.name}, {"kind", s.kind}});
+    print_json({{"ok", true}, {"name", c.name}, {"stages", stages}, {"cycle_edges", cycles},
+                {"max_iterations", c.max_iterations}, {"max_llm_calls", c.max_llm_calls},
+                {"max_agent_hops", c.max_agent_hops}});
+    return kOk;
+  }
+  std::cout << "OK: pipeline " << c.name << ", " << c.stages.size() << " stages, start " << c.stage_name(c.start)
+            << "\nbounds: max_iterations " << c.max_iterations << ", max_llm_calls " << c.max_llm_calls
+            << ", max_agent_hops " << c.max_agent_hops << ", default_timeout_seconds " << c.default_timeout_seconds
+            << "\n";
+  for (const auto& edge : cycles) {
+    std::cout << "cycle edge " << edge["from"].get<std::string>() << " -> " << edge["to"].get<std::string>() << ": "
+              << (edge.contains("max_count") ? "max_count " + std::to_string(edge["max_count"].get<int64_t>())
+                                             : std::string("bounded by max_iterations"))
+              << "\n";
+  }
+  return kOk;
+}
+
+int run_run(const Options& o) {
+  auto loaded = load_config(o.config);
+  if (!loaded) return report_error(loaded.error(), o.json);
+  auto agents = standard_agents().bind(loaded->config, {loaded->base_dir});
+  if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
+  TimeSource time(o.deterministic);
+  std::optional<Ledger> ledger;
+  std::optional<LedgerRunJournal> journal;
+  if (!o.ledger.empty()) {
+    auto opened = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
+    if (!opened) return report_error(opened.error(), o.json);
+    ledger.emplace(std::move(*opened));
+    if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
+    journal.emplace(*ledger);
+  }
+  PipelineExecutor exec(loaded->config, std::move(*agents), *time.clock, *time.ids);
+  if (journal) exec.set_journal(&*journal);
+  exec.subscribe([json = o.json](const ExecutionEvent& e) { print_event(e, json); });
+  Json launch{{"base_dir", loaded->base_dir.string()}, {"clock", time.logical ? "logical" : "system"}};
+  RunInput input;
+  input.raw_input = o.input;
+  auto run = exec.start(input, launch);
+  if (!run) return report_error(run.error(), o.json);
+  if (!o.json) std::cout << "run " << run->run_id << " (pipeline " << loaded->config.name << ")\n";
+  if (auto st = exec.run(*run); !st) return report_error(st.error(), o.json);
+  return report_run(*run, o, ledger.has_value());
+}
+
+// A recorded run, its config and its state rebuilt by replay.
+struct Recorded {
+  RunStart start;
+  PipelineConfig config;
+  RunState state;
+  size_t records = 0;
+};
+
+Result<Recorded> load_recorded(const Ledger& ledger, const std::string& run_id) {
+  auto stored = load_run(ledger, run_id);
+  if (!stored) return std::unexpected(stored.error());
+  auto start = parse_run_start(*stored);
+  if (!start) return std::unexpected(start.error());
+  auto config = PipelineConfig::parse(start->config);
+  if (!config) return std::unexpected(Error{Errc::corrupt, "the config recorded with run " + run_id + ": " + config.error().message});
+  auto state = replay_run(*config, *stored);
+  if (!state) return std::unexpected(state.error());
+  return Recorded{std::move(*start), std::move(*config), std::move(*state), stored->records.size()};
+}
+
+int run_resume(const Options& o, bool has_response) {
+  Result<Recorded> recorded = fail(Errc::internal, "not loaded");
+  {
+    // Read first, closed again before the read-write open below: LMDB allows one open
+    // environment per directory per process.
+    SystemClock clock;
+    auto reader = Ledger::open(o.ledger, Ledger::Mode::read_only, clock);
+    if (!reader) return report_error(reader.error(), o.json);
+    recorded = load_recorded(*reader, o.run_id);
+  }
+  if (!recorded) return report_error(recorded.error(), o.json);
+  RunState& run = recorded->state;
+  const Envelope& e = run.envelope;
+  if (run.ended()) {
+    return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " already ended: " +
+                                                          std::string(terminal_reason_name(*e.terminal_reason))},
+                        o.json);
+  }
+  if (run.waiting() && !has_response) {
+    std::string question = e.interrupt->question ? ": " + *e.interrupt->question : "";
+    return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " waits for a response to its " +
+                                                          e.interrupt->kind + " interrupt" + question +
+                                                          " (pass --response TEXT)"},
+                        o.json);
+  }
+  if (!run.waiting() && has_response) {
+    return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " is not waiting for a response"}, o.json);
+  }
+  fs::path base_dir = recorded->start.launch.value("base_dir", "");
+  auto agents = standard_agents().bind(recorded->config, {base_dir});
+  if (!agents) return report_error(agents.error(), o.json);
+
+  // The run continues in the ledger it was recorded in, with the kind of clock it began with.
+  TimeSource time(recorded->start.launch.value("clock", "") == "logical");
+  auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
+  LedgerRunJournal journal(*ledger);
+  PipelineExecutor exec(recorded->config, std::move(*agents), *time.clock, *time.ids);
+  exec.set_journal(&journal);
+  exec.subscribe([json = o.json](const ExecutionEvent& ev) { print_event(ev, json); });
+  if (has_response) {
+    if (auto st = exec.resume(run, o.response); !st) return report_error(st.error(), o.json);
+  }
+  if (!o.json) std::cout << "run " << run.run_id << " resumed at step " << run.step << "\n";
+  if (auto st = exec.run(run); !st) return report_error(st.error(), o.json);
+  return report_run(run, o, true);
+}
+
+int run_show(const Options& o) {
+  SystemClock clock;
+  auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_only, clock);
+  if (!ledger) return report_error(ledger.error(), o.json);
+  auto recorded = load_recorded(*ledger, o.run_id);
+  if (!recorded) return report_error(recorded.error(), o.json);
+  const RunState& run = recorded->state;
+  if (o.json) {
+    print_json(run_json(run, recorded->records));
+    return kOk;
+  }
+  const Envelope& e = run.envelope;
+  std::cout << "run " << run.run_id << " (pipeline " << recorded->config.name << "): " << status_of(run);
+  if (e.terminal_reason) std::cout << ", " << terminal_reason_name(*e.terminal_reason);
+  if (e.termination_reason) std::cout << " (" << *e.termination_reason << ")";
+  std::cout << "\ninput " << Json(e.raw_input).dump() << "\n"
+            << run.step << " steps, " << recorded->records << " ledger records, " << e.agent_hop_count
+            << " agent hops, " << e.llm_call_count << " LLM calls, iteration " << e.iteration << "\n";
+  if (run.waiting()) {
+    std::cout << "waiting: " << e.interrupt->kind << " interrupt from " << e.interrupt->stage
+              << (e.interrupt->question ? ": " + *e.interrupt->question : "") << "\n";
+  }
+  std::cout << "transitions:\n";
+  for (const auto& t : run.transitions) {
+    std::cout << "  step " << t.step << "  " << t.from << " -> " << t.to << "  " << transition_reason_name(t.reason)
+              << "  iteration " << t.iteration;
+    if (!t.checkpoint.empty()) std::cout << "  checkpoint " << t.checkpoint;
+    if (!t.detail.empty()) std::cout << "  (" << t.detail << ")";
+    std::cout << "\n";
+  }
+  std::cout << "outputs:\n";
+  for (const auto& [stage, output] : e.outputs) std::cout << "  " << stage << " " << output.dump() << "\n";
+  return kOk;
+}
+
+}  // namespace
+
+void add_pipeline_commands(CLI::App& app, Action& action) {
+  auto* pipeline = app.add_subcommand("pipeline", "Pipeline state machines: stages, routing, cycles, interrupts");
+  pipeline->require_subcommand(1);
+  auto o = std::make_shared<Options>();
+  auto json_flag = [&](CLI::App* cmd, const char* help) { cmd->add_flag("--json", o->json, help); };
+  auto bind = [&action, o](CLI::App* cmd, std::function<int(const Options&)> run) {
+    cmd->callback([&action, o, run] { action = [o, run] { return run(*o); }; });
+  };
+
+  auto* validate = pipeline->add_subcommand(
+      "validate", "Check a pipeline config: fields, stage names, kinds and params. Cycles are allowed; "
+                  "they are listed with what bounds them.");
+  validate->add_option("CONFIG", o->config, "Pipeline config (JSON)")->required();
+  json_flag(validate, "Print JSON");
+  bind(validate, run_validate);
+
+  auto* run = pipeline->add_subcommand(
+      "run", "Run a pipeline on an input. With --ledger every step is recorded (and the run can be resumed). "
+             "Exit 0 when it completes or waits for a response, 1 when it ends otherwise (a bound, a failure).");
+  run->add_option("CONFIG", o->config, "Pipeline config (JSON)")->required();
+  run->add_option("--input", o->input, "The run's raw input")->required();
+  run->add_option("--ledger", o->ledger, "Ledger directory to record the run in (warden ledger init DIR)");
+  run->add_flag("--deterministic", o->deterministic,
+                "Logical clock and sequential ids (golden runs: the same inputs give the same ledger records)");
+  json_flag(run, "Print events as JSON lines, then a result line");
+  bind(run, run_run);
+
+  auto* resume = pipeline->add_subcommand(
+      "resume", "Continue a recorded run: after an interrupt (with --response), or after the process died");
+  resume->add_option("RUN_ID", o->run_id, "Run id")->required();
+  resume->add_option("--ledger", o->ledger, "Ledger directory holding the run")->required();
+  auto* response = resume->add_option("--response", o->response, "Answer to the pending interrupt");
+  json_flag(resume, "Print events as JSON lines, then a result line");
+  resume->callback([&action, o, response] {
+    action = [o, has = response->count() > 0] { return run_resume(*o, has); };
+  });
+
+  auto* show = pipeline->add_subcommand(
+      "show", "Show a recorded run: its envelope, transitions and checkpoints, rebuilt from the ledger and "
+              "checked against every recorded transition");
+  show->add_option("RUN_ID", o->run_id, "Run id")->required();
+  show->add_option("--ledger", o->ledger, "Ledger directory holding the run")->required();
+  json_flag(show, "Print JSON");
+  bind(show, run_show);
+}
+
+}  // namespace warden::cli
