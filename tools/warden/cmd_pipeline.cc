@@ -144,7 +144,8 @@ int report_run(const RunState& run, const Options& o, bool persisted) {
       std::cout << "(run without --ledger: it cannot be resumed)\n";
     }
   } else {
-    std::cout << "run " << run.run_id << " " << status << ": " << terminal_reason_name(*e.terminal_reason);
+    std::cout << "run " << run.run_id << " " << status;
+    if (status != "completed") std::cout << ": " << terminal_reason_name(*e.terminal_reason);
     if (e.termination_reason) std::cout << " (" << *e.termination_reason << ")";
     std::cout << "\n" << run.step << " steps, " << e.agent_hop_count << " agent hops, " << e.llm_call_count
               << " LLM calls, iteration " << e.iteration << "\n";
@@ -323,7 +324,9 @@ int run_show(const Options& o) {
   }
   const Envelope& e = run.envelope;
   std::cout << "run " << run.run_id << " (pipeline " << recorded->config.name << "): " << status_of(run);
-  if (e.terminal_reason) std::cout << ", " << terminal_reason_name(*e.terminal_reason);
+  if (e.terminal_reason && *e.terminal_reason != TerminalReason::completed) {
+    std::cout << ", " << terminal_reason_name(*e.terminal_reason);
+  }
   if (e.termination_reason) std::cout << " (" << *e.termination_reason << ")";
   std::cout << "\ninput " << Json(e.raw_input).dump() << "\n"
             << run.step << " steps, " << recorded->records << " ledger records, " << e.agent_hop_count

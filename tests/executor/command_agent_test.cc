@@ -1,0 +1,232 @@
+// Command agents as real processes: the request they read, the answer they give, and every
+// way one can misbehave (crash, non-zero exit, hang, flood, garbage, fork without end, leave
+// children behind, ignore its input) ending as a stage failure with a clear reason, routed
+// through error_next, with nothing left running.
+#include "executor/command_agent.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/file.h"
+#include "tests/executor/harness.h"
+#include "tests/integration/temp_dir.h"
+
+#ifndef TEST_AGENT
+#error "TEST_AGENT must name the test agent program"
+#endif
+
+namespace warden::executor {
+namespace {
+
+using testing::Harness;
+using testing::moves;
+using testing::reason_of;
+using Clock = std::chrono::steady_clock;
+
+// One command stage running the test agent in `mode`, falling back to `recover` on failure.
+std::string agent_config(std::vector<std::string> args, int timeout_seconds = 10, bool recovery = true) {
+  Json command = Json::array({TEST_AGENT});
+  for (auto& a : args) command.push_back(a);
+  Json agent{{"name", "agent"}, {"kind", "command"},         {"command", command},
+             {"timeout_seconds", timeout_seconds}, {"params", {{"p", 1}}}};
+  Json stages = Json::array({agent});
+  if (recovery) {
+    stages[0]["error_next"] = "recover";
+    stages.push_back({{"name", "recover"}, {"kind", "constant"}, {"params", {{"output", {{"recovered", true}}}}}});
+  }
+  return Json{{"name", "cmd"}, {"stages", stages}}.dump();
+}
+
+// Runs the single-agent pipeline; returns the run and how long it took.
+std::pair<RunState, double> run_agent(std::vector<std::string> args, int timeout_seconds = 10, bool recovery = true,
+                                      std::string input = "hello") {
+  Harness h(agent_config(std::move(args), timeout_seconds, recovery));
+  auto start = Clock::now();
+  RunState run = h.run(std::move(input));
+  return {std::move(run), std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
+// The failure the agent stage ended with, after checking it was routed to `recover`.
+std::string routed_failure(const RunState& run) {
+  EXPECT_EQ(moves(run), (std::vector<std::string>{"agent>recover:error", "recover>end:complete"}));
+  EXPECT_EQ(run.envelope.outputs.at("recover")["recovered"], true);
+  return run.transitions.empty() ? "" : run.transitions[0].detail;
+}
+
+// Live (not zombie) processes in process group `pgid`, from /proc.
+int live_members(pid_t pgid) {
+  int live = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid pgrp ...; comm may hold spaces, so parse after the last ')'.
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    pid_t ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != 'Z' && state != 'X') ++live;
+  }
+  return live;
+}
+
+// The agent's process group, noted by the agent itself, has no live member left. SIGKILL is
+// delivered asynchronously, so allow the kernel a moment.
+bool group_is_gone(const std::filesystem::path& pgid_file) {
+  std::ifstream in(pgid_file);
+  pid_t pgid = 0;
+  in >> pgid;
+  if (pgid <= 1) return false;
+  auto deadline = Clock::now() + std::chrono::seconds(3);
+  while (live_members(pgid) > 0) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST(CommandAgent, ReadsTheRequestAndItsAnswerIsApplied) {
+  auto [run, seconds] = run_agent({"answer", R"({"x": 1})", "2"});
+  EXPECT_EQ(reason_of(run), TerminalReason::completed);
+  const Json& out = run.envelope.outputs.at("agent");
+  EXPECT_EQ(out["x"], 1);
+  EXPECT_EQ(out["seen_stage"], "agent");
+  EXPECT_EQ(out["seen_input"], "hello");
+  EXPECT_EQ(out["seen_params"], (Json{{"p", 1}}));
+  EXPECT_EQ(out["seen_iteration"], 0);
+  EXPECT_EQ(out["seen_env_stage"], "agent");
+  EXPECT_EQ(run.envelope.llm_call_count, 2);
+  EXPECT_FALSE(run.envelope.outputs.contains("recover"));
+}
+
+TEST(CommandAgent, CrashIsAFailureNamingTheSignal) {
+  auto [run, seconds] = run_agent({"crash"});
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("killed by signal 11 (SIGSEGV)"), std::string::npos) << why;
+  EXPECT_NE(why.find("stderr: about to crash"), std::string::npos) << why;
+}
+
+TEST(CommandAgent, NonZeroExitIsAFailureAndItsLlmCallsCount) {
+  auto [run, seconds] = run_agent({"exit", "3"});
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("exited with status 3; stderr: something went wrong"), std::string::npos) << why;
+  EXPECT_EQ(run.envelope.llm_call_count, 4);
+}
+
+TEST(CommandAgent, HangTimesOutAndRoutesThroughErrorNext) {
+  auto [run, seconds] = run_agent({"hang"}, 1);
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("timed out after 1000 ms; its process group was killed"), std::string::npos) << why;
+  EXPECT_GE(seconds, 0.9);
+  EXPECT_LT(seconds, 5.0);
+}
+
+TEST(CommandAgent, GarbageFloatsAndUnknownFieldsAreFailures) {
+  EXPECT_NE(routed_failure(run_agent({"garbage"}).first).find("answered something that is not JSON"), std::string::npos);
+  EXPECT_NE(routed_failure(run_agent({"float"}).first).find("invalid answer: answer: floating-point number at /output/score"),
+            std::string::npos);
+  EXPECT_NE(routed_failure(run_agent({"unknown"}).first).find("invalid answer: answer.confidence: unknown field"),
+            std::string::npos);
+}
+
+TEST(CommandAgent, WithoutErrorNextAFailureEndsTheRun) {
+  auto [run, seconds] = run_agent({"garbage"}, 10, false);
+  EXPECT_EQ(reason_of(run), TerminalReason::stage_failed);
+  EXPECT_NE(run.envelope.termination_reason->find("stage agent failed: command "), std::string::npos);
+}
+
+TEST(CommandAgent, FloodIsCutOffAtTheCap) {
+  auto [run, seconds] = run_agent({"flood"}, 30);
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("wrote more than 1048576 bytes to stdout; its process group was killed"), std::string::npos) << why;
+  EXPECT_LT(seconds, 10.0);
+}
+
+TEST(CommandAgent, ForkingWithoutEndIsKilledWithItsWholeGroup) {
+  warden::test::TempDir tmp;
+  auto [run, seconds] = run_agent({"fork-forever", (tmp / "pgid").string()}, 1);
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("timed out"), std::string::npos) << why;
+  EXPECT_TRUE(group_is_gone(tmp / "pgid"));
+}
+
+TEST(CommandAgent, ChildrenLeftBehindDoNotHoldTheStage) {
+  warden::test::TempDir tmp;
+  auto [run, seconds] = run_agent({"background", (tmp / "pgid").string()}, 30);
+  EXPECT_EQ(reason_of(run), TerminalReason::completed);
+  EXPECT_LT(seconds, 5.0);  // not the sleeper's 60 s, not the 30 s timeout
+  EXPECT_TRUE(group_is_gone(tmp / "pgid"));
+}
+
+TEST(CommandAgent, MissingProgramIsAFailure) {
+  Harness h(R"({"name": "m", "stages": [{"name": "agent", "kind": "command", "command": ["/nonexistent/agent"],
+               "error_next": "recover"}, {"name": "recover", "kind": "constant", "params": {"output": {"recovered": true}}}]})");
+  RunState run = h.run();
+  EXPECT_NE(routed_failure(run).find("cannot start /nonexistent/agent: No such file or directory"), std::string::npos);
+}
+
+TEST(CommandAgent, AnAgentThatIgnoresALargeRequestStillAnswers) {
+  auto [run, seconds] = run_agent({"ignore-stdin"}, 10, true, std::string(3 << 20, 'i'));
+  EXPECT_EQ(reason_of(run), TerminalReason::completed);
+  EXPECT_EQ(run.envelope.outputs.at("agent")["ignored"], true);
+}
+
+TEST(CommandAgent, RaisesAnInterruptAndSeesTheResponse) {
+  Harness h(agent_config({"approve"}));
+  RunState run = h.run();
+  ASSERT_TRUE(run.waiting());
+  EXPECT_EQ(run.envelope.interrupt->question, "merge?");
+  EXPECT_EQ(run.envelope.interrupt->payload, (Json{{"files", 2}}));
+  EXPECT_EQ(run.envelope.llm_call_count, 1);
+  ASSERT_TRUE(h.exec.resume(run, "yes"));
+  ASSERT_TRUE(h.exec.run(run));
+  EXPECT_EQ(reason_of(run), TerminalReason::completed);
+  EXPECT_EQ(run.envelope.outputs.at("agent")["approved"], true);
+}
+
+TEST(CommandAgent, ParallelAgentsOverlap) {
+  Json stages = Json::array();
+  stages.push_back({{"name", "split"}, {"kind", "constant"}, {"params", {{"output", Json::object()}}},
+                    {"default_next", {"a", "b", "c"}}});
+  for (const char* s : {"a", "b", "c"}) {
+    stages.push_back({{"name", s}, {"kind", "command"}, {"command", {TEST_AGENT, "slow", "600"}}, {"default_next", "join"}});
+  }
+  stages.push_back({{"name", "join"}, {"kind", "join"}, {"requires", {"a", "b", "c"}}});
+  Harness h(Json{{"name", "par"}, {"stages", stages}, {"max_llm_calls", 50}}.dump());
+  auto start = Clock::now();
+  RunState run = h.run();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(reason_of(run), TerminalReason::completed);
+  EXPECT_EQ(run.envelope.llm_call_count, 3);
+  EXPECT_LT(seconds, 1.5);  // one after another would take at least 1.8 s
+  EXPECT_EQ(run.envelope.outputs.at("join")["joined"]["b"]["seen_stage"], "b");
+}
+
+TEST(CommandAgent, RelativeProgramsRunFromTheConfigDirectory) {
+  warden::test::TempDir tmp;
+  std::filesystem::create_directory(tmp / "agents");
+  ASSERT_TRUE(write_file_atomic(tmp / "agents" / "where.sh",
+                                "#!/bin/sh\ncat >/dev/null\nprintf '{\"output\":{\"cwd\":\"%s\"}}' \"$(pwd)\"\n", 0755));
+  auto config = testing::parse_config(
+      R"({"name": "rel", "stages": [{"name": "where", "kind": "command", "command": ["agents/where.sh"]}]})");
+  LogicalClock clock;
+  SequentialIdSource ids;
+  PipelineExecutor exec(config, testing::make_agents(config, {}, {tmp.path()}), clock, ids);
+  auto run = exec.start(RunInput{});
+  ASSERT_TRUE(run);
+  ASSERT_TRUE(exec.run(*run));
+  ASSERT_EQ(reason_of(*run), TerminalReason::completed) << run->envelope.termination_reason.value_or("");
+  EXPECT_EQ(std::filesystem::canonical(run->envelope.outputs.at("where")["cwd"].get<std::string>()),
+            std::filesystem::canonical(tmp.path()));
+}
+
+}  // namespace
+}  // namespace warden::executor
