@@ -93,25 +93,66 @@ Checked<std::string> post_image(const FileChange& file, std::string_view pre_ima
   return std::string(pre_image);
 }
 
+namespace {
+
+// True when every file under `dir` in the base is removed by the diff and nothing is
+// written below it: the directory disappears, and its name is free for a file.
+Checked<bool> emptied_by_diff(const std::string& dir, BaseTree& base, const PathPlan& plan) {
+  for (const auto& [written, mode] : plan.written) {
+    if (written.starts_with(dir + "/")) return false;
+  }
+  auto names = base.names(dir);
+  if (!names) return std::unexpected(names.error());
+  for (const auto& name : *names) {
+    std::string child = dir + "/" + name;
+    auto kind = base.kind(child);
+    if (!kind) return std::unexpected(kind.error());
+    if (*kind == EntryKind::directory) {
+      auto emptied = emptied_by_diff(child, base, plan);
+      if (!emptied || !*emptied) return emptied;
+    } else if (!plan.removed.contains(child)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base) {
+  // Each path may be removed once and written once: removing and writing one path is a
+  // type change (file to symlink, say) or half of a rename swap; anything more is ambiguous.
   PathPlan plan;
-  std::set<std::string> touched;
   for (const FileChange& f : diff.files) {
     for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
       if (!p) continue;
       if (auto st = check_path_syntax(*p); !st) return std::unexpected(st.error());
     }
-    bool is_source_only = f.op == FileOp::copy;  // a copy's source stays as it is
-    if (!touched.insert(f.path).second) return refuse("duplicate_path", f.path, "the diff changes this path twice");
-    if (f.old_path && !is_source_only && !touched.insert(*f.old_path).second) {
-      return refuse("duplicate_path", *f.old_path, "the diff changes this path twice");
+    auto removes = [&](const std::string& path) -> Checked<void> {
+      if (!plan.removed.insert(path).second) return refuse("duplicate_path", path, "the diff removes this path twice");
+      return {};
+    };
+    if (f.op == FileOp::remove) {
+      if (auto st = removes(f.path); !st) return std::unexpected(st.error());
+      continue;
     }
-    if (f.op == FileOp::remove) plan.removed.insert(f.path);
-    if (f.op == FileOp::rename) plan.removed.insert(*f.old_path);
-    if (f.new_mode) plan.written[f.path] = *f.new_mode;
+    if (f.op == FileOp::rename) {
+      if (auto st = removes(*f.old_path); !st) return std::unexpected(st.error());
+    }
+    if (f.op == FileOp::modify && plan.removed.contains(f.path)) {
+      return refuse("duplicate_path", f.path, "the diff both modifies and removes this path");
+    }
+    if (!plan.written.emplace(f.path, *f.new_mode).second) {
+      return refuse("duplicate_path", f.path, "the diff writes this path twice");
+    }
+  }
+  for (const FileChange& f : diff.files) {
+    if (f.op == FileOp::modify && plan.removed.contains(f.path)) {
+      return refuse("duplicate_path", f.path, "the diff both modifies and removes this path");
+    }
   }
 
-  std::vector<ResolvedFile> out;
+  std::vector<ResolvedFile> removals, writes;
   CaseChecker cases(base);
   for (const FileChange& f : diff.files) {
     std::string pre;
@@ -131,16 +172,20 @@ Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base
       pre = std::move((*entry)->content);
     }
     if (f.op == FileOp::remove) {
-      out.push_back(ResolvedFile{f.path, std::nullopt, 0});
+      removals.push_back(ResolvedFile{f.path, std::nullopt, 0});
       continue;
     }
-    if (f.op != FileOp::modify) {
-      // The target must be free, unless this diff removes what is there.
+    if (f.op != FileOp::modify && !plan.removed.contains(f.path)) {
+      // The target must be free: absent, or a directory this diff empties.
       auto kind = base.kind(f.path);
       if (!kind) return std::unexpected(kind.error());
-      if (*kind != EntryKind::none && !plan.removed.contains(f.path)) {
-        return refuse("path_exists", f.path, "already exists in the base tree");
+      bool free = *kind == EntryKind::none;
+      if (*kind == EntryKind::directory) {
+        auto emptied = emptied_by_diff(f.path, base, plan);
+        if (!emptied) return std::unexpected(emptied.error());
+        free = *emptied;
       }
+      if (!free) return refuse("path_exists", f.path, "already exists in the base tree");
     }
     if (auto st = check_components(f.path, base, plan); !st) return std::unexpected(st.error());
     auto post = post_image(f, pre);
@@ -155,10 +200,12 @@ Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base
     if (f.op != FileOp::modify) {
       if (auto st = cases.check(f.path, plan); !st) return std::unexpected(st.error());
     }
-    if (f.op == FileOp::rename) out.push_back(ResolvedFile{*f.old_path, std::nullopt, 0});
-    out.push_back(ResolvedFile{f.path, std::move(*post), *f.new_mode});
+    if (f.op == FileOp::rename) removals.push_back(ResolvedFile{*f.old_path, std::nullopt, 0});
+    writes.push_back(ResolvedFile{f.path, std::move(*post), *f.new_mode});
   }
-  return out;
+  // Removals first: a path removed and written by the same diff ends up written.
+  removals.insert(removals.end(), std::make_move_iterator(writes.begin()), std::make_move_iterator(writes.end()));
+  return removals;
 }
 
 }  // namespace warden

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace warden {
 namespace {
@@ -188,22 +189,28 @@ Checked<std::optional<git_oid>> build_dir(git_repository* repo, git_odb* odb, co
     if (changes.files.contains(name) || changes.dirs.contains(name)) continue;
     entries.push_back(TreeEntry{name, *git_tree_entry_id(e), static_cast<uint32_t>(git_tree_entry_filemode(e))});
   }
+  std::set<std::string_view> kept_dirs;
   for (auto& [name, sub] : changes.dirs) {
-    TreePtr sub_base;
+    TreePtr sub_base;  // none when the name is new here, or was a file
     const git_tree_entry* existing = base ? git_tree_entry_byname(base, name.c_str()) : nullptr;
-    // A file being replaced by this directory contributes no base; neither does a new one.
-    bool replaced_file = changes.files.contains(name);
-    if (existing && !replaced_file && git_tree_entry_filemode(existing) == GIT_FILEMODE_TREE) {
+    if (existing && git_tree_entry_filemode(existing) == GIT_FILEMODE_TREE) {
       git_tree* t = nullptr;
       if (git_tree_lookup(&t, repo, git_tree_entry_id(existing)) != 0) return git_failure("reading " + where + name);
       sub_base.reset(t);
     }
     auto built = build_dir(repo, odb, sub_base.get(), sub, where + name + "/");
     if (!built) return std::unexpected(built.error());
-    if (*built) entries.push_back(TreeEntry{name, **built, GIT_FILEMODE_TREE});
+    if (*built) {
+      entries.push_back(TreeEntry{name, **built, GIT_FILEMODE_TREE});
+      kept_dirs.insert(name);
+    }
   }
   for (const auto& [name, change] : changes.files) {
-    if (change && !changes.dirs.contains(name)) entries.push_back(TreeEntry{name, change->first, change->second});
+    if (!change) continue;
+    // resolve_diff refuses a file and a non-empty directory under one name; a directory the
+    // diff empties gives its name to the file.
+    if (kept_dirs.contains(name)) return refuse("path_conflict", where + name, "both a file and a directory");
+    entries.push_back(TreeEntry{name, change->first, change->second});
   }
   if (entries.empty()) return std::optional<git_oid>();
   std::sort(entries.begin(), entries.end(), git_tree_order);
@@ -259,10 +266,43 @@ Checked<ObjectId> GitRepo::write_tree(const ObjectId& base_tree, const std::vect
   return empty;
 }
 
-Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& parent, const CommitRequest& request) {
-  if (git_reference_is_valid_name(("refs/heads/" + request.branch).c_str()) != 1) {
-    return refuse("invalid_branch", request.branch, "not a valid branch name");
+namespace {
+
+// The branch's tip, or nullopt when the branch does not exist.
+Checked<std::optional<ObjectId>> branch_tip(git_repository* repo, const std::string& ref_name) {
+  git_reference* raw = nullptr;
+  int rc = git_reference_lookup(&raw, repo, ref_name.c_str());
+  if (rc == GIT_ENOTFOUND) return std::optional<ObjectId>();
+  if (rc != 0) return git_failure("reading " + ref_name);
+  ReferencePtr ref(raw);
+  const git_oid* target = git_reference_target(ref.get());
+  if (!target) return refuse("branch_moved", ref_name, "is a symbolic reference");
+  return std::optional<ObjectId>(ObjectId{*target});
+}
+
+}  // namespace
+
+Checked<void> GitRepo::check_branch(const std::string& branch, const ObjectId& parent) {
+  std::string ref_name = "refs/heads/" + branch;
+  if (branch.empty() || git_reference_is_valid_name(ref_name.c_str()) != 1) {
+    return refuse("invalid_branch", branch, "not a valid branch name");
   }
+  auto tip = branch_tip(repo_.get(), ref_name);
+  if (!tip) return std::unexpected(tip.error());
+  if (!*tip || **tip == parent) return {};
+  // A tip built on the same base may be this very commit, made before: commit() decides.
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo_.get(), &(*tip)->oid) == 0) {
+    CommitPtr tip_commit(raw);
+    if (git_commit_parentcount(tip_commit.get()) == 1 && git_oid_equal(git_commit_parent_id(tip_commit.get(), 0), &parent.oid)) {
+      return {};
+    }
+  }
+  return refuse("branch_moved", branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
+}
+
+Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& parent, const CommitRequest& request) {
+  if (auto st = check_branch(request.branch, parent); !st) return std::unexpected(st.error());
   git_signature* sig_raw = nullptr;
   if (git_signature_new(&sig_raw, request.author.name.c_str(), request.author.email.c_str(), request.time_seconds, 0) != 0) {
     return git_failure("author signature");
@@ -275,29 +315,39 @@ Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& paren
   if (git_commit_lookup(&parent_raw, repo_.get(), &parent.oid) != 0) return git_failure("reading commit " + parent.hex());
   CommitPtr parent_commit(parent_raw);
   const git_commit* parents[] = {parent_commit.get()};
-  ObjectId out;
-  if (git_commit_create(&out.oid, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, request.message.c_str(), tree.get(), 1,
-                        parents) != 0) {
+  git_buf buffer = GIT_BUF_INIT;
+  if (git_commit_create_buffer(&buffer, repo_.get(), sig.get(), sig.get(), nullptr, request.message.c_str(), tree.get(), 1,
+                               parents) != 0) {
     return git_failure("creating commit");
   }
-  // Compare-and-swap: a branch moves only from the commit this one was built on.
+  std::string bytes(buffer.ptr, buffer.size);
+  git_buf_dispose(&buffer);
+  // The commit's id before it is written: the same inputs make the same commit, and a
+  // branch already at it is simply already done.
+  ObjectId out;
+  if (git_odb_hash(&out.oid, bytes.data(), bytes.size(), GIT_OBJECT_COMMIT) != 0) return git_failure("hashing commit");
   std::string ref_name = "refs/heads/" + request.branch;
-  git_reference* existing_raw = nullptr;
-  int rc = git_reference_lookup(&existing_raw, repo_.get(), ref_name.c_str());
-  ReferencePtr existing(existing_raw);
-  git_reference* moved = nullptr;
-  if (rc == GIT_ENOTFOUND) {
-    rc = git_reference_create(&moved, repo_.get(), ref_name.c_str(), &out.oid, 0, "warden: commit");
-  } else if (rc == 0) {
-    const git_oid* current = git_reference_target(existing.get());
-    if (!current || !git_oid_equal(current, &parent.oid) ) {
-      if (current && git_oid_equal(current, &out.oid)) return out;  // the same commit again: nothing to move
-      return refuse("branch_moved", request.branch, "the branch is at " + (current ? ObjectId{*current}.hex() : "?") +
-                                                        ", not at the base " + parent.hex());
-    }
-    rc = git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &out.oid, 1, &parent.oid, "warden: commit");
+  auto tip = branch_tip(repo_.get(), ref_name);
+  if (!tip) return std::unexpected(tip.error());
+  if (*tip && **tip == out) return out;
+  if (*tip && !(**tip == parent)) {
+    return refuse("branch_moved", request.branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
   }
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git_failure("opening the object database");
+  std::unique_ptr<git_odb, GitFree<git_odb, git_odb_free>> odb(odb_raw);
+  if (git_odb_write(&out.oid, odb.get(), bytes.data(), bytes.size(), GIT_OBJECT_COMMIT) != 0) {
+    return git_failure("writing commit");
+  }
+  // Compare-and-swap: another writer may have moved the branch since it was read.
+  git_reference* moved = nullptr;
+  int rc = *tip ? git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &out.oid, 1, &parent.oid,
+                                                "warden: commit")
+                : git_reference_create(&moved, repo_.get(), ref_name.c_str(), &out.oid, 0, "warden: commit");
   ReferencePtr moved_ref(moved);
+  if (rc == GIT_EEXISTS || rc == GIT_EMODIFIED) {
+    return refuse("branch_moved", request.branch, "another writer moved the branch first");
+  }
   if (rc != 0) return git_failure("moving " + ref_name);
   return out;
 }

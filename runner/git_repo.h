@@ -78,8 +78,11 @@ class GitRepo {
 
   // Writes the files' blobs and the trees above them; unchanged subtrees are reused by id.
   Checked<ObjectId> write_tree(const ObjectId& base_tree, const std::vector<ResolvedFile>& files);
+  // Refuses an invalid branch name, or a branch that exists and is not at `parent`.
+  Checked<void> check_branch(const std::string& branch, const ObjectId& parent);
   // Commits `tree` on `parent` and moves refs/heads/<branch> to it, but only if the branch
-  // does not exist yet or still points at `parent`.
+  // does not exist yet or still points at `parent` (checked before the commit is written,
+  // and again atomically when the reference moves).
   Checked<ObjectId> commit(const ObjectId& tree, const ObjectId& parent, const CommitRequest& request);
   // Materializes `tree` into `dir` without touching the repository's index or HEAD.
   Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir);

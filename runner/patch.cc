@@ -347,14 +347,55 @@ Checked<PatchFile> parse_git_section(LineReader& r) {
   return f;
 }
 
+// `diff -N` writes a missing file as an empty one dated at the Unix epoch, in the local time
+// zone; git apply reads that date as "absent" and so does Warden. Accepts
+// "YYYY-MM-DD HH:MM:SS[.frac] +HHMM" and the traditional "Thu Jan  1 00:00:00 1970".
+bool epoch_timestamp(std::string_view marker_rest) {
+  auto tab = marker_rest.find('\t');
+  if (tab == std::string_view::npos) return false;
+  std::string_view t = marker_rest.substr(tab + 1);
+  if (t.starts_with("Thu Jan  1 00:00:00 1970")) return true;
+  auto num = [&](size_t at, size_t len, int64_t& out) {
+    uint64_t v = 0;
+    if (at + len > t.size() || !parse_u64(t.substr(at, len), v)) return false;
+    out = static_cast<int64_t>(v);
+    return true;
+  };
+  int64_t y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, oh = 0, om = 0;
+  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || t[10] != ' ' || t[13] != ':' || t[16] != ':') return false;
+  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) || !num(17, 2, sec)) return false;
+  size_t at = 19;
+  if (at < t.size() && t[at] == '.') {
+    ++at;
+    while (at < t.size() && t[at] >= '0' && t[at] <= '9') {
+      if (t[at] != '0') return false;  // the epoch has no fraction
+      ++at;
+    }
+  }
+  if (at + 6 > t.size() || t[at] != ' ' || (t[at + 1] != '+' && t[at + 1] != '-')) return false;
+  if (!num(at + 2, 2, oh) || !num(at + 4, 2, om)) return false;
+  // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
+  int64_t yy = mo <= 2 ? y - 1 : y;
+  int64_t era = (yy >= 0 ? yy : yy - 399) / 400;
+  int64_t yoe = yy - era * 400;
+  int64_t doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+  int64_t offset = (t[at + 1] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  return days * 86400 + h * 3600 + mi * 60 + sec - offset == 0;
+}
+
 Checked<PatchFile> parse_plain_section(LineReader& r) {
   PatchFile f;
   f.line = r.line();
-  auto a = marker_name(r.peek_body().substr(4), r.line());
+  std::string_view minus = r.peek_body().substr(4);
+  auto a = marker_name(minus, r.line());
   if (!a) return std::unexpected(a.error());
+  if (epoch_timestamp(minus)) a = std::optional<std::string>();
   r.next();
-  auto b = marker_name(r.peek_body().substr(4), r.line());
+  std::string_view plus = r.peek_body().substr(4);
+  auto b = marker_name(plus, r.line());
   if (!b) return std::unexpected(b.error());
+  if (epoch_timestamp(plus)) b = std::optional<std::string>();
   r.next();
   while (!r.done() && r.peek().starts_with("@@ ")) {
     auto h = parse_hunk(r);

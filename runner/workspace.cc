@@ -52,6 +52,12 @@ Checked<AppliedDiff> Workspace::apply(const Diff& diff, std::string_view base_re
   return out;
 }
 
+Checked<void> Workspace::check_branch(const std::string& branch, std::string_view base_rev) {
+  auto base = repo_.resolve_commit(base_rev);
+  if (!base) return std::unexpected(base.error());
+  return repo_.check_branch(branch, *base);
+}
+
 std::string commit_message(const Diff& diff, const CommitOptions& options) {
   std::string summary = options.message.empty() ? "warden: step " + diff.step_id : options.message;
   while (!summary.empty() && summary.back() == '\n') summary.pop_back();

@@ -35,6 +35,9 @@ class Workspace {
   Checked<void> check(const Diff& diff, std::string_view base_rev);
   // Verifies, then writes blobs and trees (objects only; no reference moves).
   Checked<AppliedDiff> apply(const Diff& diff, std::string_view base_rev);
+  // Whether a commit on `base_rev` could move `branch`: a valid name, and new or still at
+  // the base. commit() checks again atomically; this lets callers refuse before writing.
+  Checked<void> check_branch(const std::string& branch, std::string_view base_rev);
   // Commits an applied diff; the commit time comes from `clock`, so it is reproducible.
   Checked<ObjectId> commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options, Clock& clock);
   Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir) { return repo_.checkout(tree, dir); }

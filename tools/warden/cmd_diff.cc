@@ -49,6 +49,11 @@ Result<Diff> load_diff(const std::string& path) {
 
 int run_parse(const Options& o) {
   auto text = read_file(o.input, kMaxPatchBytes);
+  if (!text && text.error().code == Errc::limit_exceeded) {
+    return report_refusal(Refusal{"patch_too_large", o.input,
+                                  "larger than the limit of " + std::to_string(kMaxPatchBytes) + " bytes"},
+                          o.json);
+  }
   if (!text) return report_error(text.error(), o.json);
   auto ws = Workspace::open(o.repo);
   if (!ws) return report_refusal(ws.error(), o.json);
@@ -104,6 +109,8 @@ int run_commit(const Options& o) {
       if (!record) return report_error(record.error().with_context("--record"), o.json);
       options.record = *record;
     }
+    // Everything that can refuse before objects are written is checked first.
+    if (auto st = ws.check_branch(options.branch, o.base); !st) return report_refusal(st.error(), o.json);
     auto applied = ws.apply(diff, o.base);
     if (!applied) return report_refusal(applied.error(), o.json);
     SystemClock system_clock;
