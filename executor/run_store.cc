@@ -4,7 +4,7 @@
 #include <memory>
 #include <utility>
 
-#include "ledger/lmdb.h"
+#include "common/lmdb.h"
 #include "ledger/record.h"
 
 namespace warden::executor {

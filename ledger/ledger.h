@@ -27,7 +27,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/sha256.h"
-#include "ledger/lmdb.h"
+#include "common/lmdb.h"
 #include "ledger/merkle.h"
 #include "ledger/note.h"
 #include "ledger/record.h"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ledger/ledger.h"
-#include "ledger/lmdb.h"
+#include "common/lmdb.h"
 #include "tests/unit/test_dir.h"
 
 namespace warden {

@@ -1,4 +1,4 @@
-#include "ledger/lmdb.h"
+#include "common/lmdb.h"
 
 #include <cerrno>
 #include <utility>
