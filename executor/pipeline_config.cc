@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/sha256.h"
 #include "executor/field_reader.h"
 
 namespace warden::executor {
@@ -261,10 +262,13 @@ std::string_view condition_op_name(ConditionOp op) {
 }
 
 Result<PipelineConfig> PipelineConfig::parse(const Json& config) {
-  // Configs are recorded with every run, so they hold what a canonical record can.
-  if (auto st = check_canonical_numbers(config, "pipeline config"); !st) return std::unexpected(st.error());
+  // Configs are recorded with the runs, so they hold what a canonical record can.
+  auto canonical = canonicalize(config);
+  if (!canonical) return std::unexpected(canonical.error().with_context("pipeline config"));
   PipelineConfig out;
   out.source = config;
+  out.digest = sha256(*canonical).str();
+  out.canonical = std::move(*canonical);
   ConfigParser parser(config, out);
   if (auto st = parser.run(); !st) return std::unexpected(st.error());
   return out;

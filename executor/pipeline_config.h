@@ -75,7 +75,9 @@ struct PipelineConfig {
   int64_t default_timeout_seconds = 30;
   int64_t max_parallel = 4;  // worker threads for stages that run together
   int64_t max_stages = 5;    // multi-stage goal execution: how many stages a run may advance to
-  Json source;               // the config as given (recorded with each run)
+  Json source;               // the config as given
+  std::string canonical;     // its canonical JSON: stored once in the blob store, named by each run
+  std::string digest;        // "sha256:<hex>" of `canonical`
 
   static Result<PipelineConfig> parse(const Json& config);
   static Result<PipelineConfig> parse_text(std::string_view text, std::string_view what);

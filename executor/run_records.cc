@@ -19,10 +19,20 @@ Status put_value(RunJournal& j, Json& record, std::string_view key, const Json& 
     record[std::string(key)] = value;
     return {};
   }
-  auto digest = j.put_blob(std::move(*canonical));
+  auto digest = j.put_blob(*canonical);
   if (!digest) return std::unexpected(digest.error());
   record[std::string(key) + "_blob"] = *digest;
   return {};
+}
+
+// A JSON value kept in the blob store, checked canonical.
+Result<Json> read_blob_json(const StoredRun& stored, const std::string& digest, const std::string& what) {
+  if (!stored.blob) return fail(Errc::corrupt, what + ": no blob store to read " + digest + " from");
+  auto bytes = stored.blob(digest);
+  if (!bytes) return std::unexpected(bytes.error().with_context(what));
+  auto value = parse_canonical_json(*bytes, what);
+  if (!value) return std::unexpected(Error{Errc::corrupt, value.error().message});
+  return value;
 }
 
 // The inverse of put_value: the inline value, or the blob parsed back.
@@ -34,12 +44,7 @@ Result<Json> get_value(FieldReader& r, const StoredRun& stored, std::string_view
     r.fail(key, "is required");
     return Json();
   }
-  if (!stored.blob) return fail(Errc::corrupt, r.path_of(blob_key) + ": no blob store to read " + *digest + " from");
-  auto bytes = stored.blob(*digest);
-  if (!bytes) return std::unexpected(bytes.error().with_context(r.path_of(blob_key)));
-  auto value = parse_canonical_json(*bytes, r.path_of(blob_key));
-  if (!value) return std::unexpected(Error{Errc::corrupt, value.error().message});
-  return value;
+  return read_blob_json(stored, *digest, r.path_of(blob_key));
 }
 
 std::string where(const StoredRecord& record) {
@@ -60,7 +65,10 @@ Result<std::string> envelope_digest(const Envelope& envelope) {
 
 Status journal_run_started(RunJournal& j, const PipelineConfig& config, const RunState& run, const Json& launch,
                            int64_t at) {
-  Json record{{"run", run.run_id}, {"at", at}, {"config", config.source}, {"launch", launch}};
+  // The config once in the blob store (runs of one config share it), named by its digest.
+  auto digest = j.put_blob(config.canonical, config.digest);
+  if (!digest) return std::unexpected(digest.error());
+  Json record{{"run", run.run_id}, {"at", at}, {"config", *digest}, {"launch", launch}};
   if (auto st = put_value(j, record, "envelope", envelope_to_json(run.envelope)); !st) return st;
   return j.append(record_kind::run, record, at);
 }
@@ -88,7 +96,7 @@ Status journal_routing(RunJournal& j, const RunState& run, const StepApplied& ap
   if (const Checkpoint* cp = applied.checkpoint) {
     auto canonical = canonicalize(envelope_to_json(cp->envelope));
     if (!canonical) return std::unexpected(canonical.error().with_context("checkpoint envelope"));
-    auto digest = j.put_blob(std::move(*canonical));
+    auto digest = j.put_blob(*canonical);
     if (!digest) return std::unexpected(digest.error());
     Json record{{"run", run.run_id},         {"id", cp->id},
                 {"stage", cp->stage},        {"step", cp->step},
@@ -130,12 +138,14 @@ Result<RunStart> parse_run_start(const StoredRun& stored) {
   RunStart start;
   start.run_id = r.string("run");
   start.at = r.integer("at", -kMaxInt, kMaxInt);
-  if (const Json* config = r.get("config")) start.config = *config;
-  else r.fail("config", "is required");
+  std::string config_digest = r.string("config");
   start.launch = r.object_or_empty("launch");
   auto envelope = get_value(r, stored, "envelope");
   if (!envelope) return std::unexpected(envelope.error());
   if (auto st = r.finish(); !st) return std::unexpected(st.error());
+  auto config = read_blob_json(stored, config_digest, where(record) + ".config");
+  if (!config) return std::unexpected(config.error());
+  start.config = std::move(*config);
   auto parsed = envelope_from_json(*envelope, where(record) + ".envelope", Errc::corrupt);
   if (!parsed) return std::unexpected(parsed.error());
   start.envelope = std::move(*parsed);

@@ -1,7 +1,8 @@
 // How a run is written down: the journal interface the executor writes through, and the
 // record formats (ledger kinds and payloads) it writes. Every record carries "run": the run id.
 //
-//   pipeline_run       {run, at, config, launch, envelope | envelope_blob}      the start
+//   pipeline_run       {run, at, config, launch, envelope | envelope_blob}      the start; config:
+//                                                                            the config's blob digest
 //   pipeline_step      {run, step, at, stages: [{stage, started_at, completed_at,
 //                       result | result_blob}]}                                  what stages answered
 //   transition         {run, step, from, to, reason, iteration, timestamp,
@@ -50,8 +51,9 @@ class RunJournal {
   virtual ~RunJournal() = default;
   // One record. A journal may buffer it until commit().
   virtual Status append(std::string_view kind, const Json& payload, int64_t at) = 0;
-  // Stores `bytes` in the blob store with the next records; returns "sha256:<hex>".
-  virtual Result<std::string> put_blob(std::string bytes) = 0;
+  // Stores `bytes` in the blob store with the next records; returns "sha256:<hex>". Pass the
+  // digest when it is already known (it is trusted, not recomputed).
+  virtual Result<std::string> put_blob(std::string_view bytes, std::string_view digest = {}) = 0;
   // A step (or a pause, an end, a resume) is complete. With `now` the journal must make
   // everything so far durable before returning; otherwise it may batch further steps.
   virtual Status commit(bool now) = 0;

@@ -34,15 +34,19 @@ Status LedgerRunJournal::append(std::string_view kind, const Json& payload, int6
   return {};
 }
 
-Result<std::string> LedgerRunJournal::put_blob(std::string bytes) {
-  std::string digest = sha256(bytes).str();
-  blobs_.push_back(std::move(bytes));
-  return digest;
+Result<std::string> LedgerRunJournal::put_blob(std::string_view bytes, std::string_view digest) {
+  constexpr size_t kMaxKnownBlobs = 4096;
+  std::string name = digest.empty() ? sha256(bytes).str() : std::string(digest);
+  if (known_blobs_.contains(name)) return name;
+  if (known_blobs_.size() >= kMaxKnownBlobs) known_blobs_.clear();
+  known_blobs_.insert(name);
+  blobs_.emplace_back(bytes);
+  return name;
 }
 
 Status LedgerRunJournal::commit(bool now) {
   ++steps_;
-  if (!now && steps_ < flush_every_) return {};
+  if (!(now && options_.flush_at_pauses) && steps_ < options_.flush_every_steps) return {};
   return flush();
 }
 

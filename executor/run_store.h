@@ -1,5 +1,5 @@
-// Pipeline runs in the ledger. LedgerRunJournal records a run as it happens (records and
-// blobs of several steps go in one write transaction: one fsync per batch, all or nothing);
+// Pipeline runs in the ledger. LedgerRunJournal records runs as they happen (records and
+// blobs of a batch of steps go in one write transaction: one fsync per batch, all or nothing);
 // load_run finds a run's records again, for resume after a pause or a crash and for audit.
 // One process drives a given run at a time.
 #pragma once
@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "common/error.h"
@@ -15,19 +16,27 @@
 
 namespace warden::executor {
 
+struct JournalOptions {
+  // 1: every step is durable before the next one runs. More: steps are batched into one
+  // write transaction (after a crash, up to that many steps run again on resume).
+  size_t flush_every_steps = 1;
+  // Make pauses and ends durable at once (what a CLI that then exits needs). A process that
+  // drives many short runs may group-commit across them instead, and flush() when it must.
+  bool flush_at_pauses = true;
+};
+
 class LedgerRunJournal final : public RunJournal {
  public:
-  // With flush_every_steps = 1 every step is durable before the next one runs. Larger values
-  // batch steps (after a crash, up to that many steps run again on resume). Pauses and ends
-  // are always flushed at once.
-  explicit LedgerRunJournal(Ledger& ledger, size_t flush_every_steps = 1)
-      : ledger_(ledger), flush_every_(flush_every_steps == 0 ? 1 : flush_every_steps) {}
+  explicit LedgerRunJournal(Ledger& ledger, JournalOptions options = {})
+      : ledger_(ledger), options_(options) {
+    if (options_.flush_every_steps == 0) options_.flush_every_steps = 1;
+  }
   // Unflushed records are dropped, as a crash would drop them; the executor flushes at
   // every pause and end.
   ~LedgerRunJournal() override = default;
 
   Status append(std::string_view kind, const Json& payload, int64_t at) override;
-  Result<std::string> put_blob(std::string bytes) override;
+  Result<std::string> put_blob(std::string_view bytes, std::string_view digest = {}) override;
   Status commit(bool now) override;
   // Writes everything pending in one transaction. On failure nothing is written and the
   // records stay pending.
@@ -41,10 +50,13 @@ class LedgerRunJournal final : public RunJournal {
     int64_t ts = 0;
   };
   Ledger& ledger_;
-  size_t flush_every_;
+  JournalOptions options_;
   size_t steps_ = 0;
   std::vector<Pending> records_;
   std::vector<std::string> blobs_;
+  // Digests this journal has stored (or will with the next flush), so that a config shared
+  // by many runs is written once. Bounded: forgetting one only costs a redundant put.
+  std::unordered_set<std::string> known_blobs_;
   std::string buf_;
 };
 

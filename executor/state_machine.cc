@@ -145,15 +145,13 @@ StageResult PipelineExecutor::invoke(const RunState& run, StageId stage) const {
 void PipelineExecutor::execute(const RunState& run) {
   const int64_t started = clock_.now_ms();
   outcomes_.clear();
-  for (StageId id : ready_) {
-    StageOutcome& o = outcomes_.emplace_back();
-    o.stage = id;
-    o.started_at = started;
-    if (events_.has_subscribers()) emit(EventType::stage_started, run, config_.stages[id].name, started, Json::object());
+  if (events_.has_subscribers()) {
+    for (StageId id : ready_) emit(EventType::stage_started, run, config_.stages[id].name, started, Json::object());
   }
-  if (outcomes_.size() == 1) {
-    outcomes_.front().result = invoke(run, outcomes_.front().stage);
+  if (ready_.size() == 1) {
+    outcomes_.push_back(StageOutcome{ready_.front(), invoke(run, ready_.front()), started, 0});
   } else {
+    for (StageId id : ready_) outcomes_.push_back(StageOutcome{id, StageResult{}, started, 0});
     // A bounded pool for this batch; workers claim outcomes in order. The envelope is only
     // read until every worker has joined.
     std::atomic<size_t> next{0};

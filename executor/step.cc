@@ -30,8 +30,8 @@ void apply_effects(Envelope& e, const StageEffects& fx, const std::string& stage
   for (const auto& [key, value] : fx.metadata.items()) e.metadata[key] = value;
 }
 
-// Folds one stage's outcome into the envelope. Returns false when the stage paused.
-bool record_outcome(const PipelineConfig& config, RunState& run, StageOutcome& o) {
+// Folds one stage's outcome into the envelope (a failure, a pause or a success).
+void record_outcome(const PipelineConfig& config, RunState& run, StageOutcome& o) {
   Envelope& e = run.envelope;
   const StageSpec& spec = config.stages[o.stage];
   const std::string& name = spec.name;
@@ -74,7 +74,6 @@ bool record_outcome(const PipelineConfig& config, RunState& run, StageOutcome& o
   // An answered interrupt is consumed once its stage has run again.
   if (!paused && e.interrupt && e.interrupt->stage == name && !e.interrupt_pending) e.interrupt.reset();
   e.processing_history.push_back(std::move(rec));
-  return !paused;
 }
 
 class Router {
@@ -271,11 +270,11 @@ StepApplied apply_step(const PipelineConfig& config, RunState& run, std::vector<
   run.envelope.parallel_mode = outcomes.size() > 1;
   const bool was_pending = run.envelope.interrupt_pending;
   // Outcomes first, then routing: a stage's routing sees every output of its step.
-  std::vector<bool> routed(outcomes.size());
-  for (size_t i = 0; i < outcomes.size(); ++i) routed[i] = record_outcome(config, run, outcomes[i]);
+  for (auto& o : outcomes) record_outcome(config, run, o);
   Router router(config, run, at);
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    if (routed[i] && !router.route(outcomes[i])) break;
+  for (const auto& o : outcomes) {
+    bool paused = o.result.interrupt && !o.result.error;  // stays active, not routed
+    if (!paused && !router.route(o)) break;
   }
   applied.checkpoint = router.finish();
   applied.ended = run.envelope.terminated;

@@ -53,7 +53,7 @@ struct LedgerFixture {
 // An executor over `config` recording into the fixture's ledger.
 struct Recorder {
   Recorder(LedgerFixture& f, const PipelineConfig& config, const testing::StageFns& fns, size_t flush_every = 1)
-      : journal(*f.ledger, flush_every), exec(config, testing::make_agents(config, fns), f.clock, f.ids) {
+      : journal(*f.ledger, {.flush_every_steps = flush_every}), exec(config, testing::make_agents(config, fns), f.clock, f.ids) {
     exec.set_journal(&journal);
   }
   LedgerRunJournal journal;
@@ -104,6 +104,7 @@ TEST(RunStore, ReplayRebuildsTheLiveRun) {
   auto start = parse_run_start(*stored);
   ASSERT_TRUE(start);
   EXPECT_EQ(start->config, config.source);
+  EXPECT_EQ(stored->records.front().payload["config"], config.digest);
   EXPECT_EQ(start->launch["base_dir"], "/x");
   // One start, 9 steps, 9 transitions, 2 checkpoints, one end; each step durable on its own.
   size_t kinds[5] = {};
@@ -182,9 +183,11 @@ TEST(RunStore, InterruptedRunResumesFromTheLedger) {
 // lost with it.
 class DyingJournal final : public RunJournal {
  public:
-  DyingJournal(Ledger& ledger, int commits_left) : inner_(ledger, 1), left_(commits_left) {}
+  DyingJournal(Ledger& ledger, int commits_left) : inner_(ledger), left_(commits_left) {}
   Status append(std::string_view kind, const Json& payload, int64_t at) override { return inner_.append(kind, payload, at); }
-  Result<std::string> put_blob(std::string bytes) override { return inner_.put_blob(std::move(bytes)); }
+  Result<std::string> put_blob(std::string_view bytes, std::string_view digest) override {
+    return inner_.put_blob(bytes, digest);
+  }
   Status commit(bool now) override {
     if (left_-- <= 0) return fail(Errc::io_error, "the process died");
     return inner_.commit(now);
