@@ -1,13 +1,13 @@
 #include "executor/envelope.h"
 
 #include <algorithm>
-#include <array>
-#include <utility>
+
+#include "executor/names.h"
 
 namespace warden::executor {
 namespace {
 
-constexpr std::array<std::pair<TerminalReason, std::string_view>, 9> kReasons{{
+constexpr NameTable<TerminalReason, 9> kReasons{{
     {TerminalReason::completed, "completed"},
     {TerminalReason::max_iterations_exceeded, "max_iterations_exceeded"},
     {TerminalReason::max_llm_calls_exceeded, "max_llm_calls_exceeded"},
@@ -24,19 +24,9 @@ constexpr std::string_view kGoalComplete = "complete";
 
 }  // namespace
 
-std::string_view terminal_reason_name(TerminalReason reason) {
-  for (const auto& [r, name] : kReasons) {
-    if (r == reason) return name;
-  }
-  return "unknown";
-}
+std::string_view terminal_reason_name(TerminalReason reason) { return name_of(kReasons, reason); }
 
-std::optional<TerminalReason> parse_terminal_reason(std::string_view name) {
-  for (const auto& [r, n] : kReasons) {
-    if (n == name) return r;
-  }
-  return std::nullopt;
-}
+std::optional<TerminalReason> parse_terminal_reason(std::string_view name) { return value_of(kReasons, name); }
 
 std::optional<TerminalReason> Envelope::bounds_exceeded(int64_t hops_needed) const {
   if (iteration > max_iterations) return TerminalReason::max_iterations_exceeded;

@@ -5,6 +5,7 @@
 
 #include "common/sha256.h"
 #include "executor/field_reader.h"
+#include "executor/names.h"
 
 namespace warden::executor {
 namespace {
@@ -22,18 +23,16 @@ bool valid_stage_name(std::string_view s) {
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), name_char);
 }
 
-bool valid_kind(std::string_view s) {
-  return !s.empty() && s.size() <= 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
-}
-
-std::optional<ConditionOp> parse_op(std::string_view s) {
-  for (auto op : {ConditionOp::equals, ConditionOp::not_equals, ConditionOp::in, ConditionOp::exists, ConditionOp::lt,
-                  ConditionOp::lte, ConditionOp::gt, ConditionOp::gte}) {
-    if (condition_op_name(op) == s) return op;
-  }
-  return std::nullopt;
-}
+constexpr NameTable<ConditionOp, 8> kOps{{
+    {ConditionOp::equals, "equals"},
+    {ConditionOp::not_equals, "not_equals"},
+    {ConditionOp::in, "in"},
+    {ConditionOp::exists, "exists"},
+    {ConditionOp::lt, "lt"},
+    {ConditionOp::lte, "lte"},
+    {ConditionOp::gt, "gt"},
+    {ConditionOp::gte, "gte"},
+}};
 
 std::vector<std::string> split_path(std::string_view field) {
   std::vector<std::string> out;
@@ -143,7 +142,7 @@ class ConfigParser {
     StageSpec& spec = c_.stages[i];
     s.get("name");
     spec.kind = s.string("kind");
-    if (s.ok() && !valid_kind(spec.kind)) s.fail("kind", "\"" + spec.kind + "\" is not a kind (1-64 of a-z 0-9 _)");
+    if (s.ok() && !is_lower_identifier(spec.kind)) s.fail("kind", "\"" + spec.kind + "\" is not a kind (1-64 of a-z 0-9 _)");
     bool is_command = spec.kind == "command";
     if (is_command) {
       spec.command = s.string_list("command");
@@ -186,7 +185,7 @@ class ConfigParser {
     }
     std::string op = when.string("op");
     if (when.ok()) {
-      if (auto parsed = parse_op(op)) {
+      if (auto parsed = value_of(kOps, op)) {
         c.op = *parsed;
       } else {
         when.fail("op", "unknown operator \"" + op +
@@ -247,19 +246,7 @@ class ConfigParser {
   PipelineConfig& c_;
 };
 
-std::string_view condition_op_name(ConditionOp op) {
-  switch (op) {
-    case ConditionOp::equals: return "equals";
-    case ConditionOp::not_equals: return "not_equals";
-    case ConditionOp::in: return "in";
-    case ConditionOp::exists: return "exists";
-    case ConditionOp::lt: return "lt";
-    case ConditionOp::lte: return "lte";
-    case ConditionOp::gt: return "gt";
-    case ConditionOp::gte: return "gte";
-  }
-  return "?";
-}
+std::string_view condition_op_name(ConditionOp op) { return name_of(kOps, op); }
 
 Result<PipelineConfig> PipelineConfig::parse(const Json& config) {
   // Configs are recorded with the runs, so they hold what a canonical record can.

@@ -1,18 +1,13 @@
 #include "executor/stage_result.h"
 
-#include <algorithm>
-
 #include "executor/field_reader.h"
+#include "executor/names.h"
 
 namespace warden::executor {
 namespace {
 
 constexpr int64_t kMaxLlmCalls = 1'000'000'000;
 
-bool valid_interrupt_kind(std::string_view s) {
-  return !s.empty() && s.size() <= 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
-}
 
 }  // namespace
 
@@ -47,7 +42,7 @@ Result<StageResult> stage_result_from_json(const Json& json, std::string_view wh
     FieldReader i = r.child("interrupt");
     InterruptRequest req;
     req.kind = i.string("kind");
-    if (i.ok() && !valid_interrupt_kind(req.kind)) i.fail("kind", "\"" + req.kind + "\" is not a kind (1-64 of a-z 0-9 _)");
+    if (i.ok() && !is_lower_identifier(req.kind)) i.fail("kind", "\"" + req.kind + "\" is not a kind (1-64 of a-z 0-9 _)");
     req.question = i.optional_string("question");
     if (i.has("payload")) req.payload = i.object_or_empty("payload");
     if (i.finish()) out.interrupt = std::move(req);
@@ -72,7 +67,7 @@ Status validate_stage_result(const StageResult& result) {
   }
   if (auto st = check_canonical_numbers(result.output, "stage output"); !st) return st;
   if (result.interrupt) {
-    if (!valid_interrupt_kind(result.interrupt->kind)) {
+    if (!is_lower_identifier(result.interrupt->kind)) {
       return fail(Errc::invalid_argument, "interrupt kind \"" + result.interrupt->kind + "\" is not a kind (1-64 of a-z 0-9 _)");
     }
     if (!result.interrupt->payload.is_null() && !result.interrupt->payload.is_object()) {

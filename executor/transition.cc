@@ -1,14 +1,12 @@
 #include "executor/transition.h"
 
-#include <array>
-#include <utility>
-
 #include "executor/field_reader.h"
+#include "executor/names.h"
 
 namespace warden::executor {
 namespace {
 
-constexpr std::array<std::pair<TransitionReason, std::string_view>, 6> kNames{{
+constexpr NameTable<TransitionReason, 6> kNames{{
     {TransitionReason::default_next, "default"},
     {TransitionReason::routing, "routing"},
     {TransitionReason::reintent, "reintent"},
@@ -19,19 +17,9 @@ constexpr std::array<std::pair<TransitionReason, std::string_view>, 6> kNames{{
 
 }  // namespace
 
-std::string_view transition_reason_name(TransitionReason reason) {
-  for (const auto& [r, name] : kNames) {
-    if (r == reason) return name;
-  }
-  return "unknown";
-}
+std::string_view transition_reason_name(TransitionReason reason) { return name_of(kNames, reason); }
 
-std::optional<TransitionReason> parse_transition_reason(std::string_view name) {
-  for (const auto& [r, n] : kNames) {
-    if (n == name) return r;
-  }
-  return std::nullopt;
-}
+std::optional<TransitionReason> parse_transition_reason(std::string_view name) { return value_of(kNames, name); }
 
 Json transition_to_json(const Transition& t) {
   Json out{{"step", t.step},
