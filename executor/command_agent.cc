@@ -6,12 +6,33 @@
 #include <cstring>
 #include <utility>
 
+#include "common/canonical_json.h"
 #include "executor/subprocess.h"
 
 namespace warden::executor {
 namespace {
 
 constexpr size_t kStderrInMessage = 500;
+constexpr size_t kMaxMessage = 4096;
+
+// An agent's bytes (stderr, a parse error quoting its stdout, its own error text) as UTF-8 a
+// record can hold: invalid sequences become U+FFFD, and at most `max` bytes are kept.
+std::string printable(std::string_view bytes, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size();) {
+    auto c = static_cast<unsigned char>(bytes[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool valid = len > 0 && i + len <= bytes.size() && is_valid_utf8(bytes.substr(i, len));
+    std::string_view piece = valid ? bytes.substr(i, len) : "\xEF\xBF\xBD";
+    if (out.size() + piece.size() > max) {
+      out += "...";
+      break;
+    }
+    out += piece;
+    i += valid ? len : 1;
+  }
+  return out;
+}
 
 std::string parent_env(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
@@ -25,7 +46,7 @@ std::string stderr_tail(const SubprocessResult& r) {
   if (err.empty()) return "";
   bool cut = err.size() > kStderrInMessage || r.err_truncated;
   if (err.size() > kStderrInMessage) err = err.substr(err.size() - kStderrInMessage);
-  return std::string("; stderr: ") + (cut ? "..." : "") + std::string(err);
+  return std::string("; stderr: ") + (cut ? "..." : "") + printable(err, kStderrInMessage + 3 * 4);
 }
 
 std::string signal_name(int sig) {
@@ -45,6 +66,12 @@ CommandAgent::CommandAgent(std::vector<std::string> argv, std::map<std::string, 
 }
 
 StageResult CommandAgent::run(const StageContext& ctx) {
+  StageResult result = run_command(ctx);
+  if (result.error) *result.error = printable(*result.error, kMaxMessage);
+  return result;
+}
+
+StageResult CommandAgent::run_command(const StageContext& ctx) {
   const std::string who = "command " + argv_.front();
   Json request{{"stage", ctx.spec.name},
                {"run", ctx.run_id},

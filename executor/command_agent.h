@@ -31,6 +31,8 @@ class CommandAgent final : public StageAgent {
   StageResult run(const StageContext& context) override;
 
  private:
+  StageResult run_command(const StageContext& context);
+
   std::vector<std::string> argv_;
   std::map<std::string, std::string> env_;
   std::filesystem::path base_dir_;

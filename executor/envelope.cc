@@ -76,7 +76,10 @@ bool Envelope::is_stuck(int64_t min_progress_stages) const {
   if (min_progress_stages < 1 || static_cast<int64_t>(completed_stages.size()) < min_progress_stages) return false;
   // Goals completed before the window began: 0, or the count the stage before it recorded.
   size_t window_start = completed_stages.size() - static_cast<size_t>(min_progress_stages);
-  auto count_at = [&](size_t i) { return completed_stages[i].value("goals_completed", int64_t{0}); };
+  auto count_at = [&](size_t i) -> int64_t {
+    auto it = completed_stages[i].find("goals_completed");
+    return it != completed_stages[i].end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  };
   int64_t before = window_start == 0 ? 0 : count_at(window_start - 1);
   return count_at(completed_stages.size() - 1) <= before;
 }

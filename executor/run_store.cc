@@ -96,7 +96,8 @@ Result<StoredRun> load_run(const Ledger& ledger, std::string_view run_id) {
     if (!is_pipeline_kind(record->kind) || record->payload.find(id_field) == std::string_view::npos) continue;
     auto payload = parse_json(record->payload, "record " + std::to_string(*seq));
     if (!payload) return std::unexpected(Error{Errc::corrupt, payload.error().message});
-    if (!payload->is_object() || payload->value("run", "") != run_id) continue;
+    auto run = payload->find("run");
+    if (run == payload->end() || !run->is_string() || run->get_ref<const std::string&>() != run_id) continue;
     found_start = record->kind == record_kind::run;
     out.records.push_back(StoredRecord{*seq, std::string(record->kind), record->ts, std::move(*payload)});
   }

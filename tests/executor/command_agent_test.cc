@@ -137,6 +137,14 @@ TEST(CommandAgent, GarbageFloatsAndUnknownFieldsAreFailures) {
             std::string::npos);
 }
 
+TEST(CommandAgent, BytesThatAreNotUtf8BecomeARecordableMessage) {
+  auto [run, seconds] = run_agent({"binary"});
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("exited with status 1; stderr: bad bytes \xEF\xBF\xBD("), std::string::npos) << why;
+  EXPECT_TRUE(canonicalize(transition_to_json(run.transitions[0])));  // it can go in the ledger
+  EXPECT_TRUE(canonicalize(envelope_to_json(run.envelope)));
+}
+
 TEST(CommandAgent, WithoutErrorNextAFailureEndsTheRun) {
   auto [run, seconds] = run_agent({"garbage"}, 10, false);
   EXPECT_EQ(reason_of(run), TerminalReason::stage_failed);

@@ -9,6 +9,7 @@
 //   exit CODE                         write to stderr and exit CODE
 //   hang                              never answer
 //   garbage                           answer text that is not JSON
+//   binary                            answer bytes that are not UTF-8, and write some to stderr
 //   float                             answer a floating-point number
 //   unknown                           answer a field the protocol does not have
 //   flood                             write to stdout without end
@@ -103,6 +104,12 @@ int main(int argc, char** argv) {
     read_request();
     std::cout << "this is not json {\n";
     return 0;
+  }
+  if (mode == "binary") {
+    read_request();
+    std::cout << "\xff\xfe{\xc3" << std::flush;
+    std::cerr << "bad bytes \xc3\x28 \xf0\x9f\x98" << std::flush;
+    return 1;
   }
   if (mode == "float") {
     read_request();

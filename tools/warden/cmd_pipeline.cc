@@ -290,12 +290,17 @@ int run_resume(const Options& o, bool has_response) {
   if (!run.waiting() && has_response) {
     return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " is not waiting for a response"}, o.json);
   }
-  fs::path base_dir = recorded->start.launch.value("base_dir", "");
+  // `launch` is what `run` recorded: the config's directory and the kind of clock.
+  auto launch = [&](const char* key) {
+    auto it = recorded->start.launch.find(key);
+    return it != recorded->start.launch.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  fs::path base_dir = launch("base_dir");
   auto agents = standard_agents().bind(recorded->config, {base_dir});
   if (!agents) return report_error(agents.error(), o.json);
 
   // The run continues in the ledger it was recorded in, with the kind of clock it began with.
-  TimeSource time(recorded->start.launch.value("clock", "") == "logical");
+  TimeSource time(launch("clock") == "logical");
   auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
   if (!ledger) return report_error(ledger.error(), o.json);
   if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
