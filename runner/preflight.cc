@@ -1,0 +1,259 @@
+#include "runner/preflight.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "runner/json_reader.h"
+
+namespace warden {
+namespace {
+
+constexpr const char* kNamespaces[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
+// Host paths a profile must never expose: homes, keys, sockets, kernel interfaces.
+constexpr const char* kHostSecrets[] = {"/root",    "/home",       "/run",     "/var/run", "/etc/shadow", "/etc/gshadow",
+                                        "/etc/ssh", "/etc/sudoers", "/var/lib", "/sys",     "/boot"};
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Splits the probe's output into its "@name" sections.
+std::map<std::string, std::vector<std::string>> sections(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::string current;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 1 && line[0] == '@') {
+      current = line.substr(1);
+      out[current];
+    } else if (!current.empty()) {
+      out[current].push_back(line);
+    }
+  }
+  return out;
+}
+
+// "Key:\tvalue" from /proc/self/status.
+std::string status_field(const std::vector<std::string>& lines, std::string_view key) {
+  for (const auto& l : lines) {
+    if (l.size() > key.size() && l.compare(0, key.size(), key) == 0 && l[key.size()] == ':') {
+      size_t start = l.find_first_not_of(" \t", key.size() + 1);
+      return start == std::string::npos ? "" : l.substr(start);
+    }
+  }
+  return "";
+}
+
+// The soft limit of one /proc/self/limits row ("Max cpu time  600  601  seconds").
+std::string soft_limit(const std::vector<std::string>& lines, std::string_view name) {
+  for (const auto& l : lines) {
+    if (l.compare(0, name.size(), name) == 0) {
+      std::istringstream fields(l.substr(name.size()));
+      std::string soft;
+      fields >> soft;
+      return soft;
+    }
+  }
+  return "";
+}
+
+PreflightCheck check(std::string name, std::string problems) {
+  return PreflightCheck{std::move(name), problems.empty(), std::move(problems)};
+}
+
+void add(std::string& problems, const std::string& p) { problems += (problems.empty() ? "" : "; ") + p; }
+
+}  // namespace
+
+Json PreflightReport::to_json() const {
+  Json list = Json::array();
+  for (const auto& c : checks) {
+    Json item = {{"name", c.name}, {"ok", c.ok}};
+    if (!c.ok) item["detail"] = c.detail;
+    list.push_back(item);
+  }
+  return {{"ok", ok}, {"checks", list}};
+}
+
+Result<PreflightReport> PreflightReport::from_json(const Json& json) {
+  PreflightReport report;
+  JsonReader r(json, "preflight");
+  r.boolean("ok", report.ok);
+  if (const Json* list = r.value("checks", Json::value_t::array)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      JsonReader c((*list)[i], r.path("checks") + "[" + std::to_string(i) + "]");
+      PreflightCheck pc;
+      c.string("name", pc.name);
+      c.boolean("ok", pc.ok);
+      c.string("detail", pc.detail, false);
+      r.adopt(c.finish());
+      report.checks.push_back(std::move(pc));
+    }
+  }
+  if (Status st = r.finish(); !st) return std::unexpected(st.error());
+  return report;
+}
+
+std::string PreflightReport::failures() const {
+  std::string out;
+  for (const auto& c : checks) {
+    if (!c.ok) out += (out.empty() ? "" : "; ") + c.name + ": " + c.detail;
+  }
+  return out;
+}
+
+std::string preflight_script(const SandboxProfile& profile) {
+  std::string ws = shell_quote(profile.workspace);
+  std::string s = "echo @status; cat /proc/self/status\n"
+                  "echo @limits; cat /proc/self/limits\n"
+                  "echo @netdev; cat /proc/net/dev\n"
+                  "echo @usrowner; stat -c %u /usr\n"
+                  "echo @tmp; ls -A /tmp\n"
+                  "echo @ns\n"
+                  "for n in user mnt pid net ipc uts cgroup; do echo \"$n $(readlink /proc/self/ns/$n)\"; done\n"
+                  "echo @visible\n"
+                  "for p in";
+  for (const char* p : kHostSecrets) s += std::string(" ") + p;
+  s += "; do if [ -e \"$p\" ] || [ -L \"$p\" ]; then echo \"$p\"; fi; done\n"
+       "echo @writes\n"
+       "for d in / /usr /etc; do if ( : > \"$d/.warden-probe\" ) 2>/dev/null; then echo \"writable $d\"; fi; done\n"
+       "if ( : > /tmp/.warden-probe ) 2>/dev/null; then echo tmp-ok; fi\n"
+       "if ( echo probe > " + ws + "/" + kProbeWrittenFile + " ) 2>/dev/null; then echo workspace-ok; fi\n"
+       "echo @workspace\n"
+       "cat " + ws + "/" + kProbeLowerFile + " 2>/dev/null\n"
+       "if [ -e " + ws + "/" + kProbeHiddenFile + " ]; then echo hidden-visible; fi\n"
+       "echo @end\n";
+  return s;
+}
+
+std::map<std::string, std::string> own_namespaces() {
+  std::map<std::string, std::string> out;
+  for (const char* n : kNamespaces) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(std::string("/proc/self/ns/") + n, ec);
+    if (!ec) out[n] = target.string();
+  }
+  return out;
+}
+
+std::string overflow_uid() {
+  std::ifstream in("/proc/sys/kernel/overflowuid");
+  std::string value = "65534";
+  in >> value;
+  return value;
+}
+
+PreflightReport judge_preflight(const SandboxProfile& profile, const HostFacts& facts) {
+  PreflightReport report;
+  auto sec = sections(facts.stdout_text);
+  bool ran = facts.probe_started && sec.contains("end");
+  std::string start_problem;
+  if (!facts.probe_started) {
+    start_problem = "the sandbox did not start: " + facts.start_error;
+  } else if (!ran) {
+    std::string err = facts.stderr_text.substr(0, 400);
+    start_problem = "the probe did not finish (exit " + std::to_string(facts.exit_code) + ")" + (err.empty() ? "" : ": " + err);
+  }
+  report.checks.push_back(check("sandbox_start", start_problem));
+  if (!ran) {
+    report.ok = false;
+    return report;
+  }
+
+  std::string ns_problems;
+  std::map<std::string, std::string> inside;
+  for (const auto& line : sec["ns"]) {
+    auto space = line.find(' ');
+    if (space != std::string::npos) inside[line.substr(0, space)] = line.substr(space + 1);
+  }
+  for (const char* n : kNamespaces) {
+    auto host = facts.namespaces.find(n);
+    if (inside[n].empty()) add(ns_problems, std::string(n) + " namespace not visible");
+    else if (host != facts.namespaces.end() && host->second == inside[n]) add(ns_problems, std::string(n) + " namespace is the host's");
+  }
+  report.checks.push_back(check("namespaces", ns_problems));
+
+  std::string net_problems;
+  const auto& netdev = sec["netdev"];
+  for (size_t i = 2; i < netdev.size(); ++i) {
+    std::string name = netdev[i].substr(0, netdev[i].find(':'));
+    name.erase(0, name.find_first_not_of(' '));
+    if (name != "lo") add(net_problems, "interface " + name + " is present");
+  }
+  if (netdev.size() < 3) add(net_problems, "cannot read /proc/net/dev");
+  report.checks.push_back(check("network", net_problems));
+
+  const auto& st = sec["status"];
+  std::string sc_problems;
+  if (status_field(st, "Seccomp") != "2") add(sc_problems, "Seccomp is \"" + status_field(st, "Seccomp") + "\", want 2 (filter)");
+  std::string filters = status_field(st, "Seccomp_filters");
+  if (!filters.empty() && filters == "0") add(sc_problems, "no seccomp filter is loaded");
+  if (status_field(st, "NoNewPrivs") != "1") add(sc_problems, "NoNewPrivs is not set");
+  report.checks.push_back(check("seccomp", sc_problems));
+
+  std::string cap_problems;
+  for (const char* key : {"CapEff", "CapPrm", "CapAmb"}) {
+    std::string v = status_field(st, key);
+    if (v.find_first_not_of('0') != std::string::npos || v.empty()) add(cap_problems, std::string(key) + " is " + v);
+  }
+  report.checks.push_back(check("capabilities", cap_problems));
+
+  std::string id_problems;
+  std::istringstream uid_fields(status_field(st, "Uid"));
+  std::string uid;
+  uid_fields >> uid;
+  if (uid != std::to_string(profile.uid)) add(id_problems, "uid is " + uid + ", want " + std::to_string(profile.uid));
+  // The host's root owns /usr. Inside, it must show as the overflow uid: the host's root is
+  // not mapped into the sandbox's user namespaces, so nothing inside can act as it.
+  const auto& owner = sec["usrowner"];
+  if (owner.empty() || owner[0] != facts.overflow_uid) {
+    add(id_problems, "the host's root is mapped into the sandbox (/usr owner shows as " + (owner.empty() ? "?" : owner[0]) + ")");
+  }
+  report.checks.push_back(check("identity", id_problems));
+
+  std::string limit_problems;
+  const auto& lim = sec["limits"];
+  auto want = [&](std::string_view name, uint64_t value) {
+    std::string got = soft_limit(lim, name);
+    if (got != std::to_string(value)) add(limit_problems, std::string(name) + " is " + got + ", want " + std::to_string(value));
+  };
+  want("Max cpu time", profile.limits.cpu_seconds);
+  want("Max file size", profile.limits.file_size_bytes);
+  want("Max processes", profile.limits.processes);
+  want("Max open files", profile.limits.open_files);
+  want("Max address space", profile.limits.address_space_bytes);
+  report.checks.push_back(check("limits", limit_problems));
+
+  std::string fs_problems;
+  std::set<std::string> writes(sec["writes"].begin(), sec["writes"].end());
+  for (const auto& w : writes) {
+    if (w.starts_with("writable ")) add(fs_problems, w.substr(9) + " is writable");
+  }
+  if (!writes.contains("tmp-ok")) add(fs_problems, "/tmp is not writable");
+  for (const auto& v : sec["visible"]) {
+    if (!v.empty()) add(fs_problems, "host path " + v + " is visible");
+  }
+  for (const auto& t : sec["tmp"]) {
+    if (!t.empty()) add(fs_problems, "/tmp is not empty at start (" + t + ")");
+  }
+  report.checks.push_back(check("filesystem", fs_problems));
+
+  std::string ws_problems;
+  if (!writes.contains("workspace-ok")) add(ws_problems, profile.workspace + " is not writable");
+  const auto& wsl = sec["workspace"];
+  if (std::find(wsl.begin(), wsl.end(), "warden-lower") == wsl.end()) add(ws_problems, "the base layer is not visible");
+  if (std::find(wsl.begin(), wsl.end(), "hidden-visible") != wsl.end()) add(ws_problems, "a whiteout in the diff layer did not hide its file");
+  if (!facts.workspace_write_seen) add(ws_problems, "the workspace write did not reach the run's upper layer");
+  report.checks.push_back(check("workspace", ws_problems));
+
+  report.ok = std::all_of(report.checks.begin(), report.checks.end(), [](const auto& c) { return c.ok; });
+  return report;
+}
+
+}  // namespace warden

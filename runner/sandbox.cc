@@ -1,0 +1,347 @@
+#include "runner/sandbox.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+
+#include "common/file.h"
+#include "runner/seccomp_filter.h"
+
+namespace warden {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// After a kill, how long the pipes may stay open before the run is declared broken: every
+// writer is in the dead PID namespace, so EOF normally follows at once.
+constexpr auto kKillGrace = std::chrono::seconds(5);
+constexpr int kSeccompFd = 3;  // SpawnSpec::pass_fds[0]
+constexpr int kInfoFd = 4;     // SpawnSpec::pass_fds[1]: bwrap writes {"child-pid": N} there
+
+// The host pid of the sandbox's PID-namespace init from bwrap's --info-fd JSON; 0 if absent.
+pid_t info_child_pid(const std::string& info) {
+  auto key = info.find("\"child-pid\"");
+  if (key == std::string::npos) return 0;
+  auto digits = info.find_first_of("0123456789", key);
+  if (digits == std::string::npos) return 0;
+  return static_cast<pid_t>(std::strtol(info.c_str() + digits, nullptr, 10));
+}
+
+Status write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd) return std::unexpected(errno_error("create " + path.string(), errno));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno_error("write " + path.string(), errno));
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd.get(), mode) != 0) return std::unexpected(errno_error("chmod " + path.string(), errno));
+  return {};
+}
+
+Status chown_to(const std::filesystem::path& path, const SandboxHost& host) {
+  if (host.drop && ::lchown(path.c_str(), host.uid, host.gid) != 0) {
+    return std::unexpected(errno_error("chown " + path.string(), errno));
+  }
+  return {};
+}
+
+Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::unexpected(errno_error("pipe2", errno));
+  UniqueFd r(fds[0]), w(fds[1]);
+  int flags = ::fcntl(r.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(r.get(), F_SETFL, flags | O_NONBLOCK) != 0) return std::unexpected(errno_error("fcntl", errno));
+  return std::pair{std::move(r), std::move(w)};
+}
+
+}  // namespace
+
+SandboxHost SandboxHost::detect() {
+  SandboxHost h;
+  if (::geteuid() == 0) {
+    h.uid = 65534;
+    h.gid = 65534;
+    h.drop = true;
+  } else {
+    h.uid = ::getuid();
+    h.gid = ::getgid();
+  }
+  return h;
+}
+
+Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
+  Sandbox s;
+  s.profile_ = std::move(profile);
+  s.profile_digest_ = s.profile_.digest();
+  s.host_ = std::move(host);
+  auto program = compile_seccomp(s.profile_.seccomp);
+  if (!program) return std::unexpected(program.error().with_context("profile " + s.profile_.name));
+  s.seccomp_program_ = std::move(*program);
+  auto files = ScratchDir::create(s.host_.scratch_root, "warden-sandbox-", 0711);
+  if (!files) return std::unexpected(files.error());
+  s.files_.emplace(std::move(*files));
+
+  const SandboxProfile& p = s.profile_;
+  auto& a = s.fixed_args_;
+  a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+       "--uid", std::to_string(p.uid), "--gid", std::to_string(p.gid), "--hostname", p.hostname, "--clearenv"};
+  for (const auto& b : p.ro_binds) a.insert(a.end(), {b.optional ? "--ro-bind-try" : "--ro-bind", b.src, b.dest});
+  for (const auto& l : p.symlinks) a.insert(a.end(), {"--symlink", l.target, l.path});
+  for (size_t i = 0; i < p.files.size(); ++i) {
+    auto path = *s.files_ / ("file-" + std::to_string(i));
+    if (Status st = write_new_file(path, p.files[i].content, 0444); !st) return std::unexpected(st.error());
+    a.insert(a.end(), {"--ro-bind", path.string(), p.files[i].path});
+  }
+  a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc"});
+  for (const auto& t : p.tmpfs) a.insert(a.end(), {"--size", std::to_string(t.size_bytes), "--tmpfs", t.path});
+  return s;
+}
+
+std::vector<std::string> Sandbox::bwrap_argv(const SandboxRequest& request) const {
+  std::vector<std::string> argv{host_.bwrap};
+  argv.insert(argv.end(), fixed_args_.begin(), fixed_args_.end());
+  std::map<std::string, std::string> env = profile_.env;
+  for (const auto& [k, v] : request.env) env[k] = v;
+  for (const auto& [k, v] : env) argv.insert(argv.end(), {"--setenv", k, v});
+  std::string source = request.overlay ? request.overlay->target : request.workspace_dir.string();
+  argv.insert(argv.end(), {"--bind", source, profile_.workspace, "--chdir", profile_.workspace, "--remount-ro", "/",
+                           "--seccomp", std::to_string(kSeccompFd), "--info-fd", std::to_string(kInfoFd), "--"});
+  argv.insert(argv.end(), request.argv.begin(), request.argv.end());
+  return argv;
+}
+
+const PreflightReport& Sandbox::preflight() {
+  if (preflight_) return *preflight_;
+  HostFacts facts;
+  facts.namespaces = own_namespaces();
+  facts.overflow_uid = overflow_uid();
+  auto prepare = [&]() -> Result<std::pair<ScratchDir, SandboxRequest>> {
+    auto dir = ScratchDir::create(host_.scratch_root, "warden-preflight-", 0711);
+    if (!dir) return std::unexpected(dir.error());
+    for (const char* sub : {"lower", "layer", "upper", "work", "merged"}) {
+      if (Status st = make_owned_dir(*dir / sub, host_.uid, host_.gid); !st) return std::unexpected(st.error());
+    }
+    for (auto [name, content] : {std::pair{kProbeLowerFile, "warden-lower\n"}, std::pair{kProbeHiddenFile, "hidden\n"}}) {
+      auto path = *dir / "lower" / name;
+      if (Status st = write_new_file(path, content, 0644); !st) return std::unexpected(st.error());
+      if (Status st = chown_to(path, host_); !st) return std::unexpected(st.error());
+    }
+    // An overlay whiteout: a 0/0 character device hides the lower layer's file.
+    auto whiteout = *dir / "layer" / kProbeHiddenFile;
+    if (::mknod(whiteout.c_str(), S_IFCHR | 0644, makedev(0, 0)) != 0) return std::unexpected(errno_error("mknod " + whiteout.string(), errno));
+    if (Status st = chown_to(whiteout, host_); !st) return std::unexpected(st.error());
+    SandboxRequest req;
+    req.argv = {"/bin/sh", "-c", preflight_script(profile_)};
+    req.overlay = OverlaySpec{{(*dir / "layer").string(), (*dir / "lower").string()}, (*dir / "upper").string(),
+                              (*dir / "work").string(), (*dir / "merged").string()};
+    req.timeout_ms = std::min<int64_t>(30'000, profile_.limits.wall_timeout_ms);
+    return std::pair{std::move(*dir), std::move(req)};
+  };
+  auto prepared = prepare();
+  if (!prepared) {
+    facts.start_error = prepared.error().message;
+  } else {
+    // The probe's own output must be readable whatever the profile keeps.
+    OutputLimits limits{1 << 20, 0, 0, 1 << 20};
+    SandboxProfile saved = profile_;
+    profile_.output = limits;
+    auto run = execute(prepared->second);
+    profile_ = std::move(saved);
+    if (!run) {
+      facts.start_error = run.error().message;
+    } else {
+      facts.probe_started = true;
+      facts.exit_code = run->exit_code;
+      facts.stdout_text = run->out.kept;
+      facts.stderr_text = run->err.kept;
+      auto written = read_file(prepared->first / "upper" / kProbeWrittenFile, 4096);
+      facts.workspace_write_seen = written && *written == "probe\n";
+    }
+  }
+  preflight_ = judge_preflight(profile_, facts);
+  return *preflight_;
+}
+
+Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
+  if (request.argv.empty()) return fail(Errc::invalid_argument, "sandbox: no command given");
+  const PreflightReport& report = preflight();
+  if (!report.ok) {
+    return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
+                                               ", refusing to run anything: " + report.failures());
+  }
+  return execute(request);
+}
+
+Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
+  const auto start = SteadyClock::now();
+  int64_t timeout_ms = std::min(request.timeout_ms.value_or(profile_.limits.wall_timeout_ms), profile_.limits.wall_timeout_ms);
+  auto out_pipe = make_pipe();
+  if (!out_pipe) return std::unexpected(out_pipe.error());
+  auto err_pipe = make_pipe();
+  if (!err_pipe) return std::unexpected(err_pipe.error());
+  auto info_pipe = make_pipe();
+  if (!info_pipe) return std::unexpected(info_pipe.error());
+  UniqueFd seccomp(::memfd_create("warden-seccomp", MFD_CLOEXEC));
+  if (!seccomp) return std::unexpected(errno_error("memfd_create", errno));
+  if (::write(seccomp.get(), seccomp_program_.data(), seccomp_program_.size()) != static_cast<ssize_t>(seccomp_program_.size()) ||
+      ::lseek(seccomp.get(), 0, SEEK_SET) != 0) {
+    return std::unexpected(errno_error("writing the seccomp program", errno));
+  }
+
+  SpawnSpec spec;
+  spec.argv = bwrap_argv(request);
+  if (host_.drop) {
+    spec.drop_uid = host_.uid;
+    spec.drop_gid = host_.gid;
+  }
+  spec.overlay = request.overlay;
+  const ResourceLimits& l = profile_.limits;
+  spec.rlimits = {{RLIMIT_CPU, {l.cpu_seconds, l.cpu_seconds + 1}},
+                  {RLIMIT_AS, {l.address_space_bytes, l.address_space_bytes}},
+                  {RLIMIT_NPROC, {l.processes, l.processes}},
+                  {RLIMIT_FSIZE, {l.file_size_bytes, l.file_size_bytes}},
+                  {RLIMIT_NOFILE, {l.open_files, l.open_files}},
+                  {RLIMIT_CORE, {0, 0}}};
+  spec.stdout_fd = out_pipe->second.get();
+  spec.stderr_fd = err_pipe->second.get();
+  spec.pass_fds = {seccomp.get(), info_pipe->second.get()};
+  auto child = SandboxChild::spawn(spec);
+  if (!child) return std::unexpected(child.error());
+  // Our copies of the write ends must go, or EOF would never come.
+  out_pipe->second.reset();
+  err_pipe->second.reset();
+  info_pipe->second.reset();
+  seccomp.reset();
+
+  SandboxRun result;
+  StreamCapture captures[2] = {StreamCapture(profile_.output), StreamCapture(profile_.output)};
+  UniqueFd* fds[2] = {&out_pipe->first, &err_pipe->first};
+  // bwrap exits as soon as the command does; its PID-namespace init dies a moment later
+  // (parent-death signal), and the kernel kills everything left in the namespace before
+  // that init's exit is visible. The run ends only when that init is gone: a pidfd on it.
+  UniqueFd& info_fd = info_pipe->first;
+  std::string info;
+  UniqueFd ns_init;
+  bool ns_init_gone = false;
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  std::optional<SteadyClock::time_point> grace_end;
+  bool exited = false;
+  int status = 0;
+  auto kill_all = [&] {
+    child->kill_group();
+    if (ns_init && !ns_init_gone) ::syscall(SYS_pidfd_send_signal, ns_init.get(), SIGKILL, nullptr, 0);
+    if (!grace_end) grace_end = SteadyClock::now() + kKillGrace;
+  };
+  std::string buffer(1 << 16, '\0');
+
+  while (*fds[0] || *fds[1] || !exited || info_fd || (ns_init && !ns_init_gone)) {
+    auto now = SteadyClock::now();
+    if (!grace_end && now >= deadline) {
+      result.timed_out = true;
+      kill_all();
+    }
+    if (grace_end && now >= *grace_end) {
+      return fail(Errc::internal, "sandbox: output pipes still open " + std::to_string(kKillGrace.count()) +
+                                      " s after the sandbox was killed: a process outlived its sandbox");
+    }
+    auto until = grace_end ? *grace_end : deadline;
+    int wait_ms = static_cast<int>(std::clamp<int64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1, 0, 60'000));
+    if (child->pidfd() < 0 && !exited) wait_ms = std::min(wait_ms, 10);
+    pollfd pfds[5];
+    nfds_t n = 0;
+    int index[5];
+    for (int i = 0; i < 2; ++i) {
+      if (*fds[i]) {
+        index[n] = i;
+        pfds[n++] = {fds[i]->get(), POLLIN, 0};
+      }
+    }
+    if (!exited && child->pidfd() >= 0) {
+      index[n] = 2;
+      pfds[n++] = {child->pidfd(), POLLIN, 0};
+    }
+    if (info_fd) {
+      index[n] = 3;
+      pfds[n++] = {info_fd.get(), POLLIN, 0};
+    }
+    if (ns_init && !ns_init_gone) {
+      index[n] = 4;
+      pfds[n++] = {ns_init.get(), POLLIN, 0};
+    }
+    int ready = ::poll(pfds, n, wait_ms);
+    if (ready < 0 && errno != EINTR) return std::unexpected(errno_error("poll", errno));
+    for (nfds_t k = 0; k < n && ready > 0; ++k) {
+      if (pfds[k].revents == 0 || index[k] == 2) continue;
+      if (index[k] == 4) {
+        ns_init_gone = true;
+        continue;
+      }
+      if (index[k] == 3) {
+        char chunk[512];
+        ssize_t got = ::read(info_fd.get(), chunk, sizeof chunk);
+        if (got > 0 && info.size() < 4096) info.append(chunk, static_cast<size_t>(got));
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+          info_fd.reset();
+          if (pid_t init = info_child_pid(info); init > 0) {
+            ns_init.reset(static_cast<int>(::syscall(SYS_pidfd_open, init, 0)));
+            if (!ns_init) ns_init_gone = true;  // already gone (ESRCH)
+            else if (grace_end) ::syscall(SYS_pidfd_send_signal, ns_init.get(), SIGKILL, nullptr, 0);
+          }
+        }
+        continue;
+      }
+      int i = index[k];
+      for (;;) {
+        ssize_t got = ::read(fds[i]->get(), buffer.data(), buffer.size());
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno == EAGAIN) break;
+        if (got <= 0) {
+          fds[i]->reset();
+          break;
+        }
+        std::string_view bytes(buffer.data(), static_cast<size_t>(got));
+        size_t accepted = captures[i].append(bytes);
+        if (request.live && accepted > 0) request.live(i + 1, bytes.substr(0, accepted));
+        if (captures[i].over_limit()) {
+          if (!result.output_limit_exceeded) {
+            result.output_limit_exceeded = true;
+            kill_all();
+          }
+          // Keep draining (and discarding) so writers are not blocked until they die.
+        }
+      }
+    }
+    if (!exited && child->exited()) {
+      exited = true;
+      // Anything still in bwrap's process group goes with it (bwrap is a zombie until reaped,
+      // so the group id cannot have been reused).
+      child->kill_group();
+      status = child->reap();
+      if (!grace_end) grace_end = SteadyClock::now() + kKillGrace;
+    }
+  }
+
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
+  result.out = captures[0].finish();
+  result.err = captures[1].finish();
+  return result;
+}
+
+}  // namespace warden

@@ -1,0 +1,101 @@
+// One sandbox profile made runnable: bubblewrap with every namespace unshared (no network),
+// --die-with-parent and --new-session, a cleared fixed environment, read-only system binds,
+// a private size-capped /tmp, the workspace as the only writable path, the profile's seccomp
+// filter and resource limits, a wall-clock timeout that kills the whole process tree, and
+// bounded output capture. The first run() is preceded by the preflight (preflight.h); if it
+// fails, every run() is refused with the failing parts named.
+//
+// Process-tree cleanup does not depend on the sandboxed program's cooperation: bwrap runs
+// in its own process group; inside, a fresh PID namespace whose init is bwrap's reaper, so
+// when the command exits (or bwrap is killed) the kernel kills everything left in the
+// namespace, daemons and setsid() escapees included; on timeout or an output flood the
+// runner SIGKILLs the group while bwrap is still unreaped. Not thread-safe: one run at a
+// time per Sandbox, and the thread that calls run() must live until it returns (bwrap's
+// parent-death signal follows the spawning thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "runner/output_capture.h"
+#include "runner/preflight.h"
+#include "runner/sandbox_process.h"
+#include "runner/sandbox_profile.h"
+#include "runner/scratch_dir.h"
+
+namespace warden {
+
+// Where and as whom sandboxes run on this host. Not part of the profile: it does not change
+// what a program sees inside.
+struct SandboxHost {
+  std::string bwrap = "/usr/bin/bwrap";
+  // The host uid/gid sandboxed processes run as. As root Warden drops to nobody (65534):
+  // the kernel never applies RLIMIT_NPROC to uid 0, so a fork bomb would be unbounded.
+  uid_t uid = 0;
+  gid_t gid = 0;
+  bool drop = false;  // true when Warden is root and must switch to uid/gid
+  // Scratch directories (generated files, overlay upper layers) go below this; it and its
+  // parents must be searchable by `uid`.
+  std::filesystem::path scratch_root = "/tmp";
+
+  static SandboxHost detect();
+};
+
+struct SandboxRequest {
+  std::vector<std::string> argv;
+  // The workspace: either a host directory bound read-write ...
+  std::filesystem::path workspace_dir;
+  // ... or an overlay (read-only layers with an upper directory for the run's writes),
+  // mounted at overlay->target before bwrap binds it.
+  std::optional<OverlaySpec> overlay;
+  std::optional<int64_t> timeout_ms;        // never above the profile's wall_timeout_ms
+  std::map<std::string, std::string> env;   // extra variables for this run
+  // Called with (1 or 2, bytes) as output arrives (e.g. `warden sandbox exec` forwarding).
+  std::function<void(int, std::string_view)> live;
+};
+
+struct SandboxRun {
+  int exit_code = -1;  // bwrap's exit status: the command's, or 128+N when a signal ended it
+  int signal = 0;      // set when the runner's own SIGKILL ended the sandbox
+  bool timed_out = false;
+  bool output_limit_exceeded = false;
+  int64_t duration_ms = 0;
+  StreamEvidence out, err;
+};
+
+class Sandbox {
+ public:
+  static Result<Sandbox> create(SandboxProfile profile, SandboxHost host = SandboxHost::detect());
+
+  const SandboxProfile& profile() const { return profile_; }
+  const Digest& profile_digest() const { return profile_digest_; }
+  const SandboxHost& host() const { return host_; }
+
+  // Runs the preflight once and remembers it.
+  const PreflightReport& preflight();
+  // Refuses (Errc::verification_failed, naming the failing parts) when the preflight fails.
+  Result<SandboxRun> run(const SandboxRequest& request);
+
+ private:
+  Sandbox() = default;
+  Result<SandboxRun> execute(const SandboxRequest& request);
+  std::vector<std::string> bwrap_argv(const SandboxRequest& request) const;
+
+  SandboxProfile profile_;
+  Digest profile_digest_;
+  SandboxHost host_;
+  std::string seccomp_program_;
+  std::optional<ScratchDir> files_;  // the profile's generated files, bound read-only
+  std::vector<std::string> fixed_args_;
+  std::optional<PreflightReport> preflight_;
+};
+
+}  // namespace warden

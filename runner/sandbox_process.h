@@ -1,0 +1,71 @@
+// Starting bwrap for one sandboxed run, and owning the process until it is gone. The child
+// (between fork and exec, async-signal-safe calls only) puts itself in its own process
+// group, resets signals, wires stdin to /dev/null and stdout/stderr to the capture pipes,
+// drops to the sandbox's host uid when Warden runs as root (so RLIMIT_NPROC binds: the
+// kernel never enforces it on uid 0), optionally mounts the overlay workspace inside a
+// private user + mount namespace, applies the resource limits, asks to be killed if the
+// runner dies, and executes bwrap. A failure on the way is reported through a close-on-exec
+// pipe with the step that failed, never mistaken for the command's exit status.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/file.h"
+
+namespace warden {
+
+// An overlay mounted at `target` before bwrap starts (lowers: topmost first).
+struct OverlaySpec {
+  std::vector<std::string> lowers;
+  std::string upper, work, target;
+};
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] is the bwrap binary's path
+  std::optional<uid_t> drop_uid;  // set when running as root
+  std::optional<gid_t> drop_gid;
+  std::optional<OverlaySpec> overlay;
+  std::vector<std::pair<int, rlimit>> rlimits;
+  int stdout_fd = -1, stderr_fd = -1;
+  // Descriptors the child receives as 3, 4, ... (e.g. the seccomp program for --seccomp 3).
+  std::vector<int> pass_fds;
+};
+
+// A spawned bwrap. Its process group is its pid. Move-only; the destructor kills the group
+// and reaps, so no error path leaves a process behind.
+class SandboxChild {
+ public:
+  static Result<SandboxChild> spawn(const SpawnSpec& spec);
+
+  SandboxChild(SandboxChild&& other) noexcept;
+  SandboxChild& operator=(SandboxChild&&) = delete;
+  SandboxChild(const SandboxChild&) = delete;
+  SandboxChild& operator=(const SandboxChild&) = delete;
+  ~SandboxChild();
+
+  pid_t pid() const { return pid_; }
+  // Readable (POLLIN) once the child has exited; -1 when pidfds are unavailable.
+  int pidfd() const { return pidfd_.get(); }
+
+  // True once bwrap has exited (it is left a zombie until reap(), so its process group
+  // cannot be reused while kill_group() may still target it).
+  bool exited();
+  // SIGKILL to the whole process group (only while not yet reaped).
+  void kill_group();
+  // Reaps; returns the wait status.
+  int reap();
+
+ private:
+  SandboxChild() = default;
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  bool reaped_ = true;
+};
+
+}  // namespace warden

@@ -1,0 +1,97 @@
+// A sandbox profile: everything that decides what a sandboxed program sees and may do —
+// read-only binds, generated files, the writable workspace, the environment, resource
+// limits, output caps and the seccomp policy. Profiles are JSON files in
+// policies/sandbox/; a profile's digest (SHA-256 of its canonical JSON) goes into every
+// result it produces, so two results are comparable only when their profiles are equal.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+
+namespace warden {
+
+struct BindMount {
+  std::string src, dest;
+  bool optional = false;  // skipped when src does not exist on this host
+};
+
+struct SymlinkEntry {
+  std::string path, target;
+};
+
+// A small file made for the sandbox (passwd, hosts, ...), so nothing of the host's /etc leaks.
+struct DataFile {
+  std::string path, content;
+};
+
+struct TmpfsMount {
+  std::string path;
+  uint64_t size_bytes = 0;
+};
+
+struct ResourceLimits {
+  uint64_t cpu_seconds = 0;          // RLIMIT_CPU (soft; the hard limit is one second more)
+  uint64_t address_space_bytes = 0;  // RLIMIT_AS
+  uint64_t processes = 0;            // RLIMIT_NPROC, counted for the sandbox's host uid
+  uint64_t file_size_bytes = 0;      // RLIMIT_FSIZE
+  uint64_t open_files = 0;           // RLIMIT_NOFILE
+  int64_t wall_timeout_ms = 0;       // the whole process tree is killed after this
+};
+
+struct OutputLimits {
+  uint64_t keep_bytes = 0;  // per stream, kept and stored as a blob
+  uint64_t head_bytes = 0;  // shown for display
+  uint64_t tail_bytes = 0;
+  uint64_t max_bytes = 0;   // per stream: past this the run is killed (output_limit_exceeded)
+};
+
+struct SeccompPolicy {
+  std::string errno_name = "EPERM";  // what a denied call returns
+  std::vector<std::string> deny;     // system call names
+  std::vector<std::string> deny_socket_families;  // "AF_INET", ...
+  bool deny_namespace_creation = true;            // clone() with CLONE_NEW* flags; clone3 gets ENOSYS
+};
+
+struct SandboxProfile {
+  std::string name;
+  std::string description;
+  std::string workspace = "/workspace";
+  uint32_t uid = 1000, gid = 1000;  // inside the sandbox
+  std::string hostname = "warden";
+  std::vector<BindMount> ro_binds;
+  std::vector<SymlinkEntry> symlinks;
+  std::vector<DataFile> files;
+  std::vector<TmpfsMount> tmpfs;
+  std::map<std::string, std::string> env;
+  ResourceLimits limits;
+  OutputLimits output;
+  SeccompPolicy seccomp;
+  std::vector<std::string> toolchain;  // host files whose bytes identify the toolchain
+
+  // Strict: unknown keys, missing fields, relative or non-normalized paths, empty limits
+  // and a missing fixed-environment variable are all refused with the field named.
+  static Result<SandboxProfile> from_json(const Json& json);
+  static Result<SandboxProfile> parse(std::string_view text, std::string_view what);
+  // A built-in name ("default", "strict": the files of policies/sandbox/, embedded at
+  // build time) or a path to a JSON file.
+  static Result<SandboxProfile> load(std::string_view name_or_path);
+
+  Json to_json() const;
+  Digest digest() const;  // SHA-256 of the canonical JSON
+};
+
+// The environment variables every profile must fix (DESIGN.md, "Runner sandbox").
+inline constexpr std::string_view kRequiredEnv[] = {"TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "HOME", "PYTHONHASHSEED"};
+
+// The embedded policies/sandbox/<name>.json, byte for byte; empty when there is none.
+std::string_view builtin_profile_text(std::string_view name);
+std::vector<std::string_view> builtin_profile_names();
+
+}  // namespace warden

@@ -1,0 +1,40 @@
+// Directories Warden makes for sandboxes (per-run overlay layers, a sandbox's generated
+// files, preflight workspaces) and removes with everything in them, whatever a sandboxed
+// program left there: read-only or 0000 directories (overlayfs makes one) are opened up
+// first, and symlinks are removed, never followed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace warden {
+
+class ScratchDir {
+ public:
+  // mkdtemp(<parent>/<prefix>XXXXXX) with `mode` (0711: the sandbox's host uid may pass
+  // through it to the directories inside, but not list it).
+  static Result<ScratchDir> create(const std::filesystem::path& parent, std::string_view prefix, unsigned mode = 0711);
+  ScratchDir(ScratchDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  ScratchDir& operator=(ScratchDir&& other) noexcept;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir();
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
+
+ private:
+  explicit ScratchDir(std::filesystem::path p) : path_(std::move(p)) {}
+  std::filesystem::path path_;
+};
+
+// mkdir (mode exactly, whatever the umask) and chown to uid:gid when those differ from ours.
+Status make_owned_dir(const std::filesystem::path& path, uid_t uid, gid_t gid, unsigned mode = 0755);
+// Removes a tree, giving directories owner rwx first; symlinks are never followed.
+void remove_tree(const std::filesystem::path& path);
+
+}  // namespace warden

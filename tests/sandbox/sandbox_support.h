@@ -1,0 +1,40 @@
+// Shared by the sandbox tests: a workspace holding the hostile helper, a test profile with
+// limits small enough to hit quickly, and counting processes by marker on the host.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runner/sandbox.h"
+
+namespace warden::test {
+
+// The default profile with tight limits, so hostile programs hit them in milliseconds.
+SandboxProfile test_profile();
+
+// Processes on the host whose command line contains `marker`.
+int count_processes_with(const std::string& marker);
+
+// A fresh marker such as "warden-marker-1a2b3c".
+std::string fresh_marker();
+
+// A scratch dir with a workspace directory owned by the sandbox's host uid, holding the
+// hostile helper as ./hostile.
+class HostileWorkspace {
+ public:
+  explicit HostileWorkspace(const SandboxHost& host);
+  const std::filesystem::path& dir() const { return ws_; }
+  const std::filesystem::path& root() const { return scratch_->path(); }
+
+ private:
+  std::optional<ScratchDir> scratch_;
+  std::filesystem::path ws_;
+};
+
+// Copies a file, setting its mode and owner.
+void install_file(const std::filesystem::path& from, const std::filesystem::path& to, unsigned mode, uid_t uid, gid_t gid);
+
+}  // namespace warden::test
