@@ -23,21 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// "<tag> 1\n<tag> 2\n..." : distinct lines, so hunks land where we put them.
-std::string numbered(int count, std::string_view tag = "line") {
-  std::string out;
-  for (int i = 1; i <= count; ++i) out += std::string(tag) + " " + std::to_string(i) + "\n";
-  return out;
-}
-
-// Replaces 1-based line `n` (without its newline) of `text`.
-std::string replace_line(std::string text, int n, std::string_view with) {
-  size_t start = 0;
-  for (int i = 1; i < n; ++i) start = text.find('\n', start) + 1;
-  size_t end = text.find('\n', start);
-  return text.replace(start, end - start, with);
-}
-
 // Bytes that do not compress, with NULs, so git treats them as binary and a small edit
 // makes a delta much smaller than a literal.
 std::string random_bytes(size_t size, uint32_t seed) {

@@ -21,18 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string numbered(int count, std::string_view tag = "line") {
-  std::string out;
-  for (int i = 1; i <= count; ++i) out += std::string(tag) + " " + std::to_string(i) + "\n";
-  return out;
-}
-
-std::string replace_line(std::string text, int n, std::string_view with) {
-  size_t start = 0;
-  for (int i = 1; i < n; ++i) start = text.find('\n', start) + 1;
-  return text.replace(start, text.find('\n', start) - start, with);
-}
-
 std::string random_bytes(size_t size, uint32_t seed) {
   std::mt19937 gen(seed);
   std::string out(size, '\0');

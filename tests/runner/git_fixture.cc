@@ -209,4 +209,17 @@ nlohmann::json reseal(nlohmann::json diff) {
   return diff;
 }
 
+std::string numbered(int count, std::string_view tag) {
+  std::string out;
+  for (int i = 1; i <= count; ++i) out += std::string(tag) + " " + std::to_string(i) + "\n";
+  return out;
+}
+
+std::string replace_line(std::string text, int n, std::string_view with) {
+  size_t start = 0;
+  for (int i = 1; i < n; ++i) start = text.find('\n', start) + 1;
+  size_t end = text.find('\n', start);
+  return text.replace(start, end - start, with);
+}
+
 }  // namespace warden::test

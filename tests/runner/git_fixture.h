@@ -76,6 +76,11 @@ class GitRepoFixture {
   int patch_counter_ = 0;
 };
 
+// "<tag> 1\n<tag> 2\n..." : distinct lines, so hunks land where a test puts them.
+std::string numbered(int count, std::string_view tag = "line");
+// Replaces 1-based line `n` (without its newline) of `text`.
+std::string replace_line(std::string text, int n, std::string_view with);
+
 // The path of an executable found on PATH (the process helper execs without a search).
 std::string find_program(std::string_view name);
 std::string trim_newline(std::string text);
