@@ -91,6 +91,38 @@ void JsonReader::optional_digest(const std::string& key, std::optional<Digest>& 
   if (ok()) out = d;
 }
 
+void JsonReader::nullable_string(const std::string& key, std::optional<std::string>& out) {
+  seen_.insert(key);
+  if (error_ || !json_->contains(key) || json_->at(key).is_null()) return;
+  if (!json_->at(key).is_string()) return fail(key, "must be a string or null");
+  out = json_->at(key).get<std::string>();
+}
+
+void JsonReader::nullable_digest(const std::string& key, std::optional<Digest>& out) {
+  std::optional<std::string> text;
+  nullable_string(key, text);
+  if (!text || error_) return;
+  auto d = Digest::parse(*text);
+  if (!d) return fail(key, "must be sha256:<64 lowercase hex> or null");
+  out = *d;
+}
+
+const Json* JsonReader::nullable_object(const std::string& key) {
+  seen_.insert(key);
+  if (error_) return nullptr;
+  if (!json_->contains(key)) {
+    fail(key, "missing");
+    return nullptr;
+  }
+  const Json& v = json_->at(key);
+  if (v.is_null()) return nullptr;
+  if (!v.is_object()) {
+    fail(key, "must be an object or null");
+    return nullptr;
+  }
+  return &v;
+}
+
 void JsonReader::strings(const std::string& key, std::vector<std::string>& out, bool required) {
   const Json* v = value(key, Json::value_t::array, required);
   if (!v) return;

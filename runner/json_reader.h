@@ -44,6 +44,11 @@ class JsonReader {
   void string_map(const std::string& key, std::map<std::string, std::string>& out, bool required = true);
   // The raw value for nested readers; null when absent (and an error if required).
   const Json* value(const std::string& key, Json::value_t type, bool required = true);
+  // A nullable field: absent or null gives nullopt; anything else must be a string.
+  void nullable_string(const std::string& key, std::optional<std::string>& out);
+  void nullable_digest(const std::string& key, std::optional<Digest>& out);
+  // The object at `key`, or null when the field is null (it must be present).
+  const Json* nullable_object(const std::string& key);
   std::string path(const std::string& key) const { return where_ + "." + key; }
 
  private:

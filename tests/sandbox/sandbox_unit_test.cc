@@ -2,7 +2,10 @@
 // compiler's refusals, bounded output capture, and the preflight's judgement of probe output.
 #include <gtest/gtest.h>
 
+#include "runner/check_spec.h"
+#include "runner/check_verdict.h"
 #include "runner/output_capture.h"
+#include "runner/test_report.h"
 #include "runner/preflight.h"
 #include "runner/sandbox_profile.h"
 #include "runner/seccomp_filter.h"
@@ -141,6 +144,106 @@ TEST(Preflight, JudgesProbeOutputPartByPart) {
   auto round = PreflightReport::from_json(dead.to_json());
   ASSERT_TRUE(round);
   EXPECT_EQ(round->to_json(), dead.to_json());
+}
+
+TEST(TestReports, JUnitStatusesIdsAndRefusals) {
+  auto tests = parse_junit(
+      "<?xml version='1.0'?><testsuite><testcase classname='m' name='ok'/>"
+      "<testcase classname='m' name='bad'><failure/></testcase><testcase name='err'><error/></testcase>"
+      "<testcase classname='m' name='skip'><skipped/></testcase>"
+      "<testcase classname='m' name='ok'><failure/></testcase></testsuite>");
+  ASSERT_TRUE(tests) << tests.error().message;
+  EXPECT_EQ(*tests, (std::vector<TestCase>{{"err", "error"}, {"m::bad", "failed"}, {"m::ok", "failed"}, {"m::skip", "skipped"}}));
+  EXPECT_FALSE(parse_junit("<testsuite><testcase name='x'>"));
+  EXPECT_FALSE(parse_junit("<html/>"));
+  EXPECT_FALSE(parse_junit("<testsuite><testcase/></testsuite>"));
+  // No entity expansion beyond XML's own five, no external anything.
+  auto doctype = parse_junit("<!DOCTYPE t [<!ENTITY x SYSTEM 'file:///etc/passwd'>]><testsuite><testcase name='&x;'/></testsuite>");
+  if (doctype) {
+    EXPECT_EQ(doctype->at(0).id.find("root:"), std::string::npos);
+  }
+}
+
+TEST(TestReports, TapLinesDirectivesPlansAndBailOut) {
+  auto tests = parse_tap("TAP version 13\n1..5\nok 1 - first\nnot ok 2 second # TODO later\nok 3 # SKIP why\n"
+                         "    ok 1 - indented subtest\nnot ok 4 - fourth\nok\n");
+  ASSERT_TRUE(tests);
+  EXPECT_EQ(*tests, (std::vector<TestCase>{{"#3", "skipped"}, {"#5", "passed"}, {"first", "passed"},
+                                           {"fourth", "failed"}, {"second", "skipped"}}));
+  EXPECT_EQ(parse_tap("1..3\nok 1 - a\n")->back(), (TestCase{"plan", "error"}));
+  EXPECT_EQ(parse_tap("ok 1 - a\nBail out! db down\nok 2 - b\n")->front(), (TestCase{"a", "passed"}));
+  EXPECT_EQ(parse_tap("ok 1 - a\nBail out! db down\n")->size(), 2u);
+}
+
+TEST(TestReports, Judgement) {
+  std::vector<TestCase> tests = {{"a", "passed"}, {"b", "failed"}, {"c", "passed"}};
+  TestJudgement ok = judge_tests(tests, {"a"}, {"c"});
+  EXPECT_TRUE(ok.ok);
+  TestJudgement bad = judge_tests(tests, {"a", "z"}, {"b"});
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.fail_to_pass[1].status, "missing");
+  EXPECT_EQ(bad.pass_to_pass[0].status, "failed");
+}
+
+CheckRun run_with(std::string outcome, std::vector<TestCase> tests = {}) {
+  CheckRun r;
+  r.outcome = std::move(outcome);
+  r.tests = std::move(tests);
+  return r;
+}
+
+TEST(Verdicts, RunsMustAgreeAndMeetTheQuorum) {
+  EXPECT_EQ(combine_runs({run_with(kPassed), run_with(kPassed)}, 2), kPassed);
+  EXPECT_EQ(combine_runs({run_with(kPassed), run_with(kFailed), run_with(kPassed)}, 2), kFlakyOracle);
+  EXPECT_EQ(combine_runs({run_with(kFailed, {{"t", "failed"}}), run_with(kFailed, {{"t", "error"}})}, 1), kFlakyOracle);
+  // Runs the sandbox could not make do not vote, but the quorum must still be met.
+  EXPECT_EQ(combine_runs({run_with(kPassed), run_with(kError), run_with(kPassed)}, 2), kPassed);
+  EXPECT_EQ(combine_runs({run_with(kPassed), run_with(kError), run_with(kError)}, 2), kError);
+  EXPECT_EQ(combine_runs({run_with(kTimeout)}, 1), kTimeout);
+}
+
+TEST(Verdicts, RunOutcomeNeverLooksAtDurations) {
+  CheckSpec spec = CheckSpec::shell("c", "true");
+  CheckRun r;
+  r.exit_code = 0;
+  r.duration_ms = 1;
+  EXPECT_EQ(run_outcome(r, spec, std::nullopt), kPassed);
+  r.duration_ms = 86'400'000;
+  EXPECT_EQ(run_outcome(r, spec, std::nullopt), kPassed);
+  r.exit_code = 1;
+  EXPECT_EQ(run_outcome(r, spec, std::nullopt), kFailed);
+  r.exit_code = 0;
+  r.tests = {{"t", "error"}};
+  EXPECT_EQ(run_outcome(r, spec, std::nullopt), kFailed);
+  r.output_limit_exceeded = true;
+  EXPECT_EQ(run_outcome(r, spec, std::nullopt), kFailed);
+  r.timed_out = true;
+  EXPECT_EQ(run_outcome(r, spec, std::nullopt), kTimeout);
+  // With FAIL_TO_PASS ids the listed tests decide, whatever the exit status.
+  CheckRun swe;
+  swe.exit_code = 1;
+  swe.report = "parsed";
+  TestJudgement j;
+  j.ok = true;
+  EXPECT_EQ(run_outcome(swe, spec, j), kPassed);
+  swe.report = "missing";
+  EXPECT_EQ(run_outcome(swe, spec, j), kFailed);
+}
+
+TEST(CheckSpecs, ParseStrictlyAndDigestStably) {
+  auto spec = CheckSpec::from_json(parse_json(R"({"name":"t","argv":["pytest"],"runs":3,"quorum":2,
+      "report_format":"junit","report_path":"out/j.xml","fail_to_pass":["a"],"proves":["inv"]})").value());
+  ASSERT_TRUE(spec) << spec.error().message;
+  EXPECT_EQ(spec->effective_quorum(), 2);
+  EXPECT_EQ(CheckSpec::from_json(spec->to_json())->digest(), spec->digest());
+  auto refused = [](const char* text) { return CheckSpec::from_json(parse_json(text).value()).error().message; };
+  EXPECT_EQ(refused(R"({"name":"t","argv":[]})"), "check.argv: must name a command");
+  EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"runs":2,"quorum":3})"), "check.quorum: must not exceed runs");
+  EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"report_format":"junit","report_path":"../j.xml"})"),
+            "check.report_path: must be a relative path inside the workspace");
+  EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"fail_to_pass":["a"]})"),
+            "check.report_format: fail_to_pass/pass_to_pass need a test report (junit or tap)");
+  EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"bogus":1})"), "check.bogus: unknown field");
 }
 
 }  // namespace

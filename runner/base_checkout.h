@@ -1,0 +1,34 @@
+// Read-only base checkouts, one per git tree id, materialized once with libgit2 and shared
+// by every run on that base: the bottom layer of each overlay workspace. A checkout is made
+// in a temporary sibling, handed to the sandbox's host uid (so the sandboxed user owns the
+// files it sees and may change them through the overlay), and renamed into place, so a
+// directory named by a tree id is always complete. Nothing ever writes into one afterwards:
+// overlayfs sends every write to the run's upper layer.
+#pragma once
+
+#include <filesystem>
+
+#include "runner/git_repo.h"
+#include "runner/sandbox.h"
+
+namespace warden {
+
+class BaseCheckouts {
+ public:
+  // `dir` is created (0711) if needed; it must be reachable by the sandbox's host uid.
+  BaseCheckouts(std::filesystem::path dir, SandboxHost host) : dir_(std::move(dir)), host_(std::move(host)) {}
+
+  // The checkout of `tree`, made now if missing; `made` says whether it was.
+  Checked<std::filesystem::path> get(GitRepo& repo, const ObjectId& tree, bool* made = nullptr);
+  std::filesystem::path path_of(const ObjectId& tree) const { return dir_ / tree.hex(); }
+
+ private:
+  std::filesystem::path dir_;
+  SandboxHost host_;
+};
+
+// lchown -R; directories are made searchable to everyone, files readable (the sandbox maps
+// the owner, and the mounting user must read every layer).
+Status hand_over_tree(const std::filesystem::path& root, const SandboxHost& host);
+
+}  // namespace warden

@@ -1,0 +1,78 @@
+#include "runner/check_spec.h"
+
+#include "runner/json_reader.h"
+
+namespace warden {
+namespace {
+
+bool safe_relative_path(const std::string& p) {
+  if (p.empty() || p[0] == '/' || p.find('\0') != std::string::npos || p.back() == '/') return false;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    std::string part = p.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+CheckSpec CheckSpec::shell(std::string name, const std::string& command) {
+  CheckSpec c;
+  c.name = std::move(name);
+  c.argv = {"/bin/sh", "-c", command};
+  return c;
+}
+
+Result<CheckSpec> CheckSpec::from_json(const Json& json, std::string_view where) {
+  CheckSpec c;
+  JsonReader r(json, std::string(where));
+  r.string("name", c.name);
+  if (r.ok() && (c.name.empty() || c.name.size() > 128)) r.fail("name", "must be 1-128 characters");
+  r.strings("argv", c.argv);
+  if (r.ok() && c.argv.empty()) r.fail("argv", "must name a command");
+  int64_t timeout = 0;
+  if (r.has("timeout_ms")) {
+    r.integer("timeout_ms", timeout, 1, 86'400'000);
+    c.timeout_ms = timeout;
+  } else {
+    r.value("timeout_ms", Json::value_t::number_integer, false);
+  }
+  r.integer("runs", c.runs, 1, 100, false);
+  r.integer("quorum", c.quorum, 0, 100, false);
+  if (r.ok() && c.quorum > c.runs) r.fail("quorum", "must not exceed runs");
+  r.string("report_format", c.report_format, false);
+  if (r.ok() && c.report_format != "none" && c.report_format != "junit" && c.report_format != "tap") {
+    r.fail("report_format", "must be none, junit or tap");
+  }
+  r.string("report_path", c.report_path, false);
+  if (r.ok() && c.report_format == "junit" && c.report_path.empty()) r.fail("report_path", "a JUnit report needs its path");
+  if (r.ok() && !c.report_path.empty() && !safe_relative_path(c.report_path)) {
+    r.fail("report_path", "must be a relative path inside the workspace");
+  }
+  r.strings("fail_to_pass", c.fail_to_pass, false);
+  r.strings("pass_to_pass", c.pass_to_pass, false);
+  if (r.ok() && (!c.fail_to_pass.empty() || !c.pass_to_pass.empty()) && c.report_format == "none") {
+    r.fail("report_format", "fail_to_pass/pass_to_pass need a test report (junit or tap)");
+  }
+  r.strings("proves", c.proves, false);
+  r.string_map("env", c.env, false);
+  if (Status st = r.finish(); !st) return std::unexpected(st.error());
+  return c;
+}
+
+Json CheckSpec::to_json() const {
+  Json j = {{"name", name},           {"argv", argv},           {"runs", runs},
+            {"quorum", quorum},       {"report_format", report_format}, {"report_path", report_path},
+            {"fail_to_pass", fail_to_pass}, {"pass_to_pass", pass_to_pass}, {"proves", proves},
+            {"env", env}};
+  if (timeout_ms) j["timeout_ms"] = *timeout_ms;
+  return j;
+}
+
+Digest CheckSpec::digest() const { return sha256(canonicalize(to_json()).value()); }
+
+}  // namespace warden

@@ -1,0 +1,40 @@
+// What a check is: a command run in the sandbox with its own evidence, how many times (a
+// quorum for flaky oracles), where its test report is (JUnit XML or TAP), which test ids
+// must go from failing to passing and which must keep passing, and which invariants it
+// proves. A spec's digest is part of the result cache key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+
+namespace warden {
+
+struct CheckSpec {
+  std::string name;
+  std::vector<std::string> argv;
+  std::optional<int64_t> timeout_ms;  // at most the profile's wall timeout
+  int64_t runs = 1;                   // executions; every one is recorded
+  int64_t quorum = 0;                 // agreeing completed runs needed for a verdict (0: all runs)
+  std::string report_format = "none"; // none | junit | tap
+  std::string report_path;            // workspace-relative; for tap, empty means stdout
+  std::vector<std::string> fail_to_pass, pass_to_pass;
+  std::vector<std::string> proves;    // invariant names this check proves when it passes
+  std::map<std::string, std::string> env;
+
+  int64_t effective_quorum() const { return quorum == 0 ? runs : quorum; }
+
+  // `command` through /bin/sh -c, as the CLI's --check does.
+  static CheckSpec shell(std::string name, const std::string& command);
+  static Result<CheckSpec> from_json(const Json& json, std::string_view where = "check");
+  Json to_json() const;
+  Digest digest() const;
+};
+
+}  // namespace warden

@@ -1,0 +1,36 @@
+#include "runner/check_verdict.h"
+
+#include <algorithm>
+
+namespace warden {
+
+std::string run_outcome(const CheckRun& run, const CheckSpec& spec, const std::optional<TestJudgement>& judgement) {
+  if (!run.error.empty()) return kError;
+  if (run.timed_out) return kTimeout;
+  if (run.output_limit_exceeded) return kFailed;
+  // A SWE-bench style check: the suite may fail elsewhere; the listed tests decide.
+  if (judgement) return judgement->ok && run.report == "parsed" ? kPassed : kFailed;
+  if (run.exit_code != 0 || run.signal != 0) return kFailed;
+  if (spec.report_format != "none" && run.report != "parsed") return kFailed;
+  bool failing = std::any_of(run.tests.begin(), run.tests.end(),
+                             [](const TestCase& t) { return t.status == "failed" || t.status == "error"; });
+  return failing ? kFailed : kPassed;
+}
+
+std::string combine_runs(const std::vector<CheckRun>& runs, int64_t quorum) {
+  const CheckRun* first = nullptr;
+  int64_t completed = 0;
+  for (const CheckRun& r : runs) {
+    if (r.outcome == kError) continue;
+    ++completed;
+    if (!first) {
+      first = &r;
+    } else if (r.outcome != first->outcome || r.tests != first->tests) {
+      return kFlakyOracle;
+    }
+  }
+  if (!first || completed < quorum) return kError;
+  return first->outcome;
+}
+
+}  // namespace warden

@@ -1,0 +1,21 @@
+// Verdicts, as pure functions of recorded evidence, never of durations. A run's outcome:
+// error when the sandbox could not run it, timeout, failed on an output flood, then (with
+// FAIL_TO_PASS / PASS_TO_PASS ids) whether every listed test passed, else whether it exited
+// 0 with its report readable and no failing test. A check's verdict: every completed run
+// (not error) must agree on outcome and tests, and at least `quorum` must have completed;
+// disagreement is flaky_oracle, never a pass.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/check_spec.h"
+#include "runner/run_result.h"
+
+namespace warden {
+
+std::string run_outcome(const CheckRun& run, const CheckSpec& spec, const std::optional<TestJudgement>& judgement);
+std::string combine_runs(const std::vector<CheckRun>& runs, int64_t quorum);
+
+}  // namespace warden

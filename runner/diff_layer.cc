@@ -1,0 +1,147 @@
+#include "runner/diff_layer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+
+#include "common/file.h"
+
+namespace warden {
+namespace {
+
+namespace fs = std::filesystem;
+using BlobPtr = std::unique_ptr<git_blob, GitFree<git_blob, git_blob_free>>;
+
+std::unexpected<Refusal> layer_error(const Error& e) { return std::unexpected(Refusal{"workspace_error", "", e.message}); }
+std::unexpected<Refusal> layer_errno(const std::string& what, int err) { return layer_error(errno_error(what, err)); }
+
+class LayerWriter {
+ public:
+  LayerWriter(git_repository* repo, const SandboxHost& host) : repo_(repo), host_(host) {}
+  LayerStats stats;
+
+  Checked<void> own(const fs::path& p) {
+    if (host_.drop && ::lchown(p.c_str(), host_.uid, host_.gid) != 0) return layer_errno("chown " + p.string(), errno);
+    return {};
+  }
+
+  Checked<void> whiteout(const fs::path& p) {
+    if (::mknod(p.c_str(), S_IFCHR | 0644, makedev(0, 0)) != 0) return layer_errno("mknod (whiteout) " + p.string(), errno);
+    ++stats.whiteouts;
+    return own(p);
+  }
+
+  Checked<void> mkdir(const fs::path& p) {
+    if (::mkdir(p.c_str(), 0755) != 0) return layer_errno("mkdir " + p.string(), errno);
+    if (::chmod(p.c_str(), 0755) != 0) return layer_errno("chmod " + p.string(), errno);
+    ++stats.written;
+    return own(p);
+  }
+
+  // Writes one tree entry (and, for a directory, everything below it).
+  Checked<void> write(const git_tree_entry* e, const fs::path& p) {
+    git_filemode_t mode = git_tree_entry_filemode(e);
+    const git_oid* id = git_tree_entry_id(e);
+    if (mode == GIT_FILEMODE_TREE) {
+      if (auto st = mkdir(p); !st) return st;
+      git_tree* raw = nullptr;
+      if (git_tree_lookup(&raw, repo_, id) != 0) return std::unexpected(repository_error("reading tree"));
+      TreePtr tree(raw);
+      for (size_t i = 0, n = git_tree_entrycount(tree.get()); i < n; ++i) {
+        const git_tree_entry* child = git_tree_entry_byindex(tree.get(), i);
+        if (auto st = write(child, p / git_tree_entry_name(child)); !st) return st;
+      }
+      return {};
+    }
+    if (mode == GIT_FILEMODE_COMMIT) return mkdir(p);  // a submodule checks out as an empty directory
+    git_blob* raw = nullptr;
+    if (git_blob_lookup(&raw, repo_, id) != 0) return std::unexpected(repository_error("reading blob"));
+    BlobPtr blob(raw);
+    std::string_view bytes(static_cast<const char*>(git_blob_rawcontent(blob.get())), static_cast<size_t>(git_blob_rawsize(blob.get())));
+    if (mode == GIT_FILEMODE_LINK) {
+      if (::symlink(std::string(bytes).c_str(), p.c_str()) != 0) return layer_errno("symlink " + p.string(), errno);
+      ++stats.written;
+      return own(p);
+    }
+    unsigned perms = mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
+    UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perms));
+    if (!fd) return layer_errno("create " + p.string(), errno);
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return layer_errno("write " + p.string(), errno);
+      done += static_cast<size_t>(n);
+    }
+    if (::fchmod(fd.get(), perms) != 0) return layer_errno("chmod " + p.string(), errno);
+    ++stats.written;
+    return own(p);
+  }
+
+  // The difference below one directory present in both trees.
+  Checked<void> diff(const git_tree* base, const git_tree* target, const fs::path& dir) {
+    std::map<std::string_view, const git_tree_entry*> in_base, in_target;
+    for (size_t i = 0, n = git_tree_entrycount(base); i < n; ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(base, i);
+      in_base.emplace(git_tree_entry_name(e), e);
+    }
+    for (size_t i = 0, n = git_tree_entrycount(target); i < n; ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(target, i);
+      in_target.emplace(git_tree_entry_name(e), e);
+    }
+    for (const auto& [name, b] : in_base) {
+      if (!in_target.contains(name)) {
+        if (auto st = whiteout(dir / name); !st) return st;
+      }
+    }
+    for (const auto& [name, t] : in_target) {
+      auto found = in_base.find(name);
+      fs::path p = dir / name;
+      if (found == in_base.end()) {
+        if (auto st = write(t, p); !st) return st;
+        continue;
+      }
+      const git_tree_entry* b = found->second;
+      if (git_tree_entry_filemode(b) == git_tree_entry_filemode(t) && git_oid_equal(git_tree_entry_id(b), git_tree_entry_id(t))) {
+        continue;  // unchanged: the whole subtree is skipped
+      }
+      bool both_dirs = git_tree_entry_filemode(b) == GIT_FILEMODE_TREE && git_tree_entry_filemode(t) == GIT_FILEMODE_TREE;
+      if (!both_dirs) {
+        // A new file hides the old entry; a new directory over an old file merges with nothing.
+        if (auto st = write(t, p); !st) return st;
+        continue;
+      }
+      git_tree *braw = nullptr, *traw = nullptr;
+      if (git_tree_lookup(&braw, repo_, git_tree_entry_id(b)) != 0) return std::unexpected(repository_error("reading tree"));
+      TreePtr btree(braw);
+      if (git_tree_lookup(&traw, repo_, git_tree_entry_id(t)) != 0) return std::unexpected(repository_error("reading tree"));
+      TreePtr ttree(traw);
+      if (auto st = mkdir(p); !st) return st;
+      if (auto st = diff(btree.get(), ttree.get(), p); !st) return st;
+    }
+    return {};
+  }
+
+ private:
+  git_repository* repo_;
+  const SandboxHost& host_;
+};
+
+}  // namespace
+
+Checked<LayerStats> write_diff_layer(GitRepo& repo, const ObjectId& base_tree, const ObjectId& target_tree,
+                                     const fs::path& dir, const SandboxHost& host) {
+  auto base = repo.tree(base_tree);
+  if (!base) return std::unexpected(base.error());
+  auto target = repo.tree(target_tree);
+  if (!target) return std::unexpected(target.error());
+  LayerWriter writer(repo.get(), host);
+  if (auto st = writer.diff(base->root(), target->root(), dir); !st) return std::unexpected(st.error());
+  return writer.stats;
+}
+
+}  // namespace warden

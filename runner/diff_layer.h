@@ -1,0 +1,25 @@
+// The layer a proposal adds over its base checkout: exactly the difference between the base
+// tree and the tree under test, as overlayfs reads it — changed and new files written out,
+// removed files and directories as whiteouts (0/0 character devices). Walking the two git
+// trees side by side skips every subtree whose id is unchanged, so a layer costs
+// O(changed files), not O(repository). The layer is read-only to the sandbox (a lower
+// layer); each run gets its own empty upper directory on top.
+#pragma once
+
+#include <filesystem>
+
+#include "runner/git_repo.h"
+#include "runner/sandbox.h"
+
+namespace warden {
+
+struct LayerStats {
+  size_t written = 0;    // files, symlinks and directories created
+  size_t whiteouts = 0;  // removals
+};
+
+// Writes the layer into `dir` (which must exist and be empty), owned by the sandbox's uid.
+Checked<LayerStats> write_diff_layer(GitRepo& repo, const ObjectId& base_tree, const ObjectId& target_tree,
+                                     const std::filesystem::path& dir, const SandboxHost& host);
+
+}  // namespace warden

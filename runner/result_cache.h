@@ -1,0 +1,52 @@
+// The runner's LMDB store: recorded RunResults keyed by SHA-256 of (tree hash, check specs,
+// sandbox profile hash, toolchain identity) — a hit returns the recorded result without
+// running anything — and the tree-hash memo (git object id -> SHA-256), so tree_sha256 of a
+// tree that shares most of its objects with a hashed one costs only the changed part.
+// Only results whose every check ended passed or failed are stored: a timeout, an error or
+// a flaky oracle says something about the machine or the test, not about the tree.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "common/error.h"
+#include "common/lmdb.h"
+#include "runner/run_result.h"
+#include "runner/tree_hash.h"
+
+namespace warden {
+
+class ResultCache {
+ public:
+  static Result<ResultCache> open(const std::filesystem::path& dir);
+
+  Result<std::optional<RunResult>> get(const Digest& key);
+  Status put(const Digest& key, const RunResult& result);
+  static bool cacheable(const RunResult& result);
+
+  // A memo reading the stored hashes through one read transaction and keeping new ones in
+  // memory until store() writes them in one transaction.
+  class Memo final : public HashMemo {
+   public:
+    std::optional<Digest> get(const git_oid& id) override;
+    void put(const git_oid& id, const Digest& hash) override { fresh_.put(id, hash); }
+    // Ends the read transaction and writes what was computed.
+    Status store();
+
+   private:
+    friend class ResultCache;
+    explicit Memo(ResultCache& cache) : cache_(&cache) {}
+    ResultCache* cache_;
+    std::optional<lmdb::Txn> read_;
+    MemoryHashMemo fresh_;
+  };
+  Memo memo() { return Memo(*this); }
+
+ private:
+  ResultCache(lmdb::Env env, MDB_dbi results, MDB_dbi hashes) : env_(std::move(env)), results_(results), hashes_(hashes) {}
+  lmdb::Env env_;
+  MDB_dbi results_, hashes_;
+};
+
+}  // namespace warden

@@ -1,0 +1,110 @@
+// The runner's evidence, as the kernel receives and records it. A RunResult names the tree
+// under test (git tree id and tree_sha256), the sandbox profile and its digest, the
+// preflight's outcome, the toolchain's identity, and for every check every run's evidence:
+// exit status, signal, timeout, duration, output digests with head and tail, blob digests of
+// the captured bodies, parsed tests and the FAIL_TO_PASS / PASS_TO_PASS judgement.
+//
+// to_json() is canonical-JSON-ready (integers only). digest() covers everything;
+// deterministic_digest() covers everything except durations, which are evidence of a
+// machine's speed and never an input to a verdict. from_json() is strict.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "runner/preflight.h"
+
+namespace warden {
+
+inline constexpr const char* kRunResultFormat = "warden.run_result.v1";
+
+// Check verdicts.
+inline constexpr const char* kPassed = "passed";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kTimeout = "timeout";
+inline constexpr const char* kFlakyOracle = "flaky_oracle";
+inline constexpr const char* kError = "error";
+
+struct OutputEvidence {
+  Digest sha256;       // of the whole stream (up to the profile's max_bytes)
+  uint64_t bytes = 0;
+  bool truncated = false;  // the blob holds only the first keep_bytes
+  std::string head, tail;  // display excerpts (valid UTF-8)
+  Digest blob;             // SHA-256 of the captured body, its name in the blob store
+};
+
+struct TestCase {
+  std::string id;      // JUnit: "classname::name" (or name); TAP: the description (or "#N")
+  std::string status;  // passed | failed | skipped | error
+  bool operator==(const TestCase&) const = default;
+};
+
+struct TestJudgement {
+  struct Item {
+    std::string id;
+    std::string status;  // the test's status, or "missing" when the report lacks it
+  };
+  std::vector<Item> fail_to_pass, pass_to_pass;
+  bool ok = false;  // every listed test passed
+};
+
+// One execution of a check.
+struct CheckRun {
+  int64_t exit_code = -1;  // bwrap's exit status (-1 when the sandbox was killed)
+  int64_t signal = 0;      // the runner's kill signal, when it ended the run
+  bool timed_out = false;
+  bool output_limit_exceeded = false;
+  int64_t duration_ms = 0;
+  OutputEvidence out, err;
+  std::string report = "none";  // none | parsed | missing | malformed | too_large
+  std::string report_detail;
+  std::vector<TestCase> tests;  // sorted by id
+  std::string outcome;          // this run's own verdict: passed | failed | timeout | error
+  std::string error;            // for outcome "error": why the run could not happen
+};
+
+struct CheckResult {
+  std::string name;
+  std::vector<std::string> argv;
+  Digest spec_sha256;
+  std::string verdict;  // passed | failed | timeout | flaky_oracle | error
+  std::vector<CheckRun> runs;
+  std::vector<TestCase> tests;  // the agreed tests (the first run's when the runs disagree)
+  std::optional<TestJudgement> judgement;
+};
+
+struct InvariantVerdict {
+  bool proven = false;
+  std::string check;  // the check that proves it (the first failing one when it is not proven)
+};
+
+struct RunResult {
+  std::string tree;                       // git tree id under test, 40 hex
+  Digest tree_sha256;                     // tree_hash.h
+  std::optional<std::string> base_tree;   // when a diff was applied
+  std::optional<Digest> diff_sha256;
+  std::string profile;                    // profile name
+  Digest profile_sha256;
+  PreflightReport preflight;
+  Json toolchain = Json::object();        // toolchain.h
+  Digest toolchain_sha256;
+  std::vector<CheckResult> checks;
+  std::map<std::string, InvariantVerdict> invariants;
+  int64_t duration_ms = 0;
+
+  Json to_json() const;
+  // to_json() without any duration_ms.
+  Json deterministic_json() const;
+  static Result<RunResult> from_json(const Json& json);
+  Digest digest() const;
+  Digest deterministic_digest() const;
+  bool all_passed() const;
+};
+
+}  // namespace warden

@@ -1,0 +1,300 @@
+#include "runner/session.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "common/file.h"
+#include "runner/check_verdict.h"
+#include "runner/diff_apply.h"
+#include "runner/test_report.h"
+#include "runner/toolchain.h"
+
+namespace warden {
+namespace {
+
+std::unexpected<Refusal> runner_error(std::string code, const Error& e) {
+  return std::unexpected(Refusal{std::move(code), "", e.message});
+}
+
+enum class ReportRead { ok, missing, too_large, not_regular };
+
+// Reads a report the check wrote, from the run's upper layer only (a report already in the
+// tree is not this run's evidence). The path is resolved beneath the layer with no symlinks
+// at all: sandboxed code controls that directory, and the host must never follow its links.
+ReportRead read_report(const std::filesystem::path& upper, const std::string& relative, std::string& out) {
+  UniqueFd root(::open(upper.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return ReportRead::missing;
+  open_how how{};
+  how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, root.get(), relative.c_str(), &how, sizeof how)));
+  if (!fd) return ReportRead::missing;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return ReportRead::not_regular;
+  if (static_cast<uint64_t>(st.st_size) > kMaxReportBytes) return ReportRead::too_large;
+  out.assign(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return ReportRead::ok;
+}
+
+OutputEvidence evidence(const StreamEvidence& s, BlobSink* blobs, std::string& error) {
+  OutputEvidence o{s.sha256, s.bytes, s.truncated, s.head, s.tail, s.kept_sha256};
+  if (blobs) {
+    auto stored = blobs->put(s.kept);
+    if (!stored) error = "storing output: " + stored.error().message;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::string> PreparedWorkspace::lowers() const {
+  std::vector<std::string> out;
+  if (layer) out.push_back(layer->path().string());
+  out.push_back(base_dir.string());
+  return out;
+}
+
+Result<Runner> Runner::create(SandboxProfile profile, RunnerOptions options, SandboxHost host) {
+  Runner r;
+  auto sandbox = Sandbox::create(std::move(profile), host);
+  if (!sandbox) return std::unexpected(sandbox.error());
+  r.sandbox_.emplace(std::move(*sandbox));
+  r.options_ = std::move(options);
+  std::error_code ec;
+  std::filesystem::create_directories(r.options_.cache_dir, ec);
+  if (ec) return fail(Errc::io_error, "creating " + r.options_.cache_dir.string() + ": " + ec.message());
+  auto cache = ResultCache::open(r.options_.cache_dir / "store");
+  if (!cache) return std::unexpected(cache.error());
+  r.cache_.emplace(std::move(*cache));
+  r.bases_.emplace(r.options_.cache_dir / "base", host);
+  r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host);
+  r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());
+  return r;
+}
+
+Checked<ObjectId> Runner::tree_under_test(GitRepo& repo, const RunRequest& request) {
+  if (request.tree) return *request.tree;
+  if (!request.diff) return request.base_tree;
+  auto base = repo.tree(request.base_tree);
+  if (!base) return std::unexpected(base.error());
+  // Every pre-image, hunk and post-image hash is checked again here: the runner trusts no
+  // one's word that a diff applies.
+  auto files = resolve_diff(*request.diff, *base);
+  if (!files) return std::unexpected(files.error());
+  return repo.write_tree(request.base_tree, *files);
+}
+
+Checked<Digest> Runner::tree_hash(GitRepo& repo, const ObjectId& tree) {
+  ResultCache::Memo memo = cache_->memo();
+  auto hash = tree_sha256(repo, tree, memo);
+  if (!hash) return hash;
+  if (Status st = memo.store(); !st) return runner_error("runner_error", st.error());
+  return hash;
+}
+
+Digest Runner::cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const {
+  Json specs = Json::array();
+  for (const auto& c : checks) specs.push_back(c.to_json());
+  Json key = {{"tree", tree.hex()},
+              {"tree_sha256", tree_sha256.str()},
+              {"checks", specs},
+              {"profile_sha256", sandbox_->profile_digest().str()},
+              {"toolchain_sha256", toolchain_sha256_.str()}};
+  return sha256(canonicalize(key).value());
+}
+
+Checked<PreparedWorkspace> Runner::prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree) {
+  PreparedWorkspace ws;
+  ws.base_tree = base_tree;
+  ws.tree = tree;
+  auto base_dir = bases_->get(repo, base_tree);
+  if (!base_dir) return std::unexpected(base_dir.error());
+  ws.base_dir = *base_dir;
+  auto hash = tree_hash(repo, tree);
+  if (!hash) return std::unexpected(hash.error());
+  ws.tree_sha256 = *hash;
+  if (!(tree == base_tree)) {
+    const SandboxHost& host = sandbox_->host();
+    auto layer = ScratchDir::create(host.scratch_root, "warden-layer-", 0755);
+    if (!layer) return runner_error("workspace_error", layer.error());
+    if (host.drop && ::lchown(layer->path().c_str(), host.uid, host.gid) != 0) {
+      return runner_error("workspace_error", errno_error("chown " + layer->path().string(), errno));
+    }
+    auto stats = write_diff_layer(repo, base_tree, tree, layer->path(), host);
+    if (!stats) return std::unexpected(stats.error());
+    ws.layer_stats = *stats;
+    ws.layer.emplace(std::move(*layer));
+  }
+  return ws;
+}
+
+CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
+  CheckRun run;
+  const SandboxHost& host = sandbox_->host();
+  auto dir = ScratchDir::create(host.scratch_root, "warden-run-", 0711);
+  if (!dir) {
+    run.error = dir.error().message;
+    run.outcome = kError;
+    return run;
+  }
+  for (const char* sub : {"upper", "work", "merged"}) {
+    if (Status st = make_owned_dir(*dir / sub, host.uid, host.gid); !st) {
+      run.error = st.error().message;
+      run.outcome = kError;
+      return run;
+    }
+  }
+  SandboxRequest req;
+  req.argv = spec.argv;
+  req.overlay = OverlaySpec{ws.lowers(), (*dir / "upper").string(), (*dir / "work").string(), (*dir / "merged").string()};
+  req.timeout_ms = spec.timeout_ms;
+  req.env = spec.env;
+  auto result = sandbox_->run(req);
+  if (!result) {
+    run.error = result.error().message;
+    run.outcome = kError;
+    return run;
+  }
+  run.exit_code = result->exit_code;
+  run.signal = result->signal;
+  run.timed_out = result->timed_out;
+  run.output_limit_exceeded = result->output_limit_exceeded;
+  run.duration_ms = result->duration_ms;
+  std::string blob_error;
+  run.out = evidence(result->out, options_.blobs, blob_error);
+  run.err = evidence(result->err, options_.blobs, blob_error);
+
+  if (spec.report_format != "none") {
+    std::string text;
+    bool have = false;
+    if (spec.report_format == "tap" && spec.report_path.empty()) {
+      text = result->out.kept;
+      have = true;
+      if (result->out.truncated) run.report_detail = "stdout was truncated; parsed the kept part";
+    } else {
+      switch (read_report(*dir / "upper", spec.report_path, text)) {
+        case ReportRead::ok: have = true; break;
+        case ReportRead::missing: run.report = "missing"; run.report_detail = spec.report_path + " was not written by the check"; break;
+        case ReportRead::not_regular: run.report = "missing"; run.report_detail = spec.report_path + " is not a regular file"; break;
+        case ReportRead::too_large: run.report = "too_large"; run.report_detail = spec.report_path + " is larger than 16 MiB"; break;
+      }
+    }
+    if (have) {
+      auto tests = spec.report_format == "junit" ? parse_junit(text) : parse_tap(text);
+      if (tests) {
+        run.report = "parsed";
+        run.tests = std::move(*tests);
+      } else {
+        run.report = "malformed";
+        run.report_detail = tests.error().message;
+      }
+    }
+  }
+  std::optional<TestJudgement> judgement;
+  if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
+    judgement = judge_tests(run.tests, spec.fail_to_pass, spec.pass_to_pass);
+  }
+  // A body that could not be stored is evidence lost: the run cannot count.
+  if (!blob_error.empty()) run.error = blob_error;
+  run.outcome = run_outcome(run, spec, judgement);
+  return run;
+}
+
+CheckResult Runner::run_check(const PreparedWorkspace& ws, const CheckSpec& spec) {
+  CheckResult c;
+  c.name = spec.name;
+  c.argv = spec.argv;
+  c.spec_sha256 = spec.digest();
+  for (int64_t i = 0; i < spec.runs; ++i) c.runs.push_back(run_once(ws, spec));
+  c.verdict = combine_runs(c.runs, spec.effective_quorum());
+  auto agreed = std::find_if(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.outcome != kError; });
+  if (agreed != c.runs.end()) c.tests = agreed->tests;
+  if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
+    c.judgement = judge_tests(c.tests, spec.fail_to_pass, spec.pass_to_pass);
+    // A flaky or broken check proves nothing about its tests.
+    if (c.verdict != kPassed) c.judgement->ok = false;
+  }
+  return c;
+}
+
+Checked<RunOutcome> Runner::run(GitRepo& repo, const RunRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  std::set<std::string> names;
+  for (const auto& c : request.checks) {
+    if (!names.insert(c.name).second) return std::unexpected(Refusal{"invalid_check", c.name, "two checks share this name"});
+    if (!canonicalize(c.to_json())) return std::unexpected(Refusal{"invalid_check", c.name, "not valid UTF-8"});
+  }
+  if (request.checks.empty()) return std::unexpected(Refusal{"invalid_check", "", "no checks to run"});
+  auto tree = tree_under_test(repo, request);
+  if (!tree) return std::unexpected(tree.error());
+  auto hash = tree_hash(repo, *tree);
+  if (!hash) return std::unexpected(hash.error());
+
+  RunOutcome outcome;
+  outcome.cache_key = cache_key(*tree, *hash, request.checks);
+  auto with_request = [&](RunResult r) {
+    // Which base and diff led here describes this request; the evidence is the tree's.
+    if (request.diff || !(*tree == request.base_tree)) r.base_tree = request.base_tree.hex();
+    else r.base_tree.reset();
+    if (request.diff) r.diff_sha256 = request.diff->digest();
+    else r.diff_sha256.reset();
+    return r;
+  };
+  if (options_.use_cache) {
+    auto hit = cache_->get(outcome.cache_key);
+    if (hit && *hit) {
+      outcome.result = with_request(std::move(**hit));
+      outcome.cache_hit = true;
+      return outcome;
+    }
+  }
+
+  // Fail closed: nothing runs on a sandbox that cannot prove itself.
+  const PreflightReport& preflight = sandbox_->preflight();
+  if (!preflight.ok) {
+    return std::unexpected(Refusal{"sandbox_unavailable", "", "preflight failed: " + preflight.failures()});
+  }
+  auto ws = prepare(repo, request.base_tree, *tree);
+  if (!ws) return std::unexpected(ws.error());
+
+  RunResult& r = outcome.result;
+  r.tree = tree->hex();
+  r.tree_sha256 = *hash;
+  r.profile = sandbox_->profile().name;
+  r.profile_sha256 = sandbox_->profile_digest();
+  r.preflight = preflight;
+  r.toolchain = toolchain_;
+  r.toolchain_sha256 = toolchain_sha256_;
+  for (const auto& spec : request.checks) r.checks.push_back(run_check(*ws, spec));
+  for (size_t i = 0; i < request.checks.size(); ++i) {
+    for (const auto& invariant : request.checks[i].proves) {
+      bool passed = r.checks[i].verdict == kPassed;
+      auto [it, fresh] = r.invariants.try_emplace(invariant, InvariantVerdict{passed, r.checks[i].name});
+      if (!fresh && it->second.proven && !passed) it->second = InvariantVerdict{false, r.checks[i].name};
+    }
+  }
+  r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (options_.use_cache && ResultCache::cacheable(r)) {
+    // Losing a cache entry costs a rerun, never a wrong answer: a failed store is not fatal.
+    (void)cache_->put(outcome.cache_key, r);
+  }
+  r = with_request(std::move(r));
+  return outcome;
+}
+
+}  // namespace warden

@@ -1,0 +1,90 @@
+// The runner as the kernel calls it, once per proposal: given a repository, the base tree,
+// the tree under test (or a Diff to apply to the base, verified here with resolve_diff), and
+// check specs, it returns a RunResult — from the result cache when the same tree, checks,
+// profile and toolchain were run before, otherwise by running every check in the sandbox on
+// an overlay workspace:
+//   base checkout   read-only, one per base tree id, materialized once (base_checkout.h)
+//   diff layer      the files the tree under test changes, O(changed files) (diff_layer.h)
+//   upper layer     empty, one per run: every write a check makes lands here and is dropped
+// A sandbox whose preflight fails refuses the whole request (refusal "sandbox_unavailable").
+// Not thread-safe; one Runner per thread.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "runner/base_checkout.h"
+#include "runner/blob_sink.h"
+#include "runner/check_spec.h"
+#include "runner/diff.h"
+#include "runner/diff_layer.h"
+#include "runner/git_repo.h"
+#include "runner/result_cache.h"
+#include "runner/run_result.h"
+#include "runner/sandbox.h"
+
+namespace warden {
+
+struct RunnerOptions {
+  // base/ holds base checkouts, store/ the LMDB result cache and tree-hash memo. It and its
+  // parents must be searchable by the sandbox's host uid (nobody when Warden runs as root).
+  std::filesystem::path cache_dir;
+  BlobSink* blobs = nullptr;  // captured output bodies go here; none: digests only
+  bool use_cache = true;
+};
+
+struct RunRequest {
+  ObjectId base_tree;
+  std::optional<ObjectId> tree;  // the tree under test, when the caller already built it
+  const Diff* diff = nullptr;    // otherwise a diff to apply to base_tree (none: test the base)
+  std::vector<CheckSpec> checks;
+};
+
+// A workspace ready for runs: the layers an overlay stacks (topmost first).
+struct PreparedWorkspace {
+  ObjectId base_tree, tree;
+  Digest tree_sha256;
+  std::filesystem::path base_dir;
+  std::optional<ScratchDir> layer;  // absent when the tree is the base itself
+  LayerStats layer_stats;
+  std::vector<std::string> lowers() const;
+};
+
+struct RunOutcome {
+  RunResult result;
+  bool cache_hit = false;
+  Digest cache_key;
+};
+
+class Runner {
+ public:
+  static Result<Runner> create(SandboxProfile profile, RunnerOptions options, SandboxHost host = SandboxHost::detect());
+
+  Sandbox& sandbox() { return *sandbox_; }
+  const Json& toolchain() const { return toolchain_; }
+  const Digest& toolchain_sha256() const { return toolchain_sha256_; }
+
+  Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request);
+
+  // The steps of run(), public for the CLI and the benchmark.
+  Checked<ObjectId> tree_under_test(GitRepo& repo, const RunRequest& request);
+  Checked<Digest> tree_hash(GitRepo& repo, const ObjectId& tree);
+  Digest cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const;
+  Checked<PreparedWorkspace> prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree);
+  Result<std::optional<RunResult>> cached(const Digest& key) { return cache_->get(key); }
+
+ private:
+  Runner() = default;
+  CheckResult run_check(const PreparedWorkspace& ws, const CheckSpec& spec);
+  CheckRun run_once(const PreparedWorkspace& ws, const CheckSpec& spec);
+
+  std::optional<Sandbox> sandbox_;
+  RunnerOptions options_;
+  std::optional<ResultCache> cache_;
+  std::optional<BaseCheckouts> bases_;
+  Json toolchain_;
+  Digest toolchain_sha256_;
+};
+
+}  // namespace warden

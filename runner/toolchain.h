@@ -1,0 +1,18 @@
+// The toolchain's identity: what, besides the tree, the checks and the profile, decides a
+// check's outcome on this host — the runner's format, the bwrap binary, the kernel release,
+// the OS release and the files the profile names as its toolchain (compilers, interpreters),
+// each by content digest. Part of the result cache key and of every RunResult.
+#pragma once
+
+#include "common/canonical_json.h"
+#include "common/sha256.h"
+#include "runner/sandbox.h"
+
+namespace warden {
+
+inline constexpr const char* kRunnerIdentity = "warden-runner/1";
+
+// {"runner", "bwrap": {"path", "sha256"}, "kernel", "os_release_sha256", "files": {path: "sha256:..."|"absent"}}
+Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host);
+
+}  // namespace warden
