@@ -27,16 +27,6 @@ using SteadyClock = std::chrono::steady_clock;
 // writer is in the dead PID namespace, so EOF normally follows at once.
 constexpr auto kKillGrace = std::chrono::seconds(5);
 constexpr int kSeccompFd = 3;  // SpawnSpec::pass_fds[0]
-constexpr int kInfoFd = 4;     // SpawnSpec::pass_fds[1]: bwrap writes {"child-pid": N} there
-
-// The host pid of the sandbox's PID-namespace init from bwrap's --info-fd JSON; 0 if absent.
-pid_t info_child_pid(const std::string& info) {
-  auto key = info.find("\"child-pid\"");
-  if (key == std::string::npos) return 0;
-  auto digits = info.find_first_of("0123456789", key);
-  if (digits == std::string::npos) return 0;
-  return static_cast<pid_t>(std::strtol(info.c_str() + digits, nullptr, 10));
-}
 
 Status write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
@@ -119,7 +109,7 @@ std::vector<std::string> Sandbox::bwrap_argv(const SandboxRequest& request) cons
   for (const auto& [k, v] : env) argv.insert(argv.end(), {"--setenv", k, v});
   std::string source = request.overlay ? request.overlay->target : request.workspace_dir.string();
   argv.insert(argv.end(), {"--bind", source, profile_.workspace, "--chdir", profile_.workspace, "--remount-ro", "/",
-                           "--seccomp", std::to_string(kSeccompFd), "--info-fd", std::to_string(kInfoFd), "--"});
+                           "--seccomp", std::to_string(kSeccompFd), "--"});
   argv.insert(argv.end(), request.argv.begin(), request.argv.end());
   return argv;
 }
@@ -193,8 +183,6 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
   if (!out_pipe) return std::unexpected(out_pipe.error());
   auto err_pipe = make_pipe();
   if (!err_pipe) return std::unexpected(err_pipe.error());
-  auto info_pipe = make_pipe();
-  if (!info_pipe) return std::unexpected(info_pipe.error());
   UniqueFd seccomp(::memfd_create("warden-seccomp", MFD_CLOEXEC));
   if (!seccomp) return std::unexpected(errno_error("memfd_create", errno));
   if (::write(seccomp.get(), seccomp_program_.data(), seccomp_program_.size()) != static_cast<ssize_t>(seccomp_program_.size()) ||
@@ -218,37 +206,30 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
                   {RLIMIT_CORE, {0, 0}}};
   spec.stdout_fd = out_pipe->second.get();
   spec.stderr_fd = err_pipe->second.get();
-  spec.pass_fds = {seccomp.get(), info_pipe->second.get()};
+  spec.pass_fds = {seccomp.get()};
   auto child = SandboxChild::spawn(spec);
   if (!child) return std::unexpected(child.error());
   // Our copies of the write ends must go, or EOF would never come.
   out_pipe->second.reset();
   err_pipe->second.reset();
-  info_pipe->second.reset();
   seccomp.reset();
 
   SandboxRun result;
   StreamCapture captures[2] = {StreamCapture(profile_.output), StreamCapture(profile_.output)};
   UniqueFd* fds[2] = {&out_pipe->first, &err_pipe->first};
-  // bwrap exits as soon as the command does; its PID-namespace init dies a moment later
-  // (parent-death signal), and the kernel kills everything left in the namespace before
-  // that init's exit is visible. The run ends only when that init is gone: a pidfd on it.
-  UniqueFd& info_fd = info_pipe->first;
-  std::string info;
-  UniqueFd ns_init;
-  bool ns_init_gone = false;
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
   std::optional<SteadyClock::time_point> grace_end;
   bool exited = false;
   int status = 0;
   auto kill_all = [&] {
-    child->kill_group();
-    if (ns_init && !ns_init_gone) ::syscall(SYS_pidfd_send_signal, ns_init.get(), SIGKILL, nullptr, 0);
+    child->stop();
     if (!grace_end) grace_end = SteadyClock::now() + kKillGrace;
   };
   std::string buffer(1 << 16, '\0');
 
-  while (*fds[0] || *fds[1] || !exited || info_fd || (ns_init && !ns_init_gone)) {
+  // The run ends when the reaper has exited (so every process of the sandbox is gone: the
+  // PID namespace dies with its init, and the reaper outlives both) and both pipes are at EOF.
+  while (*fds[0] || *fds[1] || !exited) {
     auto now = SteadyClock::now();
     if (!grace_end && now >= deadline) {
       result.timed_out = true;
@@ -262,9 +243,9 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
     int wait_ms = static_cast<int>(std::clamp<int64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1, 0, 60'000));
     if (child->pidfd() < 0 && !exited) wait_ms = std::min(wait_ms, 10);
-    pollfd pfds[5];
+    pollfd pfds[3];
     nfds_t n = 0;
-    int index[5];
+    int index[3];
     for (int i = 0; i < 2; ++i) {
       if (*fds[i]) {
         index[n] = i;
@@ -275,36 +256,11 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
       index[n] = 2;
       pfds[n++] = {child->pidfd(), POLLIN, 0};
     }
-    if (info_fd) {
-      index[n] = 3;
-      pfds[n++] = {info_fd.get(), POLLIN, 0};
-    }
-    if (ns_init && !ns_init_gone) {
-      index[n] = 4;
-      pfds[n++] = {ns_init.get(), POLLIN, 0};
-    }
+
     int ready = ::poll(pfds, n, wait_ms);
     if (ready < 0 && errno != EINTR) return std::unexpected(errno_error("poll", errno));
     for (nfds_t k = 0; k < n && ready > 0; ++k) {
       if (pfds[k].revents == 0 || index[k] == 2) continue;
-      if (index[k] == 4) {
-        ns_init_gone = true;
-        continue;
-      }
-      if (index[k] == 3) {
-        char chunk[512];
-        ssize_t got = ::read(info_fd.get(), chunk, sizeof chunk);
-        if (got > 0 && info.size() < 4096) info.append(chunk, static_cast<size_t>(got));
-        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
-          info_fd.reset();
-          if (pid_t init = info_child_pid(info); init > 0) {
-            ns_init.reset(static_cast<int>(::syscall(SYS_pidfd_open, init, 0)));
-            if (!ns_init) ns_init_gone = true;  // already gone (ESRCH)
-            else if (grace_end) ::syscall(SYS_pidfd_send_signal, ns_init.get(), SIGKILL, nullptr, 0);
-          }
-        }
-        continue;
-      }
       int i = index[k];
       for (;;) {
         ssize_t got = ::read(fds[i]->get(), buffer.data(), buffer.size());
@@ -328,9 +284,6 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
     }
     if (!exited && child->exited()) {
       exited = true;
-      // Anything still in bwrap's process group goes with it (bwrap is a zombie until reaped,
-      // so the group id cannot have been reused).
-      child->kill_group();
       status = child->reap();
       if (!grace_end) grace_end = SteadyClock::now() + kKillGrace;
     }

@@ -5,13 +5,14 @@
 // bounded output capture. The first run() is preceded by the preflight (preflight.h); if it
 // fails, every run() is refused with the failing parts named.
 //
-// Process-tree cleanup does not depend on the sandboxed program's cooperation: bwrap runs
-// in its own process group; inside, a fresh PID namespace whose init is bwrap's reaper, so
-// when the command exits (or bwrap is killed) the kernel kills everything left in the
-// namespace, daemons and setsid() escapees included; on timeout or an output flood the
-// runner SIGKILLs the group while bwrap is still unreaped. Not thread-safe: one run at a
-// time per Sandbox, and the thread that calls run() must live until it returns (bwrap's
-// parent-death signal follows the spawning thread).
+// Process-tree cleanup does not depend on the sandboxed program's cooperation: the command
+// runs in a fresh PID namespace whose init is bwrap's, so when the command exits (or bwrap
+// is killed) the kernel kills everything left in the namespace, daemons and setsid()
+// escapees included. bwrap runs under a reaper process (sandbox_process.h) that collects
+// bwrap and its orphaned namespace init and exits only when both are gone; a run ends when
+// the reaper has exited. On timeout or an output flood the reaper SIGKILLs bwrap's process
+// group. Not thread-safe: one run at a time per Sandbox, and the thread that calls run()
+// must live until it returns (the reaper's parent-death signal follows the spawning thread).
 #pragma once
 
 #include <sys/types.h>

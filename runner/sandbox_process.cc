@@ -19,11 +19,11 @@ namespace {
 
 // The steps the child reports when one fails (indexes into kStepNames).
 enum Step : int {
-  kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kDumpable, kUnshare, kSetgroupsDeny, kUidMap,
+  kReaper, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kDumpable, kUnshare, kSetgroupsDeny, kUidMap,
   kGidMap, kMountPrivate, kMountOverlay, kRlimit, kDeathSignal, kExec,
 };
 constexpr const char* kStepNames[] = {
-    "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
+    "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
     "setuid (drop to the sandbox uid)", "prctl(PR_SET_DUMPABLE)", "unshare(user+mount namespace) for the overlay",
     "write /proc/self/setgroups", "write /proc/self/uid_map", "write /proc/self/gid_map", "make mounts private",
     "mount the overlay workspace", "setrlimit", "prctl(PR_SET_PDEATHSIG)", "execute bwrap",
@@ -61,7 +61,7 @@ bool write_proc(const char* path, const std::string& text) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until execve.
-[[noreturn]] void child_main(const ChildPlan& plan, int report) {
+[[noreturn]] void child_main(const ChildPlan& plan, int report, pid_t parent) {
   const SpawnSpec& spec = *plan.spec;
   if (::setpgid(0, 0) != 0) child_fail(report, kSetpgid);
 
@@ -126,12 +126,69 @@ bool write_proc(const char* path, const std::string& text) {
   for (const auto& [resource, value] : spec.rlimits) {
     if (::setrlimit(resource, &value) != 0) child_fail(report, kRlimit);
   }
-  // If the runner dies, bwrap dies, and bwrap's --die-with-parent takes the sandbox with it.
-  // Set after the uid change, which clears it.
+  // If the reaper (which dies with the runner) dies, bwrap dies, and bwrap's
+  // --die-with-parent takes the sandbox with it. Set after the uid change, which clears it.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_fail(report, kDeathSignal);
-  if (::getppid() != plan.parent) ::_exit(127);
+  if (::getppid() != parent) ::_exit(127);
   ::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
   child_fail(report, kExec);
+}
+
+// The reaper: the runner's direct child, a child subreaper whose own child becomes bwrap.
+// bwrap exits as soon as the command does, leaving its PID-namespace init to die a moment
+// later; orphans are reparented to the nearest subreaper, so they come here and are reaped
+// here (never left as zombies under an init that may not reap, where they would count
+// against RLIMIT_NPROC). The reaper exits only when it has no children left, so its exit
+// means the whole sandbox is gone. SIGUSR1 from the runner makes it SIGKILL bwrap's process
+// group (bwrap and its namespace init; the command's own session dies with the namespace).
+[[noreturn]] void reaper_main(const ChildPlan& plan, int report) {
+  sigset_t waitset;
+  sigemptyset(&waitset);
+  sigaddset(&waitset, SIGCHLD);
+  sigaddset(&waitset, SIGUSR1);
+  // Blocked before anything can arrive, and consumed with sigwaitinfo below.
+  if (::sigprocmask(SIG_BLOCK, &waitset, nullptr) != 0) child_fail(report, kReaper);
+  if (::setpgid(0, 0) != 0) child_fail(report, kSetpgid);
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) child_fail(report, kReaper);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_fail(report, kDeathSignal);
+  if (::getppid() != plan.parent) ::_exit(127);
+  pid_t self = ::getpid();
+  pid_t sandbox = ::fork();
+  if (sandbox < 0) child_fail(report, kReaper);
+  if (sandbox == 0) child_main(plan, report, self);
+  // Nothing of the runner's stays open here: pipes must reach EOF when the sandbox ends.
+  ::close_range(0, ~0u, 0);
+  int status = 0;
+  bool sandbox_done = false;
+  for (;;) {
+    int st = 0;
+    pid_t got = ::waitpid(-1, &st, WNOHANG);
+    if (got > 0) {
+      if (got == sandbox) {
+        status = st;
+        sandbox_done = true;
+      }
+      continue;
+    }
+    if (got < 0 && errno == ECHILD) break;
+    if (got < 0 && errno == EINTR) continue;
+    siginfo_t info;
+    if (::sigwaitinfo(&waitset, &info) == SIGUSR1 && !sandbox_done) {
+      ::kill(-sandbox, SIGKILL);
+      ::kill(sandbox, SIGKILL);
+    }
+  }
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  // Die as bwrap died, so the runner sees the same status.
+  int sig = WTERMSIG(status);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_UNBLOCK, &all, nullptr);
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
 }
 
 }  // namespace
@@ -166,13 +223,11 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
 
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(errno_error("fork", errno));
-  if (pid == 0) child_main(plan, report_w.get());
+  if (pid == 0) reaper_main(plan, report_w.get());
 
   SandboxChild child;
   child.pid_ = pid;
   child.reaped_ = false;
-  // Also from this side, so a signal to the group cannot race the child's own setpgid.
-  ::setpgid(pid, pid);
   report_w.reset();
   ChildFailure failure;
   ssize_t n;
@@ -194,7 +249,7 @@ SandboxChild::SandboxChild(SandboxChild&& other) noexcept
 
 SandboxChild::~SandboxChild() {
   if (!reaped_) {
-    kill_group();
+    stop();
     reap();
   }
 }
@@ -206,10 +261,8 @@ bool SandboxChild::exited() {
   return info.si_pid == pid_;
 }
 
-void SandboxChild::kill_group() {
-  if (reaped_) return;
-  ::kill(-pid_, SIGKILL);
-  ::kill(pid_, SIGKILL);
+void SandboxChild::stop() {
+  if (!reaped_) ::kill(pid_, SIGUSR1);
 }
 
 int SandboxChild::reap() {

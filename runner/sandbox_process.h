@@ -1,6 +1,7 @@
-// Starting bwrap for one sandboxed run, and owning the process until it is gone. The child
-// (between fork and exec, async-signal-safe calls only) puts itself in its own process
-// group, resets signals, wires stdin to /dev/null and stdout/stderr to the capture pipes,
+// Starting bwrap for one sandboxed run, and owning it until every process of the run is
+// gone. The runner's child is a small reaper (a child subreaper, see reaper_main) whose own
+// child becomes bwrap; that child (between fork and exec, async-signal-safe calls only) puts
+// itself in its own process group, resets signals, wires stdin to /dev/null and stdout/stderr to the capture pipes,
 // drops to the sandbox's host uid when Warden runs as root (so RLIMIT_NPROC binds: the
 // kernel never enforces it on uid 0), optionally mounts the overlay workspace inside a
 // private user + mount namespace, applies the resource limits, asks to be killed if the
@@ -37,7 +38,7 @@ struct SpawnSpec {
   std::vector<int> pass_fds;
 };
 
-// A spawned bwrap. Its process group is its pid. Move-only; the destructor kills the group
+// A spawned sandbox, seen through its reaper. Move-only; the destructor stops the sandbox
 // and reaps, so no error path leaves a process behind.
 class SandboxChild {
  public:
@@ -53,12 +54,12 @@ class SandboxChild {
   // Readable (POLLIN) once the child has exited; -1 when pidfds are unavailable.
   int pidfd() const { return pidfd_.get(); }
 
-  // True once bwrap has exited (it is left a zombie until reap(), so its process group
-  // cannot be reused while kill_group() may still target it).
+  // True once the reaper has exited: bwrap, its namespace init and everything in the
+  // sandbox are gone by then.
   bool exited();
-  // SIGKILL to the whole process group (only while not yet reaped).
-  void kill_group();
-  // Reaps; returns the wait status.
+  // Asks the reaper to SIGKILL the sandbox (bwrap's process group); it then reaps and exits.
+  void stop();
+  // Reaps the reaper; returns bwrap's wait status (the reaper dies the way bwrap did).
   int reap();
 
  private:

@@ -39,6 +39,8 @@ class SandboxHostile : public ::testing::Test {
     req.timeout_ms = timeout_ms;
     auto r = sandbox.run(req);
     if (!r) throw std::runtime_error(r.error().message);
+    // Shown when an assertion on this run fails.
+    if (r->exit_code != 0 && !r->err.head.empty()) std::fprintf(stderr, "sandbox stderr: %s\n", r->err.head.c_str());
     return std::move(*r);
   }
 
@@ -62,14 +64,17 @@ TEST_F(SandboxHostile, PreflightProvesEveryPart) {
                                              "limits", "filesystem", "workspace"}));
 }
 
-TEST_F(SandboxHostile, ForkBombIsBoundedAndLeavesNothing) {
-  std::string marker = fresh_marker();
-  auto start = std::chrono::steady_clock::now();
-  SandboxRun r = run({"forkbomb", marker}, 1500);
-  EXPECT_TRUE(r.timed_out);
-  EXPECT_EQ(r.signal, SIGKILL);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
-  EXPECT_EQ(count_processes_with(marker), 0);
+TEST_F(SandboxHostile, ManyRunsLeaveNoZombiesBehind) {
+  // bwrap's namespace init outlives bwrap by a moment; if it were left for the host's init
+  // to reap (which may never happen), every run would leak a zombie counted against
+  // RLIMIT_NPROC, and after `processes` runs no sandbox could start.
+  SandboxProfile p = test_profile();
+  p.limits.processes = 12;
+  Sandbox s = make(p);
+  for (int i = 0; i < 30; ++i) {
+    SandboxRun r = run(s, {"print", "run " + std::to_string(i)});
+    ASSERT_EQ(r.exit_code, 0) << "run " << i << ": " << r.err.head;
+  }
 }
 
 TEST_F(SandboxHostile, MemoryHogHitsTheAddressSpaceLimit) {

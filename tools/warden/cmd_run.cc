@@ -1,0 +1,190 @@
+// warden run: materialize a base revision, apply a diff, run checks in the sandbox and print
+// the RunResult (from the result cache when the same tree, checks, profile and toolchain ran
+// before).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+
+#include "common/file.h"
+#include "runner/session.h"
+#include "tools/warden/cli.h"
+
+namespace warden::cli {
+namespace {
+
+struct Options {
+  std::string repo, base, diff, profile = "default", checks_file, cache_dir, blobs_dir;
+  std::vector<std::string> checks;
+  double timeout_s = 0;
+  int64_t runs = 1;
+  bool json = false, no_cache = false;
+};
+
+// The default cache: shared by every run on this host, reachable by the sandbox's user.
+std::string default_cache_dir() {
+  if (::geteuid() == 0) return "/var/cache/warden";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/warden";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/warden";
+  return "/tmp/warden-cache-" + std::to_string(::getuid());
+}
+
+int exit_code_for(const Refusal& r) {
+  if (r.code == "malformed_diff" || r.code == "invalid_check") return kInvalidInput;
+  if (r.code == "repository_not_found" || r.code == "revision_not_found") return kNotFound;
+  if (r.code == "sandbox_unavailable" || r.code == "workspace_error" || r.code == "repository_error" ||
+      r.code == "runner_error") {
+    return kIoError;
+  }
+  return kVerificationFailed;  // the diff itself was refused
+}
+
+int report_refusal(const Refusal& r, bool json) {
+  std::cerr << "warden: refused: " << r.message() << "\n";
+  if (json) print_json({{"ok", false}, {"refusal", {{"code", r.code}, {"path", r.path}, {"detail", r.detail}}}});
+  return exit_code_for(r);
+}
+
+Result<std::vector<CheckSpec>> load_checks(const Options& o) {
+  std::vector<CheckSpec> out;
+  if (!o.checks_file.empty()) {
+    auto text = read_file(o.checks_file, 16 << 20);
+    if (!text) return std::unexpected(text.error());
+    auto json = parse_json(*text, "checks file " + o.checks_file);
+    if (!json) return std::unexpected(json.error());
+    if (!json->is_array()) return fail(Errc::invalid_argument, o.checks_file + ": must be a JSON array of checks");
+    for (size_t i = 0; i < json->size(); ++i) {
+      auto spec = CheckSpec::from_json((*json)[i], "checks[" + std::to_string(i) + "]");
+      if (!spec) return std::unexpected(spec.error().with_context(o.checks_file));
+      out.push_back(std::move(*spec));
+    }
+  }
+  for (size_t i = 0; i < o.checks.size(); ++i) {
+    if (!is_valid_utf8(o.checks[i])) return fail(Errc::invalid_argument, "--check: not valid UTF-8");
+    CheckSpec spec = CheckSpec::shell("check-" + std::to_string(i + 1), o.checks[i]);
+    spec.runs = o.runs;
+    out.push_back(std::move(spec));
+  }
+  if (o.timeout_s > 0) {
+    for (auto& c : out) c.timeout_ms = static_cast<int64_t>(std::ceil(o.timeout_s * 1000));
+  }
+  if (out.empty()) return fail(Errc::invalid_argument, "no checks: give --check 'CMD' or --checks FILE.json");
+  return out;
+}
+
+void print_human(const RunOutcome& out) {
+  const RunResult& r = out.result;
+  std::cout << "tree      " << r.tree << "  " << r.tree_sha256.str() << "\n";
+  if (r.base_tree) std::cout << "base      " << *r.base_tree << (r.diff_sha256 ? "  diff " + r.diff_sha256->str() : "") << "\n";
+  std::cout << "profile   " << r.profile << "  " << r.profile_sha256.str() << "  preflight "
+            << (r.preflight.ok ? "ok" : "FAILED") << "\n";
+  std::cout << "result    " << (out.cache_hit ? "from the cache (nothing ran)" : "ran") << "  deterministic digest "
+            << r.deterministic_digest().str() << "\n\n";
+  for (const auto& c : r.checks) {
+    std::cout << c.verdict << "  " << c.name;
+    for (const auto& run : c.runs) {
+      std::cout << "  [exit " << run.exit_code << (run.timed_out ? ", timed out" : "")
+                << (run.output_limit_exceeded ? ", output limit" : "") << ", " << run.duration_ms << " ms"
+                << (run.error.empty() ? "" : ", error: " + run.error) << "]";
+    }
+    std::cout << "\n";
+    if (!c.tests.empty()) {
+      size_t passed = std::count_if(c.tests.begin(), c.tests.end(), [](const TestCase& t) { return t.status == "passed"; });
+      std::cout << "    tests: " << passed << " of " << c.tests.size() << " passed\n";
+    }
+    if (c.judgement) std::cout << "    FAIL_TO_PASS/PASS_TO_PASS: " << (c.judgement->ok ? "ok" : "NOT met") << "\n";
+    if (c.verdict != kPassed && !c.runs.empty()) {
+      const CheckRun& run = c.runs.back();
+      const std::string& text = run.err.bytes > 0 ? (run.err.tail.empty() ? run.err.head : run.err.tail)
+                                                  : (run.out.tail.empty() ? run.out.head : run.out.tail);
+      if (!text.empty()) std::cout << "    output (last part):\n" << text << (text.back() == '\n' ? "" : "\n");
+    }
+  }
+  for (const auto& [name, v] : r.invariants) {
+    std::cout << "invariant " << name << ": " << (v.proven ? "proven" : "NOT proven") << " by " << v.check << "\n";
+  }
+}
+
+int run_run(const Options& o) {
+  if (o.repo.empty() || o.base.empty()) {
+    std::cerr << "warden: error: run needs --repo and --base (see warden run --help)\n";
+    return kUsage;
+  }
+  auto checks = load_checks(o);
+  if (!checks) return report_error(checks.error(), o.json);
+  std::optional<Diff> diff;
+  if (!o.diff.empty()) {
+    auto text = read_file(o.diff, uint64_t{256} << 20);
+    if (!text) return report_error(text.error(), o.json);
+    auto json = parse_json(*text, "diff file " + o.diff);
+    if (!json) return report_error(json.error(), o.json);
+    auto parsed = Diff::from_json(*json);
+    if (!parsed) return report_refusal(parsed.error(), o.json);
+    diff = std::move(*parsed);
+  }
+  auto profile = SandboxProfile::load(o.profile);
+  if (!profile) return report_error(profile.error(), o.json);
+  auto repo = GitRepo::open(o.repo);
+  if (!repo) return report_refusal(repo.error(), o.json);
+  auto commit = repo->resolve_commit(o.base);
+  if (!commit) return report_refusal(commit.error(), o.json);
+  auto base_tree = repo->tree_of(*commit);
+  if (!base_tree) return report_refusal(base_tree.error(), o.json);
+
+  RunnerOptions options;
+  options.cache_dir = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
+  options.use_cache = !o.no_cache;
+  auto blobs = DirectoryBlobSink::open(o.blobs_dir.empty() ? options.cache_dir / "blobs" : std::filesystem::path(o.blobs_dir));
+  if (!blobs) return report_error(blobs.error(), o.json);
+  options.blobs = &*blobs;
+  auto runner = Runner::create(std::move(*profile), options);
+  if (!runner) return report_error(runner.error(), o.json);
+
+  RunRequest request;
+  request.base_tree = *base_tree;
+  request.diff = diff ? &*diff : nullptr;
+  request.checks = std::move(*checks);
+  auto out = runner->run(*repo, request);
+  if (!out) return report_refusal(out.error(), o.json);
+  if (o.json) {
+    Json j = out->result.to_json();
+    std::cout << canonicalize(j).value() << "\n";
+  } else {
+    print_human(*out);
+  }
+  return out->result.all_passed() ? kOk : kVerificationFailed;
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app, Action& action) {
+  auto o = std::make_shared<Options>();
+  auto* run = app.add_subcommand(
+      "run", "Check out a base revision (cached), apply a diff in an overlay, run checks in the sandbox and print the "
+             "RunResult. Exit 0 when every check passed, 1 when one did not (or the diff was refused), 5 when the "
+             "sandbox cannot prove itself.");
+  // Not ->required(): the kernel's `warden run status|cancel|approve` will live under this
+  // command too, so run_run checks them itself.
+  run->add_option("--repo", o->repo, "Git repository (required)");
+  run->add_option("--base", o->base, "Base revision: branch, tag, commit (required)");
+  run->add_option("--diff", o->diff, "Canonical Diff JSON to apply to the base (see warden diff parse)");
+  run->add_option("--profile", o->profile, "Sandbox profile: a built-in name (default, strict) or a JSON file")
+      ->capture_default_str();
+  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c)");
+  run->add_option("--checks", o->checks_file, "A JSON array of check specs (name, argv, runs, quorum, report_format, "
+                                              "report_path, fail_to_pass, pass_to_pass, proves, env, timeout_ms)");
+  run->add_option("--timeout", o->timeout_s, "Per-run wall-clock timeout in seconds for every check")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--runs", o->runs, "Runs of each --check (disagreeing runs give flaky_oracle)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  run->add_option("--cache", o->cache_dir, "Cache directory: base checkouts and results (default /var/cache/warden "
+                                           "as root, else ~/.cache/warden)");
+  run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)");
+  run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache");
+  run->add_flag("--json", o->json, "Print the RunResult as canonical JSON");
+  run->callback([&action, o] { action = [o] { return run_run(*o); }; });
+}
+
+}  // namespace warden::cli
