@@ -64,18 +64,39 @@ bool all_ascii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
 }
 
-std::string pointer_child(const std::string& path, std::string_view key) {
-  std::string out = path + "/";
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
+// Where a value sits, as a chain through its parents: the JSON pointer is only spelled out
+// when an error needs it, so the hot path allocates nothing per value.
+struct Location {
+  const Location* parent = nullptr;
+  std::string_view key;  // an object member, or ...
+  size_t index = 0;      // ... an array element when key is empty and is_index
+  bool is_index = false;
 
-Status canonicalize_at(const Json& value, std::string& out, const std::string& path, int depth) {
-  if (depth > kMaxDepth) return fail(Errc::limit_exceeded, "JSON nesting deeper than 256 at " + path);
+  std::string pointer() const {
+    std::string out = suffix();
+    return out.empty() ? "/" : out;
+  }
+
+ private:
+  // The pointer without the root's "/" spelling: "" for the root itself.
+  std::string suffix() const {
+    std::string tail;
+    if (is_index) {
+      tail = "/" + std::to_string(index);
+    } else if (parent) {
+      tail = "/";
+      for (char c : key) {
+        if (c == '~') tail += "~0";
+        else if (c == '/') tail += "~1";
+        else tail += c;
+      }
+    }
+    return (parent ? parent->suffix() : std::string()) + tail;
+  }
+};
+
+Status canonicalize_at(const Json& value, std::string& out, const Location& at, int depth) {
+  if (depth > kMaxDepth) return fail(Errc::limit_exceeded, "JSON nesting deeper than 256 at " + at.pointer());
   switch (value.type()) {
     case Json::value_t::null: out += "null"; return {};
     case Json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; return {};
@@ -85,8 +106,8 @@ Status canonicalize_at(const Json& value, std::string& out, const std::string& p
                                            : (value.get<int64_t>() <= kMaxCanonicalInteger &&
                                               value.get<int64_t>() >= -kMaxCanonicalInteger);
       if (!ok) {
-        return fail(Errc::invalid_argument, "integer at " + (path.empty() ? std::string("/") : path) +
-                                                " is outside +-(2^53-1) and cannot be hashed canonically");
+        return fail(Errc::invalid_argument,
+                    "integer at " + at.pointer() + " is outside +-(2^53-1) and cannot be hashed canonically");
       }
       char buf[24];
       auto r = value.is_number_unsigned() ? std::to_chars(buf, buf + sizeof buf, value.get<uint64_t>())
@@ -95,11 +116,11 @@ Status canonicalize_at(const Json& value, std::string& out, const std::string& p
       return {};
     }
     case Json::value_t::number_float:
-      return fail(Errc::invalid_argument, "floating-point number at " + (path.empty() ? std::string("/") : path) +
+      return fail(Errc::invalid_argument, "floating-point number at " + at.pointer() +
                                               " is not allowed in hashed objects (use an integer or a string)");
     case Json::value_t::string: {
       auto st = append_json_string(value.get_ref<const std::string&>(), out);
-      if (!st) return fail(st.error().code, st.error().message + " at " + (path.empty() ? std::string("/") : path));
+      if (!st) return fail(st.error().code, st.error().message + " at " + at.pointer());
       return {};
     }
     case Json::value_t::array: {
@@ -107,7 +128,8 @@ Status canonicalize_at(const Json& value, std::string& out, const std::string& p
       size_t i = 0;
       for (const auto& item : value) {
         if (i) out += ',';
-        if (auto st = canonicalize_at(item, out, path + "/" + std::to_string(i), depth + 1); !st) return st;
+        Location child{&at, {}, i, true};
+        if (auto st = canonicalize_at(item, out, child, depth + 1); !st) return st;
         ++i;
       }
       out += ']';
@@ -115,24 +137,32 @@ Status canonicalize_at(const Json& value, std::string& out, const std::string& p
     }
     case Json::value_t::object: {
       const auto& obj = value.get_ref<const Json::object_t&>();
-      bool simple = std::all_of(obj.begin(), obj.end(), [](const auto& kv) { return all_ascii(kv.first); });
-      std::vector<const Json::object_t::value_type*> items;
-      items.reserve(obj.size());
-      for (const auto& kv : obj) items.push_back(&kv);
-      if (!simple) {
-        std::sort(items.begin(), items.end(), [](auto* a, auto* b) { return utf16_less(a->first, b->first); });
-      }
-      out += '{';
-      bool first = true;
-      for (const auto* kv : items) {
+      auto member = [&](const Json::object_t::value_type& kv, bool first) -> Status {
         if (!first) out += ',';
-        first = false;
-        std::string child = pointer_child(path, kv->first);
-        if (auto st = append_json_string(kv->first, out); !st) {
-          return fail(st.error().code, st.error().message + " in a key at " + child);
+        Location child{&at, kv.first, 0, false};
+        if (auto st = append_json_string(kv.first, out); !st) {
+          return fail(st.error().code, st.error().message + " in a key at " + child.pointer());
         }
         out += ':';
-        if (auto st = canonicalize_at(kv->second, out, child, depth + 1); !st) return st;
+        return canonicalize_at(kv.second, out, child, depth + 1);
+      };
+      out += '{';
+      bool first = true;
+      if (std::all_of(obj.begin(), obj.end(), [](const auto& kv) { return all_ascii(kv.first); })) {
+        // ASCII keys: the map's byte order is already UTF-16 order.
+        for (const auto& kv : obj) {
+          if (auto st = member(kv, first); !st) return st;
+          first = false;
+        }
+      } else {
+        std::vector<const Json::object_t::value_type*> items;
+        items.reserve(obj.size());
+        for (const auto& kv : obj) items.push_back(&kv);
+        std::sort(items.begin(), items.end(), [](auto* a, auto* b) { return utf16_less(a->first, b->first); });
+        for (const auto* kv : items) {
+          if (auto st = member(*kv, first); !st) return st;
+          first = false;
+        }
       }
       out += '}';
       return {};
@@ -141,7 +171,7 @@ Status canonicalize_at(const Json& value, std::string& out, const std::string& p
     case Json::value_t::discarded:
       break;
   }
-  return fail(Errc::invalid_argument, "value at " + path + " has no JSON representation");
+  return fail(Errc::invalid_argument, "value at " + at.pointer() + " has no JSON representation");
 }
 
 }  // namespace
@@ -201,7 +231,7 @@ Status append_json_string(std::string_view text, std::string& out) {
   return {};
 }
 
-Status canonicalize_to(const Json& value, std::string& out) { return canonicalize_at(value, out, "", 0); }
+Status canonicalize_to(const Json& value, std::string& out) { return canonicalize_at(value, out, Location{}, 0); }
 
 Result<std::string> canonicalize(const Json& value) {
   std::string out;

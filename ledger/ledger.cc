@@ -188,7 +188,7 @@ Result<LedgerWriter> Ledger::begin_write(lmdb::Txn& txn) {
       last_hash_ = *last;
     }
   }
-  LedgerWriter writer(txn, dbis_, *clock_, range_, last_hash_);
+  LedgerWriter writer(txn, dbis_, *clock_, range_, last_hash_, max_payload_bytes_);
   auto rc = lmdb::Cursor::open(txn, dbis_.records);
   auto nc = lmdb::Cursor::open(txn, dbis_.nodes);
   if (!rc) return std::unexpected(rc.error());
@@ -268,6 +268,11 @@ Result<StoredCheckpoint> Ledger::checkpoint(const NoteSigner& signer) {
 
 Result<Appended> LedgerWriter::append(std::string_view kind, std::string_view canonical_payload,
                                       std::optional<int64_t> ts) {
+  if (canonical_payload.size() > max_payload_bytes_) {
+    return fail(Errc::limit_exceeded, "payload is " + std::to_string(canonical_payload.size()) +
+                                          " bytes; this ledger's limit is " + std::to_string(max_payload_bytes_));
+  }
+  if (auto st = validate_kind(kind); !st) return std::unexpected(st.error());
   RecordView r{range_.size(), kind, last_hash_, ts ? *ts : clock_.now_ms(), canonical_payload};
   if (r.ts > kMaxCanonicalInteger || r.ts < -kMaxCanonicalInteger) {
     return fail(Errc::invalid_argument, "record timestamp is outside +-(2^53-1)");

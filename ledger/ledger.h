@@ -95,7 +95,8 @@ class LedgerSnapshot final : public NodeReader {
 // One write transaction's worth of changes; see Ledger::write().
 class LedgerWriter {
  public:
-  // ts defaults to the ledger's clock.
+  // ts defaults to the ledger's clock. The payload must be canonical JSON within the
+  // ledger's size limit (checked again here: writers are not trusted to have checked).
   Result<Appended> append(std::string_view kind, std::string_view canonical_payload, std::optional<int64_t> ts = {});
   Result<Digest> put_blob(std::string_view bytes);
   Status put_checkpoint(uint64_t size, std::string_view note);
@@ -104,8 +105,8 @@ class LedgerWriter {
 
  private:
   friend class Ledger;
-  LedgerWriter(lmdb::Txn& txn, const Dbis& dbis, Clock& clock, CompactRange range, Digest last)
-      : txn_(txn), dbis_(dbis), clock_(clock), range_(std::move(range)), last_hash_(last) {}
+  LedgerWriter(lmdb::Txn& txn, const Dbis& dbis, Clock& clock, CompactRange range, Digest last, uint64_t max_payload)
+      : txn_(txn), dbis_(dbis), clock_(clock), range_(std::move(range)), last_hash_(last), max_payload_bytes_(max_payload) {}
   Status flush_kind_counts();
 
   lmdb::Txn& txn_;
@@ -113,6 +114,7 @@ class LedgerWriter {
   Clock& clock_;
   CompactRange range_;
   Digest last_hash_;
+  uint64_t max_payload_bytes_;
   MerkleHasher hasher_;
   std::string stored_buf_;
   std::string canonical_buf_;
