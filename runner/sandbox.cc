@@ -101,7 +101,7 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   return s;
 }
 
-std::vector<std::string> Sandbox::bwrap_argv(const SandboxRequest& request) const {
+std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) const {
   std::vector<std::string> argv{host_.bwrap};
   argv.insert(argv.end(), fixed_args_.begin(), fixed_args_.end());
   std::map<std::string, std::string> env = profile_.env;
@@ -191,7 +191,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
   }
 
   SpawnSpec spec;
-  spec.argv = bwrap_argv(request);
+  spec.argv = command_line(request);
   if (host_.drop) {
     spec.drop_uid = host_.uid;
     spec.drop_gid = host_.gid;

@@ -85,10 +85,14 @@ class Sandbox {
   // Refuses (Errc::verification_failed, naming the failing parts) when the preflight fails.
   Result<SandboxRun> run(const SandboxRequest& request);
 
+  // bwrap's argv for a request (the seccomp program is expected on descriptor 3), and the
+  // program itself: what the benchmark runs as "bare bwrap with the same profile".
+  std::vector<std::string> command_line(const SandboxRequest& request) const;
+  const std::string& seccomp_program() const { return seccomp_program_; }
+
  private:
   Sandbox() = default;
   Result<SandboxRun> execute(const SandboxRequest& request);
-  std::vector<std::string> bwrap_argv(const SandboxRequest& request) const;
 
   SandboxProfile profile_;
   Digest profile_digest_;

@@ -1,0 +1,315 @@
+// sandbox_bench: what isolation costs, in one run on one machine.
+//
+//   spawn             posix_spawn + waitpid of /bin/true, no sandbox at all
+//   bare bwrap        bwrap with exactly the argv and seccomp program the sandbox uses for
+//                     the default profile, forked (and dropped to the sandbox's uid, as the
+//                     sandbox does when root) and waited for: nothing of Warden's
+//   sandboxed /bin/true   Sandbox::run: the same bwrap plus Warden's reaper, limits, pipes,
+//                     capture and digests (workspace bound directly)
+//   ... on an overlay     the same with the overlay workspace a check gets (user + mount
+//                     namespace and an overlayfs mount before bwrap)
+//   workspace preparation for 1,000 / 10,000 / 100,000-file repositories and a 3-file diff:
+//                     apply the diff (tree objects), tree_sha256, and the diff layer, with the
+//                     base checkout already cached (its one-time materialization is shown too)
+//   cache hit         Runner::run for a tree whose result is recorded
+//
+// Targets: sandboxed /bin/true within 1.3x of bare bwrap; preparation at 100,000 files within
+// 2x of 1,000; a cache hit under 1 ms. Medians of --runs runs.
+//
+//   cmake --build build --target sandbox_bench && build/sandbox_bench [--runs N] [--json]
+//   build/sandbox_bench --quick        CI smoke run: 1,000 and 5,000 files, always exits 0
+#include <fcntl.h>
+#include <spawn.h>
+#include <grp.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "runner/session.h"
+#include "runner/workspace.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void die(const std::string& what) {
+  std::cerr << "sandbox_bench: " << what << "\n";
+  std::exit(2);
+}
+
+template <typename F>
+double median_ms(int runs, F&& f) {
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto start = Clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void spawn_and_wait(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) die("cannot spawn " + argv[0]);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die(argv[0] + " failed");
+}
+
+// bwrap as the sandbox starts it, minus everything Warden adds around it.
+void bare_bwrap(const std::vector<std::string>& argv, const std::string& seccomp, const warden::SandboxHost& host) {
+  int mem = memfd_create("bench-seccomp", MFD_CLOEXEC);
+  if (mem < 0 || write(mem, seccomp.data(), seccomp.size()) != static_cast<ssize_t>(seccomp.size())) die("memfd");
+  lseek(mem, 0, SEEK_SET);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null_fd = open("/dev/null", O_RDWR);
+    dup2(null_fd, 0);
+    dup2(null_fd, 1);
+    if (mem == 3) fcntl(3, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
+    else dup2(mem, 3);
+    if (host.drop && (setgroups(0, nullptr) != 0 || setresgid(host.gid, host.gid, host.gid) != 0 ||
+                      setresuid(host.uid, host.uid, host.uid) != 0)) {
+      _exit(126);
+    }
+    char* env[] = {nullptr};
+    execve(args[0], args.data(), env);
+    _exit(127);
+  }
+  close(mem);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bare bwrap failed: status " + std::to_string(status));
+}
+
+void run_quiet(const std::vector<std::string>& argv, const std::string& in = "") {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, in.empty() ? "/dev/null" : in.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) die("cannot run " + argv[0]);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("command failed: " + argv[0] + " " + argv[1]);
+}
+
+std::string file_path(uint64_t i) {
+  return "d" + std::to_string(i / 1024) + "/e" + std::to_string(i / 32 % 32) + "/f" + std::to_string(i) + ".txt";
+}
+
+// A repository of `files` files in two directory levels, as one fast-import commit.
+void make_repo(const fs::path& dir, uint64_t files) {
+  run_quiet({"git", "init", "-q", dir.string()});
+  fs::path stream = dir / "import.stream";
+  {
+    std::ofstream out(stream, std::ios::binary);
+    out << "commit refs/heads/main\ncommitter Bench <bench@localhost> 1700000000 +0000\ndata 4\nbase\n";
+    for (uint64_t i = 0; i < files; ++i) {
+      std::string content;
+      for (int k = 1; k <= 20; ++k) content += "file " + std::to_string(i) + " line " + std::to_string(k) + "\n";
+      out << "M 100644 inline " << file_path(i) << "\ndata " << content.size() << "\n" << content << "\n";
+    }
+  }
+  run_quiet({"git", "-C", dir.string(), "fast-import", "--quiet"}, stream.string());
+  fs::remove(stream);
+}
+
+// Changes line 10 of three files far apart in the tree.
+std::string make_patch(uint64_t files) {
+  std::string patch;
+  for (uint64_t i : {uint64_t{0}, files / 2, files - 1}) {
+    std::string p = file_path(i), n = std::to_string(i);
+    patch += "diff --git a/" + p + " b/" + p + "\n--- a/" + p + "\n+++ b/" + p + "\n@@ -8,5 +8,5 @@\n";
+    patch += " file " + n + " line 8\n file " + n + " line 9\n-file " + n + " line 10\n+file " + n +
+             " line 10, changed\n file " + n + " line 11\n file " + n + " line 12\n";
+  }
+  return patch;
+}
+
+struct PrepResult {
+  uint64_t files = 0;
+  double cold_ms = 0, prepare_ms = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, json = false;
+  int runs = 31;
+  std::vector<uint64_t> sizes;
+  CLI::App app{"What sandboxing, workspaces and the result cache cost"};
+  app.add_flag("--quick", quick, "1,000 and 5,000 files, 5 runs; always exits 0 unless a step fails");
+  app.add_option("--runs", runs, "Runs per figure (median reported)")->check(CLI::Range(1, 10000));
+  app.add_flag("--json", json, "Print one JSON object instead of a table");
+  app.add_option("--sizes", sizes, "Repository sizes in files (default 1000 10000 100000)");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) runs = std::min(runs, 5);
+  if (sizes.empty()) sizes = quick ? std::vector<uint64_t>{1000, 5000} : std::vector<uint64_t>{1000, 10000, 100000};
+
+  auto work_dir = warden::ScratchDir::create(fs::temp_directory_path(), "sandbox-bench-", 0711);
+  if (!work_dir) die(work_dir.error().message);
+  const fs::path work = work_dir->path();
+  auto profile = warden::SandboxProfile::load("default");
+  if (!profile) die(profile.error().message);
+  warden::SandboxHost host = warden::SandboxHost::detect();
+
+  // 1. Process start-up costs.
+  auto sandbox = warden::Sandbox::create(*profile, host);
+  if (!sandbox) die(sandbox.error().message);
+  if (!sandbox->preflight().ok) die("preflight failed: " + sandbox->preflight().failures());
+  fs::path ws = work / "ws";
+  if (auto st = warden::make_owned_dir(ws, host.uid, host.gid); !st) die(st.error().message);
+  warden::SandboxRequest req;
+  req.argv = {"/bin/true"};
+  req.workspace_dir = ws;
+  std::vector<std::string> bwrap_argv = sandbox->command_line(req);
+  auto sandboxed = [&] {
+    auto r = sandbox->run(req);
+    if (!r || r->exit_code != 0) die("sandboxed /bin/true failed");
+  };
+  // Interleaved warm-up of all three, so none is measured cold.
+  for (int i = 0; i < 3; ++i) {
+    spawn_and_wait({"/bin/true"});
+    bare_bwrap(bwrap_argv, sandbox->seccomp_program(), host);
+    sandboxed();
+  }
+  double spawn_ms = median_ms(runs, [&] { spawn_and_wait({"/bin/true"}); });
+  double bwrap_ms = median_ms(runs, [&] { bare_bwrap(bwrap_argv, sandbox->seccomp_program(), host); });
+  double sandbox_ms = median_ms(runs, sandboxed);
+
+  // The same on an overlay workspace: a one-file lower layer and a fresh upper per run.
+  fs::path lower = work / "lower";
+  if (auto st = warden::make_owned_dir(lower, host.uid, host.gid); !st) die(st.error().message);
+  double overlay_ms = median_ms(runs, [&] {
+    auto run_dir = warden::ScratchDir::create(work, "run-", 0711);
+    if (!run_dir) die(run_dir.error().message);
+    for (const char* sub : {"upper", "work", "merged"}) {
+      if (auto st = warden::make_owned_dir(*run_dir / sub, host.uid, host.gid); !st) die(st.error().message);
+    }
+    warden::SandboxRequest o;
+    o.argv = {"/bin/true"};
+    o.overlay = warden::OverlaySpec{{lower.string()}, (*run_dir / "upper").string(), (*run_dir / "work").string(),
+                                    (*run_dir / "merged").string()};
+    auto r = sandbox->run(o);
+    if (!r || r->exit_code != 0) die("sandboxed /bin/true on an overlay failed");
+  });
+
+  // 2. Workspace preparation, and 3. a cache hit, per repository size.
+  warden::RunnerOptions options;
+  options.cache_dir = work / "cache";
+  auto runner = warden::Runner::create(*profile, options, host);
+  if (!runner) die(runner.error().message);
+  std::vector<PrepResult> prep;
+  double hit_ms = 0;
+  for (uint64_t n : sizes) {
+    std::cerr << "sandbox_bench: " << n << " files...\n";
+    fs::path repo_dir = work / ("repo-" + std::to_string(n));
+    make_repo(repo_dir, n);
+    auto ws_repo = warden::Workspace::open(repo_dir);
+    if (!ws_repo) die(ws_repo.error().message());
+    auto diff = ws_repo->diff_from_patch(make_patch(n), "main", "bench");
+    if (!diff) die(diff.error().message());
+    warden::GitRepo& repo = ws_repo->repo();
+    auto base_tree = repo.tree_of(*repo.resolve_commit("main"));
+    if (!base_tree) die("no base tree");
+    PrepResult r;
+    r.files = n;
+    // The one-time base checkout (and the base's tree hash) for this repository.
+    auto cold_start = Clock::now();
+    auto cold = runner->prepare(repo, *base_tree, *base_tree);
+    if (!cold) die(cold.error().message());
+    r.cold_ms = std::chrono::duration<double, std::milli>(Clock::now() - cold_start).count();
+    warden::RunRequest request{*base_tree, std::nullopt, &*diff, {warden::CheckSpec::shell("true", "true")}};
+    auto prepare_once = [&] {
+      auto tree = runner->tree_under_test(repo, request);
+      if (!tree) die(tree.error().message());
+      auto prepared = runner->prepare(repo, *base_tree, *tree);
+      if (!prepared) die(prepared.error().message());
+      // Three files and the directories above them, never more.
+      if (prepared->layer_stats.written == 0 || prepared->layer_stats.written > 9) {
+        die("unexpected layer: " + std::to_string(prepared->layer_stats.written) + " entries");
+      }
+    };
+    for (int i = 0; i < 3; ++i) prepare_once();  // warm libgit2's caches and the page cache
+    r.prepare_ms = median_ms(runs, prepare_once);
+    prep.push_back(r);
+    if (n == sizes.front()) {
+      auto tree = runner->tree_under_test(repo, request);
+      warden::RunRequest cached{*base_tree, *tree, nullptr, request.checks};
+      auto first = runner->run(repo, cached);
+      if (!first || !first->result.all_passed()) die("the check did not pass");
+      hit_ms = median_ms(runs, [&] {
+        auto hit = runner->run(repo, cached);
+        if (!hit || !hit->cache_hit) die("expected a cache hit");
+      });
+    }
+  }
+
+  double sandbox_ratio = sandbox_ms / bwrap_ms;
+  double prep_ratio = prep.back().prepare_ms / prep.front().prepare_ms;
+  bool ok = sandbox_ratio <= 1.3 && prep_ratio <= 2.0 && hit_ms < 1.0;
+  if (json) {
+    warden::Json out = {{"runs", runs},
+                        {"spawn_ms", spawn_ms},
+                        {"bare_bwrap_ms", bwrap_ms},
+                        {"sandboxed_true_ms", sandbox_ms},
+                        {"sandboxed_true_overlay_ms", overlay_ms},
+                        {"sandbox_vs_bwrap", sandbox_ratio},
+                        {"cache_hit_ms", hit_ms},
+                        {"prepare_scaling", prep_ratio},
+                        {"ok", ok},
+                        {"sizes", warden::Json::array()}};
+    for (const auto& p : prep) {
+      out["sizes"].push_back({{"files", p.files}, {"prepare_ms", p.prepare_ms}, {"cold_checkout_ms", p.cold_ms}});
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    auto verdict = [](bool pass) { return pass ? "PASS" : "FAIL"; };
+    std::printf("median of %d runs each\n\n", runs);
+    std::printf("%-44s %9.3f ms\n", "posix_spawn /bin/true (no sandbox)", spawn_ms);
+    std::printf("%-44s %9.3f ms\n", "bare bwrap, same profile argv + seccomp", bwrap_ms);
+    std::printf("%-44s %9.3f ms   %.2fx bare bwrap (target <= 1.3x)  %s\n", "sandboxed /bin/true (Sandbox::run)",
+                sandbox_ms, sandbox_ratio, verdict(sandbox_ratio <= 1.3));
+    std::printf("%-44s %9.3f ms   (context: + user/mount ns and overlayfs)\n", "sandboxed /bin/true, overlay workspace",
+                overlay_ms);
+    std::printf("\nworkspace preparation, 3-file diff (apply + tree_sha256 + diff layer; base cached)\n");
+    for (const auto& p : prep) {
+      std::printf("%10llu files %9.3f ms   (one-time base checkout: %.0f ms)\n", static_cast<unsigned long long>(p.files),
+                  p.prepare_ms, p.cold_ms);
+    }
+    std::printf("preparation at %llu files / at %llu files: %.2fx (target <= 2x)  %s\n",
+                static_cast<unsigned long long>(prep.back().files), static_cast<unsigned long long>(prep.front().files),
+                prep_ratio, verdict(prep_ratio <= 2.0));
+    std::printf("\n%-44s %9.3f ms   (target < 1 ms)  %s\n", "result cache hit (Runner::run)", hit_ms, verdict(hit_ms < 1.0));
+  }
+  return quick || ok ? 0 : 1;
+}
