@@ -7,31 +7,12 @@
 #include <random>
 
 #include "common/file.h"
+#include "runner/diff_layer.h"
 #include "runner/scratch_dir.h"
 
 namespace warden {
 
 namespace fs = std::filesystem;
-
-Status hand_over_tree(const fs::path& root, const SandboxHost& host) {
-  std::error_code ec;
-  auto fix = [&](const fs::path& p) -> Status {
-    struct stat st;
-    if (::lstat(p.c_str(), &st) != 0) return std::unexpected(errno_error("lstat " + p.string(), errno));
-    if (host.drop && ::lchown(p.c_str(), host.uid, host.gid) != 0) return std::unexpected(errno_error("chown " + p.string(), errno));
-    if (S_ISDIR(st.st_mode) && ::chmod(p.c_str(), 0755) != 0) return std::unexpected(errno_error("chmod " + p.string(), errno));
-    if (S_ISREG(st.st_mode) && ::chmod(p.c_str(), (st.st_mode & 0100) ? 0755 : 0644) != 0) {
-      return std::unexpected(errno_error("chmod " + p.string(), errno));
-    }
-    return {};
-  };
-  if (Status st = fix(root); !st) return st;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (Status st = fix(it->path()); !st) return st;
-  }
-  if (ec) return fail(Errc::io_error, "walking " + root.string() + ": " + ec.message());
-  return {};
-}
 
 Checked<fs::path> BaseCheckouts::get(GitRepo& repo, const ObjectId& tree, bool* made) {
   if (made) *made = false;
@@ -54,8 +35,8 @@ Checked<fs::path> BaseCheckouts::get(GitRepo& repo, const ObjectId& tree, bool* 
       if (!path.empty()) remove_tree(path);
     }
   } cleanup{tmp};
-  if (auto st = repo.checkout(tree, tmp); !st) return std::unexpected(st.error());
-  if (Status st = hand_over_tree(tmp, host_); !st) return failure(st.error());
+  if (Status st = make_owned_dir(tmp, host_.uid, host_.gid, 0755); !st) return failure(st.error());
+  if (auto st = write_full_tree(repo, tree, tmp, host_); !st) return std::unexpected(st.error());
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     // Another runner made the same checkout first: theirs is as good as ours.
     if ((errno == EEXIST || errno == ENOTEMPTY) && fs::is_directory(final_path, ec)) return final_path;

@@ -1,8 +1,9 @@
-// Read-only base checkouts, one per git tree id, materialized once with libgit2 and shared
-// by every run on that base: the bottom layer of each overlay workspace. A checkout is made
-// in a temporary sibling, handed to the sandbox's host uid (so the sandboxed user owns the
-// files it sees and may change them through the overlay), and renamed into place, so a
-// directory named by a tree id is always complete. Nothing ever writes into one afterwards:
+// Read-only base checkouts, one per git tree id, materialized once (objects read with
+// libgit2, see write_full_tree) and shared by every run on that base: the bottom layer of
+// each overlay workspace. A checkout is written into a temporary sibling, owned by the
+// sandbox's host uid (so the sandboxed user owns the files it sees and may change them
+// through the overlay), and renamed into place, so a directory named by a tree id is always
+// complete. Nothing ever writes into one afterwards:
 // overlayfs sends every write to the run's upper layer.
 #pragma once
 
@@ -26,9 +27,5 @@ class BaseCheckouts {
   std::filesystem::path dir_;
   SandboxHost host_;
 };
-
-// lchown -R; directories are made searchable to everyone, files readable (the sandbox maps
-// the owner, and the mounting user must read every layer).
-Status hand_over_tree(const std::filesystem::path& root, const SandboxHost& host);
 
 }  // namespace warden

@@ -51,11 +51,7 @@ class LayerWriter {
       git_tree* raw = nullptr;
       if (git_tree_lookup(&raw, repo_, id) != 0) return std::unexpected(repository_error("reading tree"));
       TreePtr tree(raw);
-      for (size_t i = 0, n = git_tree_entrycount(tree.get()); i < n; ++i) {
-        const git_tree_entry* child = git_tree_entry_byindex(tree.get(), i);
-        if (auto st = write(child, p / git_tree_entry_name(child)); !st) return st;
-      }
-      return {};
+      return write_all(tree.get(), p);
     }
     if (mode == GIT_FILEMODE_COMMIT) return mkdir(p);  // a submodule checks out as an empty directory
     git_blob* raw = nullptr;
@@ -78,8 +74,18 @@ class LayerWriter {
       done += static_cast<size_t>(n);
     }
     if (::fchmod(fd.get(), perms) != 0) return layer_errno("chmod " + p.string(), errno);
+    if (host_.drop && ::fchown(fd.get(), host_.uid, host_.gid) != 0) return layer_errno("chown " + p.string(), errno);
     ++stats.written;
-    return own(p);
+    return {};
+  }
+
+  // Every entry of one directory.
+  Checked<void> write_all(const git_tree* tree, const fs::path& dir) {
+    for (size_t i = 0, n = git_tree_entrycount(tree); i < n; ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(tree, i);
+      if (auto st = write(e, dir / git_tree_entry_name(e)); !st) return st;
+    }
+    return {};
   }
 
   // The difference below one directory present in both trees.
@@ -132,6 +138,14 @@ class LayerWriter {
 };
 
 }  // namespace
+
+Checked<LayerStats> write_full_tree(GitRepo& repo, const ObjectId& tree, const fs::path& dir, const SandboxHost& host) {
+  auto root = repo.tree(tree);
+  if (!root) return std::unexpected(root.error());
+  LayerWriter writer(repo.get(), host);
+  if (auto st = writer.write_all(root->root(), dir); !st) return std::unexpected(st.error());
+  return writer.stats;
+}
 
 Checked<LayerStats> write_diff_layer(GitRepo& repo, const ObjectId& base_tree, const ObjectId& target_tree,
                                      const fs::path& dir, const SandboxHost& host) {

@@ -18,6 +18,12 @@ struct LayerStats {
   size_t whiteouts = 0;  // removals
 };
 
+// Writes every file of `tree` into `dir` (which must exist and be empty), owned by the
+// sandbox's uid: a base checkout. Objects are read through libgit2; files are written
+// directly, which costs a fraction of git_checkout_tree's per-path safety probing.
+Checked<LayerStats> write_full_tree(GitRepo& repo, const ObjectId& tree, const std::filesystem::path& dir,
+                                    const SandboxHost& host);
+
 // Writes the layer into `dir` (which must exist and be empty), owned by the sandbox's uid.
 Checked<LayerStats> write_diff_layer(GitRepo& repo, const ObjectId& base_tree, const ObjectId& target_tree,
                                      const std::filesystem::path& dir, const SandboxHost& host);

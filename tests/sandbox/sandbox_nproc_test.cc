@@ -1,6 +1,6 @@
-// A fork bomb in the sandbox. RLIMIT_NPROC counts every process of the sandbox's host uid,
-// so while the bomb holds its whole budget no other sandbox of that uid can start: this test
-// runs alone (RUN_SERIAL), away from the other sandbox tests.
+// Tests that spend the whole RLIMIT_NPROC budget. The limit counts every process of the
+// sandbox's host uid, so while one of these holds its budget no other sandbox of that uid can
+// start: they run alone (RUN_SERIAL), away from the other sandbox tests.
 #include <chrono>
 
 #include "runner/sandbox.h"
@@ -31,6 +31,26 @@ TEST(SandboxForkBomb, IsBoundedKilledAtTheTimeoutAndLeavesNothing) {
   auto after = sandbox->run(req);
   ASSERT_TRUE(after) << after.error().message;
   EXPECT_EQ(after->out.head, "after\n");
+}
+
+TEST(SandboxNproc, ManyRunsLeaveNoZombiesBehind) {
+  // bwrap's namespace init outlives bwrap by a moment; if it were left for the host's init
+  // to reap (which may never happen), every run would leak a zombie counted against
+  // RLIMIT_NPROC, and after `processes` runs no sandbox could start.
+  SandboxHost host = SandboxHost::detect();
+  HostileWorkspace ws(host);
+  SandboxProfile p = test_profile();
+  p.limits.processes = 12;
+  auto sandbox = Sandbox::create(p, host);
+  ASSERT_TRUE(sandbox);
+  SandboxRequest req;
+  req.workspace_dir = ws.dir();
+  for (int i = 0; i < 30; ++i) {
+    req.argv = {"./hostile", "print", "run " + std::to_string(i)};
+    auto r = sandbox->run(req);
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->exit_code, 0) << "run " << i << ": " << r->err.head;
+  }
 }
 
 }  // namespace
