@@ -146,11 +146,7 @@ const PreflightReport& Sandbox::preflight() {
     facts.start_error = prepared.error().message;
   } else {
     // The probe's own output must be readable whatever the profile keeps.
-    OutputLimits limits{1 << 20, 0, 0, 1 << 20};
-    SandboxProfile saved = profile_;
-    profile_.output = limits;
-    auto run = execute(prepared->second);
-    profile_ = std::move(saved);
+    auto run = execute(prepared->second, OutputLimits{1 << 20, 0, 0, 1 << 20});
     if (!run) {
       facts.start_error = run.error().message;
     } else {
@@ -173,10 +169,10 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
     return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
                                                ", refusing to run anything: " + report.failures());
   }
-  return execute(request);
+  return execute(request, profile_.output);
 }
 
-Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
+Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputLimits& output) {
   const auto start = SteadyClock::now();
   int64_t timeout_ms = std::min(request.timeout_ms.value_or(profile_.limits.wall_timeout_ms), profile_.limits.wall_timeout_ms);
   auto out_pipe = make_pipe();
@@ -215,7 +211,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request) {
   seccomp.reset();
 
   SandboxRun result;
-  StreamCapture captures[2] = {StreamCapture(profile_.output), StreamCapture(profile_.output)};
+  StreamCapture captures[2] = {StreamCapture(output), StreamCapture(output)};
   UniqueFd* fds[2] = {&out_pipe->first, &err_pipe->first};
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
   std::optional<SteadyClock::time_point> grace_end;

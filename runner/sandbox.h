@@ -92,7 +92,7 @@ class Sandbox {
 
  private:
   Sandbox() = default;
-  Result<SandboxRun> execute(const SandboxRequest& request);
+  Result<SandboxRun> execute(const SandboxRequest& request, const OutputLimits& output);
 
   SandboxProfile profile_;
   Digest profile_digest_;
