@@ -26,7 +26,7 @@ constexpr const char* kStepNames[] = {
     "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
     "setuid (drop to the sandbox uid)", "prctl(PR_SET_DUMPABLE)", "unshare(user+mount namespace) for the overlay",
     "write /proc/self/setgroups", "write /proc/self/uid_map", "write /proc/self/gid_map", "make mounts private",
-    "mount the overlay workspace", "setrlimit", "prctl(PR_SET_PDEATHSIG)", "execute bwrap",
+    "mount the overlay workspace (its layers and their parent directories must be searchable by the sandbox's uid)", "setrlimit", "prctl(PR_SET_PDEATHSIG)", "execute bwrap",
 };
 
 struct ChildFailure {

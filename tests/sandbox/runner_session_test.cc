@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "runner/session.h"
+#include "runner/tree_hash.h"
 #include "runner/workspace.h"
 #include "tests/runner/git_fixture.h"
 #include "tests/sandbox/sandbox_support.h"
@@ -253,6 +254,33 @@ TEST_F(RunnerSession, ATamperedDiffIsRefusedBeforeAnythingRuns) {
   auto out = runner.run(*git_, req);
   ASSERT_FALSE(out);
   EXPECT_EQ(out.error().code, "hash_mismatch");
+}
+
+TEST_F(RunnerSession, TreeSha256FollowsItsDocumentedConstruction) {
+  GitRepoFixture small;
+  small.write("a.txt", "alpha\n");
+  small.write("bin/run", "#!/bin/sh\n");
+  small.set_executable("bin/run", true);
+  std::string commit = small.commit_all("small");
+  auto git = GitRepo::open(small.repo());
+  ASSERT_TRUE(git);
+  ObjectId tree = *git->tree_of(*git->resolve_commit(commit));
+  MemoryHashMemo memo;
+  auto hash = tree_sha256(*git, tree, memo);
+  ASSERT_TRUE(hash);
+  auto node = [](std::vector<std::tuple<std::string, std::string, Digest>> entries) {
+    std::string bytes("warden-tree-v1\0", 15);
+    for (const auto& [mode, name, h] : entries) bytes += mode + " " + name + std::string(1, '\0') + std::string(h.view());
+    return sha256(bytes);
+  };
+  Digest bin = node({{"100755", "run", sha256("#!/bin/sh\n")}});
+  EXPECT_EQ(*hash, node({{"100644", "a.txt", sha256("alpha\n")}, {"40000", "bin", bin}}));
+  // The memo gives the same answer as a fresh computation, and a mode change changes it.
+  EXPECT_EQ(*tree_sha256(*git, tree, memo), *hash);
+  small.set_executable("bin/run", false);
+  ObjectId changed = *git->tree_of(*git->resolve_commit(small.commit_all("mode")));
+  MemoryHashMemo fresh;
+  EXPECT_NE(*tree_sha256(*git, changed, fresh), *hash);
 }
 
 TEST_F(RunnerSession, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
