@@ -3,6 +3,7 @@
 // before).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -153,7 +154,11 @@ int run_run(const Options& o) {
   } else {
     print_human(*out);
   }
-  return out->result.all_passed() ? kOk : kVerificationFailed;
+  if (out->result.all_passed()) return kOk;
+  // A run the sandbox could not make says nothing about the tree: that is the environment's.
+  bool broken = std::any_of(out->result.checks.begin(), out->result.checks.end(),
+                            [](const CheckResult& c) { return c.verdict == kError; });
+  return broken ? kIoError : kVerificationFailed;
 }
 
 }  // namespace
@@ -163,7 +168,7 @@ void add_run_commands(CLI::App& app, Action& action) {
   auto* run = app.add_subcommand(
       "run", "Check out a base revision (cached), apply a diff in an overlay, run checks in the sandbox and print the "
              "RunResult. Exit 0 when every check passed, 1 when one did not (or the diff was refused), 5 when the "
-             "sandbox cannot prove itself.");
+             "sandbox cannot prove itself or could not run a check.");
   // Not ->required(): the kernel's `warden run status|cancel|approve` will live under this
   // command too, so run_run checks them itself.
   run->add_option("--repo", o->repo, "Git repository (required)");
@@ -171,7 +176,8 @@ void add_run_commands(CLI::App& app, Action& action) {
   run->add_option("--diff", o->diff, "Canonical Diff JSON to apply to the base (see warden diff parse)");
   run->add_option("--profile", o->profile, "Sandbox profile: a built-in name (default, strict) or a JSON file")
       ->capture_default_str();
-  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c)");
+  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c)")
+      ->allow_extra_args(false);
   run->add_option("--checks", o->checks_file, "A JSON array of check specs (name, argv, runs, quorum, report_format, "
                                               "report_path, fail_to_pass, pass_to_pass, proves, env, timeout_ms)");
   run->add_option("--timeout", o->timeout_s, "Per-run wall-clock timeout in seconds for every check")
