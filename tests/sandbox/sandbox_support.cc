@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace warden::test {
 
@@ -41,6 +42,31 @@ int count_processes_with(const std::string& marker) {
     }
   }
   return count;
+}
+
+int wait_for_uid_to_drain(uid_t uid, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  const std::string wanted = std::to_string(uid);
+  while (true) {
+    int count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(entry.path() / "status");
+      std::string line;
+      while (std::getline(st, line)) {
+        if (!line.starts_with("Uid:")) continue;
+        std::istringstream fields(line.substr(4));
+        std::string real;
+        fields >> real;
+        if (real == wanted) ++count;
+        break;
+      }
+    }
+    if (count == 0 || std::chrono::steady_clock::now() >= deadline) return count;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::string fresh_marker() {

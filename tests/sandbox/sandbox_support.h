@@ -2,6 +2,10 @@
 // limits small enough to hit quickly, and counting processes by marker on the host.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -17,6 +21,11 @@ SandboxProfile test_profile();
 
 // Processes on the host whose command line contains `marker`.
 int count_processes_with(const std::string& marker);
+
+// Waits (up to `limit`) until no process of host uid `uid` exists: RLIMIT_NPROC counts a
+// uid's processes until they are reaped, so a test that spends the budget must start after
+// the previous one's processes are really gone. Returns how many were left.
+int wait_for_uid_to_drain(uid_t uid, std::chrono::milliseconds limit);
 
 // A fresh marker such as "warden-marker-1a2b3c".
 std::string fresh_marker();
