@@ -35,12 +35,14 @@
 
 #include "common/canonical_json.h"
 #include "runner/workspace.h"
+#include "tools/bench/median.h"
 
 extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using warden::bench::median_ms;
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void die(const std::string& what) {
@@ -108,18 +110,6 @@ std::string make_patch(uint64_t files) {
              " line 10, changed\n file " + n + " line 11\n file " + n + " line 12\n";
   }
   return patch;
-}
-
-template <typename F>
-double median_ms(int runs, F&& f) {
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    auto start = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 struct SizeResult {

@@ -38,29 +38,19 @@
 
 #include "runner/session.h"
 #include "runner/workspace.h"
+#include "tools/bench/median.h"
 
 extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using warden::bench::median_ms;
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "sandbox_bench: " << what << "\n";
   std::exit(2);
-}
-
-template <typename F>
-double median_ms(int runs, F&& f) {
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    auto start = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 void spawn_and_wait(const std::vector<std::string>& argv) {
