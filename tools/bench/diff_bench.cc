@@ -17,10 +17,7 @@
 //
 //   cmake --build build --target diff_bench warden && build/diff_bench [--runs N] [--json]
 //   build/diff_bench --quick        CI smoke run: 1,000 and 5,000 files, always exits 0
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -35,81 +32,21 @@
 
 #include "common/canonical_json.h"
 #include "runner/workspace.h"
+#include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using warden::bench::make_patch;
+using warden::bench::make_repo;
 using warden::bench::median_ms;
+using warden::bench::run_command;
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "diff_bench: " << what << "\n";
   std::exit(2);
-}
-
-// Runs argv with stdin and stdout redirected to files ("" keeps them / uses /dev/null).
-void run(const std::vector<std::string>& argv, const std::string& in = "", const std::string& out = "") {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, in.empty() ? "/dev/null" : in.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out.empty() ? "/dev/null" : out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) die("cannot run " + argv[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string cmd;
-    for (const auto& a : argv) cmd += a + " ";
-    die("command failed: " + cmd);
-  }
-}
-
-std::string file_path(uint64_t i) {
-  return "d" + std::to_string(i / 1024) + "/e" + std::to_string(i / 32 % 32) + "/f" + std::to_string(i) + ".txt";
-}
-
-std::string file_content(uint64_t i) {
-  std::string s;
-  for (int k = 1; k <= 20; ++k) s += "file " + std::to_string(i) + " line " + std::to_string(k) + "\n";
-  return s;
-}
-
-// A repository of `files` files in two directory levels, as one fast-import commit.
-void make_repo(const fs::path& dir, uint64_t files) {
-  run({"git", "init", "-q", dir.string()});
-  fs::path stream = dir / "import.stream";
-  {
-    std::ofstream out(stream, std::ios::binary);
-    out << "commit refs/heads/main\ncommitter Bench <bench@localhost> 1700000000 +0000\ndata 4\nbase\n";
-    for (uint64_t i = 0; i < files; ++i) {
-      std::string content = file_content(i);
-      out << "M 100644 inline " << file_path(i) << "\ndata " << content.size() << "\n" << content << "\n";
-    }
-  }
-  run({"git", "-C", dir.string(), "fast-import", "--quiet"}, stream.string());
-  fs::remove(stream);
-  run({"git", "-C", dir.string(), "symbolic-ref", "HEAD", "refs/heads/main"});
-}
-
-// Changes line 10 of three files far apart in the tree.
-std::string make_patch(uint64_t files) {
-  std::string patch;
-  for (uint64_t i : {uint64_t{0}, files / 2, files - 1}) {
-    std::string p = file_path(i), n = std::to_string(i);
-    patch += "diff --git a/" + p + " b/" + p + "\n--- a/" + p + "\n+++ b/" + p + "\n@@ -8,5 +8,5 @@\n";
-    patch += " file " + n + " line 8\n file " + n + " line 9\n-file " + n + " line 10\n+file " + n +
-             " line 10, changed\n file " + n + " line 11\n file " + n + " line 12\n";
-  }
-  return patch;
 }
 
 struct SizeResult {
@@ -141,17 +78,17 @@ SizeResult measure(const fs::path& work, uint64_t files, int runs, const std::st
   fs::path diff_json = work / ("diff-" + std::to_string(files) + ".json");
   fs::path tree_out = work / "tree.out";
   r.warden_cli_ms = median_ms(runs, [&] {
-    run({warden_bin, "diff", "parse", patch_file.string(), "--repo", repo.string(), "--base", "main", "--json"}, "",
+    run_command({warden_bin, "diff", "parse", patch_file.string(), "--repo", repo.string(), "--base", "main", "--json"}, "",
         diff_json.string());
-    run({warden_bin, "diff", "apply", diff_json.string(), "--repo", repo.string(), "--base", "main"}, "", tree_out.string());
+    run_command({warden_bin, "diff", "apply", diff_json.string(), "--repo", repo.string(), "--base", "main"}, "", tree_out.string());
   });
 
   std::vector<double> git_ms;
   for (int i = 0; i < runs; ++i) {
-    run({"git", "-C", repo.string(), "read-tree", "main"});  // reset the index: untimed
+    run_command({"git", "-C", repo.string(), "read-tree", "main"});  // reset the index: untimed
     auto start = Clock::now();
-    run({"git", "-C", repo.string(), "apply", "--cached", patch_file.string()});
-    run({"git", "-C", repo.string(), "write-tree"}, "", tree_out.string());
+    run_command({"git", "-C", repo.string(), "apply", "--cached", patch_file.string()});
+    run_command({"git", "-C", repo.string(), "write-tree"}, "", tree_out.string());
     git_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   std::sort(git_ms.begin(), git_ms.end());

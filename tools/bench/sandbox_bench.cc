@@ -38,6 +38,7 @@
 
 #include "runner/session.h"
 #include "runner/workspace.h"
+#include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
 
 extern char** environ;
@@ -45,6 +46,8 @@ extern char** environ;
 namespace {
 
 namespace fs = std::filesystem;
+using warden::bench::make_patch;
+using warden::bench::make_repo;
 using warden::bench::median_ms;
 using Clock = std::chrono::steady_clock;
 
@@ -95,55 +98,6 @@ void bare_bwrap(const std::vector<std::string>& argv, const std::string& seccomp
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bare bwrap failed: status " + std::to_string(status));
-}
-
-void run_quiet(const std::vector<std::string>& argv, const std::string& in = "") {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, in.empty() ? "/dev/null" : in.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) die("cannot run " + argv[0]);
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("command failed: " + argv[0] + " " + argv[1]);
-}
-
-std::string file_path(uint64_t i) {
-  return "d" + std::to_string(i / 1024) + "/e" + std::to_string(i / 32 % 32) + "/f" + std::to_string(i) + ".txt";
-}
-
-// A repository of `files` files in two directory levels, as one fast-import commit.
-void make_repo(const fs::path& dir, uint64_t files) {
-  run_quiet({"git", "init", "-q", dir.string()});
-  fs::path stream = dir / "import.stream";
-  {
-    std::ofstream out(stream, std::ios::binary);
-    out << "commit refs/heads/main\ncommitter Bench <bench@localhost> 1700000000 +0000\ndata 4\nbase\n";
-    for (uint64_t i = 0; i < files; ++i) {
-      std::string content;
-      for (int k = 1; k <= 20; ++k) content += "file " + std::to_string(i) + " line " + std::to_string(k) + "\n";
-      out << "M 100644 inline " << file_path(i) << "\ndata " << content.size() << "\n" << content << "\n";
-    }
-  }
-  run_quiet({"git", "-C", dir.string(), "fast-import", "--quiet"}, stream.string());
-  fs::remove(stream);
-}
-
-// Changes line 10 of three files far apart in the tree.
-std::string make_patch(uint64_t files) {
-  std::string patch;
-  for (uint64_t i : {uint64_t{0}, files / 2, files - 1}) {
-    std::string p = file_path(i), n = std::to_string(i);
-    patch += "diff --git a/" + p + " b/" + p + "\n--- a/" + p + "\n+++ b/" + p + "\n@@ -8,5 +8,5 @@\n";
-    patch += " file " + n + " line 8\n file " + n + " line 9\n-file " + n + " line 10\n+file " + n +
-             " line 10, changed\n file " + n + " line 11\n file " + n + " line 12\n";
-  }
-  return patch;
 }
 
 struct PrepResult {
