@@ -1,0 +1,106 @@
+// A BlueprintSpec: what to build, as a person writes it. The kernel commits it to the ledger
+// as given (canonical JSON) and derives a BuildPlan from it deterministically
+// (plan_generate.h). JSON form, format "warden.blueprint/v1":
+//   {"format": "warden.blueprint/v1", "name": "calculator", "language": "python",
+//    "repository": {"seed": "seed", "base": "HEAD", "branch": "warden/calculator"},
+//    "goals": ["..."], "policy": "python",
+//    "intent": {"name": "python_package", "artifacts": ["module", "test_suite"]},
+//    "modules":      [{"name": "calculator", "path": "src/calculator/__init__.py", "content": "..."}],
+//    "functions":    [{"names": ["add"], "module": "calculator", "path": "src/calculator/arithmetic.py",
+//                      "content": "...", "drafts": ["..."]}],
+//    "tests":        [{"name": "test_arithmetic", "path": "tests/test_arithmetic.py", "covers": ["add"],
+//                      "content": "..."}],
+//    "dependencies": [{"name": "requests", "manifest": "requirements.txt", "content": "..."}],
+//    "changes":      [{"path": "README.md", "description": "...", "content": "...", "produces": "document"}],
+//    "checks": [CheckSpec...],
+//    "constraints": {"allowed_paths": ["src/**", "tests/**"], "max_retries": 3, "max_replans": 1,
+//                    "step_timeout_ms": 30000}}
+// `repository.seed` is a directory (relative to the blueprint file) whose files make the first
+// commit when `warden build` creates the repository itself.
+// `drafts` are earlier versions the plan executor proposes before `content`: a blueprint can
+// rehearse a refusal and a retry without any AI in the loop.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "runner/check_spec.h"
+
+namespace warden::kernel {
+
+inline constexpr std::string_view kBlueprintFormat = "warden.blueprint/v1";
+
+struct BlueprintModule {
+  std::string name, path, content;
+  std::vector<std::string> drafts;
+};
+
+struct BlueprintFunction {
+  std::vector<std::string> names;  // the functions the file must define
+  std::string module;              // the module (by name) it belongs to; its step comes first
+  std::string path, content;
+  std::vector<std::string> drafts;
+};
+
+struct BlueprintTest {
+  std::string name, path, content;
+  std::vector<std::string> covers;  // function names it tests; their steps come first
+  std::vector<std::string> drafts;
+};
+
+struct BlueprintDependency {
+  std::string name;
+  std::string manifest;  // the dependency manifest the step may touch (requirements.txt, ...)
+  std::string content;   // the manifest's full content after the step
+  std::vector<std::string> drafts;
+};
+
+struct BlueprintChange {  // a modify step on an existing file (or a new non-code file)
+  std::string path, description, content;
+  std::optional<std::string> produces;  // artifact type, e.g. "document"
+  std::vector<std::string> after;       // paths (of other blueprint entries) it depends on
+  std::vector<std::string> drafts;
+};
+
+struct Intent {
+  std::string name;
+  std::vector<std::string> artifacts;  // module | test_suite | document | binary | dependency
+};
+
+struct Constraints {
+  std::vector<std::string> allowed_paths;  // globs; empty: the policy's own allow list
+  int64_t max_retries = 3;                 // proposals per step
+  int64_t max_replans = 1;
+  int64_t step_timeout_ms = 30000;         // the watchdog
+};
+
+struct BlueprintSpec {
+  std::string name;
+  std::string language;  // python | c | cpp | other
+  std::optional<std::string> seed;  // relative to the blueprint file
+  std::string base = "HEAD";
+  std::optional<std::string> branch;  // default: warden/<name>
+  std::vector<std::string> goals;
+  std::string policy;  // builtin policy name or path; empty: the language's default
+  std::optional<Intent> intent;
+  std::vector<BlueprintModule> modules;
+  std::vector<BlueprintFunction> functions;
+  std::vector<BlueprintTest> tests;
+  std::vector<BlueprintDependency> dependencies;
+  std::vector<BlueprintChange> changes;
+  std::vector<CheckSpec> checks;
+  Constraints constraints;
+
+  // Strict: unknown fields refused, every error names its JSON path ("blueprint.functions[1].path: ...").
+  static Result<BlueprintSpec> from_json(const Json& json);
+  static Result<BlueprintSpec> load(const std::string& path);
+  Json to_json() const;
+  Digest digest() const;  // of the canonical to_json()
+};
+
+}  // namespace warden::kernel

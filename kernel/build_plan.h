@@ -1,0 +1,83 @@
+// The BuildPlan: the ordered steps the kernel holds executors to. A plan is a proposal until
+// plan_verify.h accepts it and the kernel commits it to the ledger; from then on every Diff
+// names one of its steps. JSON form, format "warden.plan/v1":
+//   {"format": "warden.plan/v1", "name": "calculator", "blueprint_sha256": "sha256:...",
+//    "language": "python", "policy": "python", "branch": "warden/calculator",
+//    "intent": {...} | null, "allowed_paths": [...],
+//    "steps": [{"id": "s1", "action": "create_module", "description": "...",
+//               "targets": ["src/calculator/__init__.py"],
+//               "content": {"src/calculator/__init__.py": "..."},   // optional
+//               "drafts": [{"src/...": "..."}],                       // optional
+//               "symbols": ["add"], "dependencies": ["s0"], "invariants": ["no_import_cycles"],
+//               "produces": ["module"]}],
+//    "invariants": ["no_dangerous_operations"], "checks": [CheckSpec...],
+//    "verification_checkpoints": [{"id": "cp1", "after": ["s2"], "checks": ["tests"]}],
+//    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000}
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "kernel/blueprint.h"
+#include "runner/check_spec.h"
+
+namespace warden::kernel {
+
+inline constexpr std::string_view kPlanFormat = "warden.plan/v1";
+
+enum class StepAction { create_module, create_function, create_test, add_dependency, modify };
+std::string_view step_action_name(StepAction action);
+std::optional<StepAction> parse_step_action(std::string_view name);
+
+using FileContents = std::map<std::string, std::string>;  // path -> exact bytes
+
+struct BuildStep {
+  std::string id;
+  StepAction action = StepAction::modify;
+  std::string description;
+  std::vector<std::string> targets;      // the only paths the step may touch
+  std::optional<FileContents> content;   // exact post-images, when the plan fixes them
+  std::vector<FileContents> drafts;      // plan executor rehearsals, proposed before content
+  std::vector<std::string> symbols;      // create_function: functions it must define; create_test: tests
+  std::vector<std::string> dependencies; // step ids that must be completed first
+  std::vector<std::string> invariants;   // step-level invariants, on top of the plan's
+  std::vector<std::string> produces;     // artifact types (module, test_suite, document, binary, dependency)
+};
+
+struct VerificationCheckpoint {
+  std::string id;
+  std::vector<std::string> after;   // step ids
+  std::vector<std::string> checks;  // check names that must pass once those steps are done
+};
+
+struct BuildPlan {
+  std::string name;
+  std::optional<Digest> blueprint_sha256;
+  std::string language;
+  std::string policy;
+  std::string branch;
+  std::optional<Intent> intent;
+  std::vector<std::string> allowed_paths;
+  std::vector<BuildStep> steps;
+  std::vector<std::string> invariants;
+  std::vector<CheckSpec> checks;
+  std::vector<VerificationCheckpoint> verification_checkpoints;
+  int64_t max_retries = 3;
+  int64_t max_replans = 1;
+  int64_t step_timeout_ms = 30000;
+
+  const BuildStep* find(std::string_view id) const;
+  // Strict: unknown fields refused, errors name the JSON path ("plan.steps[2].action: ...").
+  static Result<BuildPlan> from_json(const Json& json);
+  Json to_json() const;
+  Digest digest() const;  // of the canonical to_json()
+};
+
+}  // namespace warden::kernel

@@ -1,0 +1,79 @@
+// A policy: what the kernel requires of every proposal beyond the plan itself. Policies are
+// JSON (policies/<name>.json, embedded in the binary; or any file), format "warden.policy/v1":
+//   {"format": "warden.policy/v1", "name": "python", "language": "python",
+//    "sandbox_profile": "default",
+//    "checks": [CheckSpec...],                 // run on every proposal, e.g. the test suite
+//    "required_checks": ["tests"],            // check names that must pass
+//    "allow_paths": ["**"], "deny_paths": ["**/*.pem"],          // globs (glob.h)
+//    "protected_paths": ["tests/**", ".github/**", ".warden/**"], // only a step targeting them may touch them
+//    "approval_paths": ["setup.py"],          // a change here waits for a human (refused as approval_required)
+//    "max_diff_bytes": 1048576, "max_files": 200, "exact_content": false,
+//    "dangerous_operations": true,            // the kernel's own scan of added lines (dangerous_ops.h)
+//    "invariants": {"no_import_cycles": {"program": "no_import_cycles.py", "args": ["--lang", "python"],
+//                                         "description": "..."}}}
+// Each invariant maps to a check program in policies/checks/ (embedded in the binary too), run
+// in the sandbox as `python3 /warden/checks/<program> <args...>` with the workspace as cwd.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "runner/check_spec.h"
+#include "runner/sandbox_profile.h"
+
+namespace warden::kernel {
+
+inline constexpr std::string_view kPolicyFormat = "warden.policy/v1";
+inline constexpr std::string_view kChecksMountDir = "/warden/checks";
+
+struct InvariantProgram {
+  std::string program;  // file name in policies/checks/
+  std::vector<std::string> args;
+  std::string description;
+};
+
+struct Policy {
+  std::string name;
+  std::string language;
+  std::string sandbox_profile = "default";
+  std::vector<CheckSpec> checks;
+  std::vector<std::string> required_checks;
+  std::vector<std::string> allow_paths{"**"};
+  std::vector<std::string> deny_paths;
+  std::vector<std::string> protected_paths;
+  std::vector<std::string> approval_paths;
+  uint64_t max_diff_bytes = 1 << 20;
+  uint64_t max_files = 200;
+  bool exact_content = false;
+  bool dangerous_operations = true;
+  std::map<std::string, InvariantProgram> invariants;
+  // The check programs' bytes by file name, read when the policy was loaded; they are part of
+  // the policy's digest, so a changed checker is a changed policy.
+  std::map<std::string, std::string> programs;
+
+  bool knows_invariant(std::string_view name) const { return invariants.contains(std::string(name)); }
+  // The CheckSpec that proves `invariant` in the sandbox (argv python3 /warden/checks/...,
+  // proves = {invariant}).
+  Result<CheckSpec> invariant_check(std::string_view invariant) const;
+  // The sandbox profile with the check programs added as read-only files under /warden/checks.
+  Result<SandboxProfile> sandbox_profile_with_programs() const;
+
+  static Result<Policy> parse(std::string_view text, std::string_view what);
+  // A builtin name ("python", "cpp") or a path to a JSON file (programs resolved next to it,
+  // then among the builtin ones).
+  static Result<Policy> load(std::string_view name_or_path);
+  Json to_json() const;  // includes the programs' digests
+  Digest digest() const;
+};
+
+// The builtin policy for a blueprint language: python -> "python", c / cpp -> "cpp".
+std::string_view default_policy_for(std::string_view language);
+std::vector<std::string_view> builtin_policy_names();
+
+}  // namespace warden::kernel
