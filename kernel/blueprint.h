@@ -17,6 +17,9 @@
 //                    "step_timeout_ms": 30000}}
 // `repository.seed` is a directory (relative to the blueprint file) whose files make the first
 // commit when `warden build` creates the repository itself.
+// Wherever a "content" string goes, "content_file" may name a file relative to the blueprint
+// instead, and "draft_files" likewise stands for "drafts"; load() reads them in, so the
+// blueprint the kernel commits (and its digest) always carries the bytes themselves.
 // `drafts` are earlier versions the plan executor proposes before `content`: a blueprint can
 // rehearse a refusal and a retry without any AI in the loop.
 #pragma once
@@ -97,7 +100,8 @@ struct BlueprintSpec {
   Constraints constraints;
 
   // Strict: unknown fields refused, every error names its JSON path ("blueprint.functions[1].path: ...").
-  static Result<BlueprintSpec> from_json(const Json& json);
+  // `base_dir` resolves content_file / draft_files; empty: they are refused.
+  static Result<BlueprintSpec> from_json(const Json& json, const std::string& base_dir = {});
   static Result<BlueprintSpec> load(const std::string& path);
   Json to_json() const;
   Digest digest() const;  // of the canonical to_json()
