@@ -11,7 +11,8 @@
 //               "symbols": ["add"], "dependencies": ["s0"], "invariants": ["no_import_cycles"],
 //               "produces": ["module"]}],
 //    "invariants": ["no_dangerous_operations"], "checks": [CheckSpec...],
-//    "verification_checkpoints": [{"id": "cp1", "after": ["s2"], "checks": ["tests"]}],
+//    "verification_checkpoints": [{"id": "final", "after": ["s1", "s2"], "checks": ["tests"],
+//                                  "invariants": ["all_functions_have_tests"]}],
 //    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000}
 #pragma once
 
@@ -51,10 +52,14 @@ struct BuildStep {
   std::vector<std::string> produces;     // artifact types (module, test_suite, document, binary, dependency)
 };
 
+// A gate on the whole tree once a set of steps is done: the proposal that completes the last of
+// `after` must also pass these checks and prove these invariants. Invariants that cannot hold
+// part-way (every function has a test) belong here rather than in the per-step list.
 struct VerificationCheckpoint {
   std::string id;
-  std::vector<std::string> after;   // step ids
-  std::vector<std::string> checks;  // check names that must pass once those steps are done
+  std::vector<std::string> after;       // step ids
+  std::vector<std::string> checks;      // check names that must pass once those steps are done
+  std::vector<std::string> invariants;  // invariants that must be proven then
 };
 
 struct BuildPlan {
