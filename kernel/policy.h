@@ -41,6 +41,7 @@ struct InvariantProgram {
 struct Policy {
   std::string name;
   std::string language;
+  std::string description;
   std::string sandbox_profile = "default";
   std::vector<CheckSpec> checks;
   std::vector<std::string> required_checks;
@@ -53,8 +54,13 @@ struct Policy {
   bool exact_content = false;
   bool dangerous_operations = true;
   std::map<std::string, InvariantProgram> invariants;
+  // Invariants that cannot hold part-way (every function has a test): generated plans prove
+  // them at the final verification checkpoint instead of after every step.
+  std::vector<std::string> checkpoint_invariants;
   // The check programs' bytes by file name, read when the policy was loaded; they are part of
-  // the policy's digest, so a changed checker is a changed policy.
+  // the policy's digest, so a changed checker is a changed policy. load() takes every builtin
+  // file of policies/checks/ (the programs share helper modules such as checklib.py), and
+  // for a policy file, the files of the checks/ folder beside it on top.
   std::map<std::string, std::string> programs;
 
   bool knows_invariant(std::string_view name) const { return invariants.contains(std::string(name)); }
@@ -64,6 +70,11 @@ struct Policy {
   // The sandbox profile with the check programs added as read-only files under /warden/checks.
   Result<SandboxProfile> sandbox_profile_with_programs() const;
 
+  // The file names the policy runs from /warden/checks: its invariants' programs and any
+  // check argument under /warden/checks/. Sorted, unique.
+  std::vector<std::string> referenced_programs() const;
+
+  // The JSON alone: `programs` stays empty (load() fills it).
   static Result<Policy> parse(std::string_view text, std::string_view what);
   // A builtin name ("python", "cpp") or a path to a JSON file (programs resolved next to it,
   // then among the builtin ones).
@@ -72,8 +83,13 @@ struct Policy {
   Digest digest() const;
 };
 
-// The builtin policy for a blueprint language: python -> "python", c / cpp -> "cpp".
+// The builtin policy for a blueprint language: python -> "python", c / cpp / c++ -> "cpp";
+// empty for any other language (the blueprint must name its policy).
 std::string_view default_policy_for(std::string_view language);
 std::vector<std::string_view> builtin_policy_names();
+// The embedded policies/<name>.json byte for byte, or empty; and every embedded
+// policies/checks/ file by name (builtin_policies.cc, generated at configure time).
+std::string_view builtin_policy_text(std::string_view name);
+const std::map<std::string, std::string_view>& builtin_check_programs();
 
 }  // namespace warden::kernel
