@@ -1,6 +1,5 @@
 #include "kernel/plan_records.h"
 
-#include "kernel/build_records.h"
 #include "kernel/plan_verify.h"
 
 namespace warden::kernel {

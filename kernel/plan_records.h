@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "kernel/build_plan.h"
+#include "kernel/build_records.h"
 #include "kernel/policy.h"
 #include "kernel/verdict.h"
 #include "ledger/ledger.h"
