@@ -51,8 +51,8 @@ void add_ledger_commands(CLI::App& app, Action& action);
 void add_merkle_commands(CLI::App& app, Action& action);
 void add_note_commands(CLI::App& app, Action& action);
 void add_pipeline_commands(CLI::App& app, Action& action);
-void add_receipt_commands(CLI::App& app, Action& action);
 void add_plan_commands(CLI::App& app, Action& action);
+void add_receipt_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);
 

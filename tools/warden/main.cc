@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
   warden::cli::add_merkle_commands(app, action);
   warden::cli::add_note_commands(app, action);
   warden::cli::add_pipeline_commands(app, action);
-  warden::cli::add_receipt_commands(app, action);
   warden::cli::add_plan_commands(app, action);
+  warden::cli::add_receipt_commands(app, action);
   warden::cli::add_run_commands(app, action);
   warden::cli::add_sandbox_commands(app, action);
   try {
