@@ -1,4 +1,4 @@
-"""Evaluates arithmetic expressions such as "2 + 3 * 4" without eval(): a tokenizer
+"""Evaluates arithmetic expressions such as "2 + 3 * 4" without eval, by a tokenizer
 and a recursive-descent parser over numbers, + - * /, unary minus and parentheses,
 so an expression can compute but never run code."""
 
