@@ -5,7 +5,7 @@
 //   create_function one per function entry; depends on its module's step; symbols = its names;
 //                   produces function
 //   create_test     one per test; depends on the steps defining every function it covers;
-//                   symbols = [test name]; produces test_suite
+//                   no symbols (the name is the suite's); produces test_suite
 //   modify          one per change; depends on the steps writing the paths in `after`;
 //                   produces [change.produces] or nothing
 // Every step also depends on the latest earlier step with the same target (two dependencies

@@ -352,6 +352,35 @@ Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& paren
   return out;
 }
 
+Checked<ObjectId> GitRepo::commit_root(const std::vector<ResolvedFile>& files, const CommitRequest& request) {
+  std::string ref_name = "refs/heads/" + request.branch;
+  auto tip = branch_tip(repo_.get(), ref_name);
+  if (!tip) return std::unexpected(tip.error());
+  if (*tip) return refuse("branch_moved", request.branch, "the branch exists already");
+  git_treebuilder* builder_raw = nullptr;
+  if (git_treebuilder_new(&builder_raw, repo_.get(), nullptr) != 0) return git_failure("creating the empty tree");
+  std::unique_ptr<git_treebuilder, GitFree<git_treebuilder, git_treebuilder_free>> builder(builder_raw);
+  ObjectId empty;
+  if (git_treebuilder_write(&empty.oid, builder.get()) != 0) return git_failure("writing the empty tree");
+  auto tree_id = write_tree(empty, files);
+  if (!tree_id) return std::unexpected(tree_id.error());
+  git_signature* sig_raw = nullptr;
+  if (git_signature_new(&sig_raw, request.author.name.c_str(), request.author.email.c_str(), request.time_seconds, 0) != 0) {
+    return git_failure("author signature");
+  }
+  SignaturePtr sig(sig_raw);
+  git_tree* tree_raw = nullptr;
+  if (git_tree_lookup(&tree_raw, repo_.get(), &tree_id->oid) != 0) return git_failure("reading tree " + tree_id->hex());
+  TreePtr tree(tree_raw);
+  ObjectId out;
+  if (git_commit_create(&out.oid, repo_.get(), ref_name.c_str(), sig.get(), sig.get(), nullptr, request.message.c_str(),
+                        tree.get(), 0, nullptr) != 0) {
+    return git_failure("creating the first commit");
+  }
+  if (git_repository_set_head(repo_.get(), ref_name.c_str()) != 0) return git_failure("pointing HEAD at " + ref_name);
+  return out;
+}
+
 Checked<void> GitRepo::checkout(const ObjectId& tree_id, const std::filesystem::path& dir) {
   git_object* raw = nullptr;
   if (git_object_lookup(&raw, repo_.get(), &tree_id.oid, GIT_OBJECT_TREE) != 0) return git_failure("reading tree " + tree_id.hex());

@@ -86,6 +86,9 @@ class GitRepo {
   Checked<ObjectId> commit(const ObjectId& tree, const ObjectId& parent, const CommitRequest& request);
   // Materializes `tree` into `dir` without touching the repository's index or HEAD.
   Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir);
+  // The first commit of an empty repository: `files` as its tree, no parent; the branch is
+  // created and HEAD points at it. Refused when the branch exists already.
+  Checked<ObjectId> commit_root(const std::vector<ResolvedFile>& files, const CommitRequest& request);
 
   git_repository* get() const { return repo_.get(); }
 

@@ -228,6 +228,10 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
       result.timed_out = true;
       kill_all();
     }
+    if (!grace_end && request.stop.stop_requested()) {
+      result.cancelled = true;
+      kill_all();
+    }
     if (grace_end && now >= *grace_end) {
       return fail(Errc::internal, "sandbox: output pipes still open " + std::to_string(kKillGrace.count()) +
                                       " s after the sandbox was killed: a process outlived its sandbox");
@@ -236,6 +240,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
     int wait_ms = static_cast<int>(std::clamp<int64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1, 0, 60'000));
     if (child->pidfd() < 0 && !exited) wait_ms = std::min(wait_ms, 10);
+    if (request.stop.stop_possible() && !grace_end) wait_ms = std::min(wait_ms, 50);  // notice a stop promptly
     pollfd pfds[3];
     nfds_t n = 0;
     int index[3];

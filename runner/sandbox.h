@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,15 @@ struct SandboxRequest {
   std::map<std::string, std::string> env;   // extra variables for this run
   // Called with (1 or 2, bytes) as output arrives (e.g. `warden sandbox exec` forwarding).
   std::function<void(int, std::string_view)> live;
+  // A stop request kills the sandbox as a timeout would (SandboxRun::cancelled).
+  std::stop_token stop;
 };
 
 struct SandboxRun {
   int exit_code = -1;  // bwrap's exit status: the command's, or 128+N when a signal ended it
   int signal = 0;      // set when the runner's own SIGKILL ended the sandbox
   bool timed_out = false;
+  bool cancelled = false;
   bool output_limit_exceeded = false;
   int64_t duration_ms = 0;
   StreamEvidence out, err;

@@ -164,6 +164,12 @@ CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
   req.overlay = OverlaySpec{ws.lowers(), (*dir / "upper").string(), (*dir / "work").string(), (*dir / "merged").string()};
   req.timeout_ms = spec.timeout_ms;
   req.env = spec.env;
+  req.stop = stop_;
+  if (stop_.stop_requested()) {
+    run.error = "cancelled";
+    run.outcome = kError;
+    return run;
+  }
   auto result = sandbox_->run(req);
   if (!result) {
     run.error = result.error().message;
@@ -173,6 +179,7 @@ CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
   run.exit_code = result->exit_code;
   run.signal = result->signal;
   run.timed_out = result->timed_out;
+  if (result->cancelled) run.error = "cancelled";
   run.output_limit_exceeded = result->output_limit_exceeded;
   run.duration_ms = result->duration_ms;
   std::string blob_error;
@@ -210,7 +217,7 @@ CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
     judgement = judge_tests(run.tests, spec.fail_to_pass, spec.pass_to_pass);
   }
   // A body that could not be stored is evidence lost: the run cannot count.
-  if (!blob_error.empty()) run.error = blob_error;
+  if (!blob_error.empty() && run.error.empty()) run.error = blob_error;
   run.outcome = run_outcome(run, spec, judgement);
   return run;
 }
@@ -280,7 +287,9 @@ Checked<RunOutcome> Runner::run(GitRepo& repo, const RunRequest& request) {
   r.preflight = preflight;
   r.toolchain = toolchain_;
   r.toolchain_sha256 = toolchain_sha256_;
+  stop_ = request.stop;
   for (const auto& spec : request.checks) r.checks.push_back(run_check(*ws, spec));
+  stop_ = {};
   for (size_t i = 0; i < request.checks.size(); ++i) {
     for (const auto& invariant : request.checks[i].proves) {
       bool passed = r.checks[i].verdict == kPassed;

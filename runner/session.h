@@ -39,6 +39,7 @@ struct RunRequest {
   std::optional<ObjectId> tree;  // the tree under test, when the caller already built it
   const Diff* diff = nullptr;    // otherwise a diff to apply to base_tree (none: test the base)
   std::vector<CheckSpec> checks;
+  std::stop_token stop;  // cancels the run: running checks are killed, the rest do not start
 };
 
 // A workspace ready for runs: the layers an overlay stacks (topmost first).
@@ -78,6 +79,7 @@ class Runner {
   Runner() = default;
   CheckResult run_check(const PreparedWorkspace& ws, const CheckSpec& spec);
   CheckRun run_once(const PreparedWorkspace& ws, const CheckSpec& spec);
+  std::stop_token stop_;  // the current request's
 
   std::optional<Sandbox> sandbox_;
   RunnerOptions options_;

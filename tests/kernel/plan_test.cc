@@ -67,7 +67,7 @@ TEST(PlanGenerate, OrdersStepsAndDependencies) {
       {"s3", "create_module", "src/calc/__init__.py", {}, {}, {"module"}},
       {"s4", "create_function", "src/calc/ops.py", {"s3"}, {"add", "sub"}, {"function"}},
       {"s5", "create_function", "src/calc/mul.py", {"s3"}, {"mul"}, {"function"}},
-      {"s6", "create_test", "tests/test_ops.py", {"s4", "s5"}, {"test_ops"}, {"test_suite"}},
+      {"s6", "create_test", "tests/test_ops.py", {"s4", "s5"}, {}, {"test_suite"}},
       {"s7", "modify", "README.md", {"s6"}, {}, {"document"}},
       {"s8", "modify", "src/calc/ops.py", {"s4"}, {}, {}},
   };

@@ -45,6 +45,7 @@ Result<Digest> parse_hex_digest(std::string_view text, std::string_view what);
 Result<std::vector<Digest>> parse_proof(std::string_view text);
 std::string join_proof(const std::vector<Digest>& proof);
 
+void add_build_commands(CLI::App& app, Action& action);
 void add_diff_commands(CLI::App& app, Action& action);
 void add_key_commands(CLI::App& app, Action& action);
 void add_ledger_commands(CLI::App& app, Action& action);

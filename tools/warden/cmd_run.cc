@@ -11,6 +11,7 @@
 #include "common/file.h"
 #include "runner/session.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/kernel_cli.h"
 
 namespace warden::cli {
 namespace {
@@ -22,14 +23,6 @@ struct Options {
   int64_t runs = 1;
   bool json = false, no_cache = false;
 };
-
-// The default cache: shared by every run on this host, reachable by the sandbox's user.
-std::string default_cache_dir() {
-  if (::geteuid() == 0) return "/var/cache/warden";
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/warden";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/warden";
-  return "/tmp/warden-cache-" + std::to_string(::getuid());
-}
 
 int exit_code_for(const Refusal& r) {
   if (r.code == "malformed_diff" || r.code == "invalid_check") return kInvalidInput;

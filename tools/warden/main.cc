@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "warden 0.1.0");
   warden::cli::Action action;
+  warden::cli::add_build_commands(app, action);
   warden::cli::add_diff_commands(app, action);
   warden::cli::add_key_commands(app, action);
   warden::cli::add_ledger_commands(app, action);

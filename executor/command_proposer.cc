@@ -1,0 +1,49 @@
+#include "executor/command_proposer.h"
+
+#include "executor/subprocess.h"
+
+namespace warden::executor {
+
+CommandProposer::CommandProposer(std::string command, std::filesystem::path cwd, std::vector<std::string> env)
+    : command_(std::move(command)), cwd_(std::move(cwd)), env_(std::move(env)) {}
+
+Result<std::string> CommandProposer::propose(const ProposalRequest& request) {
+  return ask(Json{{"step", request.step}, {"context", request.context}}.dump() + "\n", request.timeout);
+}
+
+Result<std::string> CommandProposer::replan(const Json& request, std::chrono::milliseconds timeout) {
+  return ask(Json{{"replan", request}}.dump() + "\n", timeout);
+}
+
+Result<std::string> CommandProposer::ask(std::string input, std::chrono::milliseconds timeout) {
+  SubprocessSpec spec;
+  spec.argv = {"/bin/sh", "-c", command_};
+  spec.env = env_;
+  spec.cwd = cwd_;
+  spec.stdin_data = std::move(input);
+  spec.timeout = timeout;
+  spec.max_stdout = size_t{16} << 20;
+  auto ran = run_subprocess(spec);
+  if (!ran) return std::unexpected(ran.error().with_context("executor " + name()));
+  const std::string tail = ran->err.size() > 512 ? ran->err.substr(ran->err.size() - 512) : ran->err;
+  switch (ran->ending) {
+    case SubprocessResult::Ending::timed_out:
+      return std::unexpected(Error{Errc::limit_exceeded, "executor timed out after " +
+                                                             std::to_string(timeout.count()) + " ms"});
+    case SubprocessResult::Ending::stdout_overflow:
+      return std::unexpected(Error{Errc::limit_exceeded, "executor wrote more than 16 MiB"});
+    case SubprocessResult::Ending::signaled:
+      return std::unexpected(Error{Errc::invalid_argument, "executor killed by signal " +
+                                                               std::to_string(ran->signal) + ": " + tail});
+    case SubprocessResult::Ending::exited:
+      break;
+  }
+  if (ran->exit_code != 0) {
+    return std::unexpected(Error{Errc::invalid_argument, "executor exited with status " +
+                                                             std::to_string(ran->exit_code) + ": " + tail});
+  }
+  if (ran->out.empty()) return std::unexpected(Error{Errc::invalid_argument, "executor proposed nothing"});
+  return std::move(ran->out);
+}
+
+}  // namespace warden::executor

@@ -1,0 +1,69 @@
+#include "executor/plan_proposer.h"
+
+#include "common/encoding.h"
+#include "common/sha256.h"
+
+namespace warden::executor {
+
+namespace {
+
+Error bad_step(std::string message) { return Error{Errc::invalid_argument, "plan executor: " + std::move(message)}; }
+
+}  // namespace
+
+Result<Json> full_content_diff(std::string_view step_id, const Json& files, const Json& context) {
+  if (!files.is_object()) return std::unexpected(bad_step("step content must be an object of path -> text"));
+  const Json* current = nullptr;
+  if (auto it = context.find("files"); it != context.end() && it->is_object()) current = &*it;
+  Json changes = Json::array();
+  for (const auto& [path, value] : files.items()) {  // nlohmann orders keys: deterministic
+    if (!value.is_string()) return std::unexpected(bad_step("content of " + path + " must be a string"));
+    const std::string& content = value.get_ref<const std::string&>();
+    Json f = {{"path", path}, {"new_mode", "100644"}, {"after_sha256", sha256(content).str()}};
+    if (is_valid_utf8(content)) f["after_content"] = content;
+    else f["after_content_base64"] = base64_encode(content);
+    const Json* now = current && current->contains(path) ? &(*current)[path] : nullptr;
+    if (now && now->contains("sha256")) {
+      f["op"] = "modify";
+      f["old_mode"] = "100644";
+      f["before_sha256"] = (*now)["sha256"];
+    } else {
+      f["op"] = "add";
+    }
+    changes.push_back(std::move(f));
+  }
+  Json diff = {{"step_id", std::string(step_id)}, {"files", std::move(changes)}};
+  auto canonical = canonicalize(diff);
+  if (!canonical) return std::unexpected(canonical.error());
+  diff["diff_sha256"] = sha256(*canonical).str();
+  return diff;
+}
+
+Result<std::string> PlanProposer::propose(const ProposalRequest& request) {
+  const Json& step = request.step;
+  if (!step.is_object() || !step.contains("id") || !step["id"].is_string()) {
+    return std::unexpected(bad_step("the step has no id"));
+  }
+  const std::string& id = step["id"].get_ref<const std::string&>();
+  if (id != step_id_) {
+    step_id_ = id;
+    refusals_ = 0;
+  }
+  const Json* files = nullptr;
+  if (auto drafts = step.find("drafts"); drafts != step.end() && drafts->is_array() &&
+                                         refusals_ < static_cast<int64_t>(drafts->size())) {
+    files = &(*drafts)[static_cast<size_t>(refusals_)];
+  } else if (auto content = step.find("content"); content != step.end() && content->is_object()) {
+    files = &*content;
+  }
+  if (!files) return std::unexpected(bad_step("step " + id + " has no content to propose"));
+  auto diff = full_content_diff(id, *files, request.context);
+  if (!diff) return std::unexpected(diff.error());
+  return diff->dump();
+}
+
+void PlanProposer::learn(const Json& refusal) {
+  if (refusal.is_object() && refusal.value("step_id", std::string()) == step_id_) ++refusals_;
+}
+
+}  // namespace warden::executor

@@ -1,0 +1,30 @@
+// The plan executor: proposes each step's own content from the committed plan, so
+// `warden build` runs with no AI at all. A step may carry drafts (earlier versions a
+// blueprint rehearses); the plan executor proposes them first, one per attempt, and the
+// step's content once the drafts are used up — which is how an example shows a refusal, the
+// feedback and an accepted retry deterministically.
+#pragma once
+
+#include <cstdint>
+
+#include "executor/proposer.h"
+
+namespace warden::executor {
+
+class PlanProposer final : public Proposer {
+ public:
+  std::string name() const override { return "plan"; }
+  Result<std::string> propose(const ProposalRequest& request) override;
+  void learn(const Json& refusal) override;
+
+ private:
+  int64_t refusals_ = 0;  // for the current step; reset when the step changes
+  std::string step_id_;
+};
+
+// The Diff JSON (runner/diff.h) that writes `files` (path -> content) over the current
+// contents described by context["files"]: add for new paths, modify with full content
+// otherwise. Shared by the plan executor and tests.
+Result<Json> full_content_diff(std::string_view step_id, const Json& files, const Json& context);
+
+}  // namespace warden::executor

@@ -1,0 +1,49 @@
+// The executor role of the build loop: something that reads a committed plan step and
+// proposes a change for it, and learns from the kernel's refusals. Proposers live below the
+// kernel, so they speak JSON: the step as the plan holds it, a context (the current content
+// of the step's targets, the refusals so far, the attempt number), and an answer that is a
+// canonical Diff JSON or a git patch. The kernel trusts none of it: it parses, re-hashes and
+// checks every byte (kernel/decide.h).
+#pragma once
+
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+
+namespace warden::executor {
+
+struct ProposalRequest {
+  Json step;     // a BuildStep's JSON (kernel/build_plan.h)
+  // {"attempt": N, "plan_sha256": "...", "base_commit": "<hex>",
+  //  "files": {path: {"sha256": "sha256:..", "content": "..."}}  (targets that exist now),
+  //  "refusals": [RefusalReport JSON, oldest first]}
+  Json context;
+  std::chrono::milliseconds timeout{30'000};
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // "plan", "command:<cmd>": recorded with every proposal.
+  virtual std::string name() const = 0;
+  // The proposal's text: a Diff JSON or a patch. An error means the executor produced
+  // nothing usable (did not start, crashed, timed out); the kernel records it as a failed
+  // attempt.
+  virtual Result<std::string> propose(const ProposalRequest& request) = 0;
+  // A refusal of this executor's last proposal (RefusalReport JSON).
+  virtual void learn(const Json& refusal) = 0;
+  // A replacement plan (BuildPlan JSON text) after a step exhausted its retries. `request` is
+  // {"plan": <the committed plan>, "failed_step": "<id>", "completed_steps": [...],
+  //  "refusals": [...]}. An executor that cannot replan says so with an error.
+  virtual Result<std::string> replan(const Json& request, std::chrono::milliseconds timeout) {
+    (void)request;
+    (void)timeout;
+    return std::unexpected(Error{Errc::invalid_argument, "executor " + name() + " cannot replan"});
+  }
+};
+
+}  // namespace warden::executor

@@ -1,0 +1,84 @@
+// The build loop: the kernel's main job. Given a committed plan it walks the steps in order;
+// for each it runs a small pipeline on the state-machine executor —
+//   propose (the executor's Diff) -> run (the sandboxed checks) -> verify (decide()) ->
+//   commit (git commit with trailers + ledger record), or back to propose with the refusal,
+// at most max_retries proposals per step (the pipeline's edge limit). A step that exhausts
+// its retries may get a replacement plan from the executor (max_replans); past that the run
+// fails with the refusals as evidence. The run follows the lifecycle of run_lifecycle.h,
+// every run ends in a terminal state, and everything — blueprint, policy, plan, proposals,
+// run results, decisions, refusals, commits, events, per-step evidence, artifacts — is in
+// the ledger, flushed before anything outside it (the git branch, the next attempt)
+// depends on it. A watchdog ends a step that runs past its budget (TIMEOUT_ERROR); a stop
+// request cancels the run, killing its sandboxes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "executor/proposer.h"
+#include "kernel/blueprint.h"
+#include "kernel/build_plan.h"
+#include "kernel/policy.h"
+#include "kernel/run_lifecycle.h"
+#include "ledger/note.h"
+
+namespace warden::kernel {
+
+struct BuildOptions {
+  std::filesystem::path repo_dir;    // created and seeded (blueprint.seed) when it is not a repository
+  std::filesystem::path ledger_dir;  // created when missing
+  std::filesystem::path cache_dir;   // the runner's base checkouts (searchable by the sandbox's uid)
+  std::filesystem::path blueprint_dir;  // where the blueprint's seed is resolved
+  std::string policy;                   // overrides the blueprint's policy
+  std::optional<int64_t> step_timeout_ms;  // overrides the plan's watchdog budget
+  std::string run_id;                      // empty: one from the IdSource
+};
+
+struct BuildEnvironment {
+  Clock& clock;
+  IdSource& ids;
+  const NoteSigner& signer;  // the kernel's key: signs the ledger's checkpoints
+  executor::Proposer& proposer;
+  std::function<void(const RunEvent&)> on_event;  // progress for people and machines
+  std::stop_token stop;                           // a stop request cancels the run
+};
+
+struct AttemptVerdict {
+  std::string step_id;
+  int64_t attempt = 0;
+  bool accepted = false;
+  std::vector<std::string> reasons;
+};
+
+struct BuildSummary {
+  std::string run_id;
+  RunStatus status = RunStatus::queued;
+  std::optional<ErrorType> error_type;
+  std::string error;
+  int64_t steps_total = 0, steps_completed = 0, replans = 0;
+  std::vector<AttemptVerdict> verdicts;
+  std::string branch, commit, tree;  // the branch's tip after the run
+  Digest plan_sha256, policy_sha256;
+  uint64_t ledger_size = 0;
+  std::string root_hex;
+  std::string checkpoint;  // signed note at ledger_size
+  Json to_json() const;
+};
+
+// A blueprint to a completed (or failed, timed out, cancelled) run. Errors are for the
+// infrastructure only (the ledger or repository cannot be opened); everything about the
+// build itself is in the summary and the ledger.
+Result<BuildSummary> run_build(const BlueprintSpec& blueprint, const BuildOptions& options, BuildEnvironment& env);
+
+// A plan someone already has (warden propose builds a one-step plan): verified, committed,
+// then built like run_build's.
+Result<BuildSummary> run_plan(const BuildPlan& plan, const Policy& policy, const BuildOptions& options,
+                              BuildEnvironment& env);
+
+}  // namespace warden::kernel

@@ -1,0 +1,104 @@
+#include "tools/warden/kernel_cli.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/file.h"
+#include "executor/command_proposer.h"
+#include "executor/plan_proposer.h"
+
+extern char** environ;
+
+namespace warden::cli {
+
+std::string default_cache_dir() {
+  if (::geteuid() == 0) return "/var/cache/warden";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/warden";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/warden";
+  return "/tmp/warden-cache-" + std::to_string(::getuid());
+}
+
+Result<NoteSigner> load_or_create_kernel_key(const std::filesystem::path& path, const std::string& name, bool create) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || !create) {
+    auto text = read_file(path);
+    if (!text) return std::unexpected(text.error().with_context("kernel key"));
+    while (!text->empty() && (text->back() == '\n' || text->back() == '\r')) text->pop_back();
+    auto signer = NoteSigner::parse(*text);
+    if (!signer) return std::unexpected(signer.error().with_context("kernel key " + path.string()));
+    return signer;
+  }
+  auto signer = NoteSigner::generate(name);
+  if (!signer) return std::unexpected(signer.error());
+  if (Status st = write_file_atomic(path, signer->encoded() + "\n", 0600); !st) return std::unexpected(st.error());
+  std::filesystem::path pub = path;
+  pub += ".pub";
+  if (Status st = write_file_atomic(pub, signer->verifier().encoded() + "\n", 0644); !st) return std::unexpected(st.error());
+  return signer;
+}
+
+Result<Sources> make_sources(const std::string& kind) {
+  Sources s;
+  if (kind == "logical") {
+    // 2023-11-14T22:13:20Z, one second per reading: git dates look like dates, and every
+    // reading is distinct.
+    s.clock = std::make_unique<LogicalClock>(1'700'000'000'000, 1000);
+    s.ids = std::make_unique<SequentialIdSource>();
+  } else if (kind == "system") {
+    s.clock = std::make_unique<SystemClock>();
+    s.ids = std::make_unique<RandomIdSource>();
+  } else {
+    return fail(Errc::invalid_argument, "--clock must be system or logical, not " + kind);
+  }
+  return s;
+}
+
+Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& cwd) {
+  if (spec == "plan") return std::make_unique<executor::PlanProposer>();
+  constexpr std::string_view kCommand = "command:";
+  if (spec.starts_with(kCommand) && spec.size() > kCommand.size()) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    return std::make_unique<executor::CommandProposer>(spec.substr(kCommand.size()), cwd.empty() ? "." : cwd,
+                                                       std::move(env));
+  }
+  return fail(Errc::invalid_argument, "--executor must be plan or command:CMD, not \"" + spec + "\"");
+}
+
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);  // our own "no more waiting"
+  return set;
+}
+
+}  // namespace
+
+CancelOnSignal::CancelOnSignal() {
+  sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // threads started from here on inherit it
+  waiter_ = std::thread([this, set] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      if (sig == SIGUSR1) return;
+      source_.request_stop();
+    }
+  });
+}
+
+CancelOnSignal::~CancelOnSignal() {
+  pthread_kill(waiter_.native_handle(), SIGUSR1);
+  waiter_.join();
+  sigset_t set = stop_signals();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+}  // namespace warden::cli

@@ -1,0 +1,54 @@
+// What the kernel's commands (build, propose, replay, run status|cancel) share: the kernel's
+// key, the clock and id source (system, or logical for golden runs), the executor named on
+// the command line, the runner's default cache, and Ctrl-C turned into a stop request.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "executor/proposer.h"
+#include "ledger/note.h"
+
+namespace warden::cli {
+
+inline constexpr int kTimedOut = 124;   // the watchdog ended the run
+inline constexpr int kCancelled = 130;  // Ctrl-C or `warden run cancel`
+
+// The default runner cache: shared by every run on this host, reachable by the sandbox's user.
+std::string default_cache_dir();
+
+// The signer key at `path`; with `create`, a new one (named `name`) is generated there when
+// the file does not exist, with its verifier key beside it (<path>.pub).
+Result<NoteSigner> load_or_create_kernel_key(const std::filesystem::path& path, const std::string& name, bool create);
+
+struct Sources {
+  std::unique_ptr<Clock> clock;
+  std::unique_ptr<IdSource> ids;
+};
+// "system" (wall clock, random ids) or "logical" (fixed timestamps, sequential ids).
+Result<Sources> make_sources(const std::string& kind);
+
+// "plan" or "command:CMD" (CMD runs in `cwd`).
+Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& cwd);
+
+// While alive, SIGINT and SIGTERM request a stop on token() instead of killing the process
+// (a dedicated thread waits for them; the signals are blocked in every other thread).
+class CancelOnSignal {
+ public:
+  CancelOnSignal();
+  ~CancelOnSignal();
+  CancelOnSignal(const CancelOnSignal&) = delete;
+  CancelOnSignal& operator=(const CancelOnSignal&) = delete;
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  std::stop_source source_;
+  std::thread waiter_;
+};
+
+}  // namespace warden::cli
