@@ -1,0 +1,263 @@
+// decide(): every rule a proposal must pass, each adding its reasons; nothing stops at the
+// first failure except an unknown step, which leaves nothing to check against.
+//
+// Choices worth knowing:
+// - A diff whose own step_id differs from the proposal's is a content_mismatch (the diff
+//   is not the content of the step it is proposed for).
+// - The runner's diff refusals map onto reason codes by what they say about the proposal:
+//   hash_mismatch, after_hash_mismatch, hunk_mismatch, hunk_count_mismatch and
+//   mode_mismatch all mean the diff is not anchored to the base it names -> hash_mismatch;
+//   path_* and symlink_escapes_tree -> path_not_allowed; anything else (duplicate_path,
+//   malformed_diff, ...) -> malformed_diff. The runner's code is kept in the detail.
+// - A diff without diff_sha256 is malformed: the kernel records and compares that digest.
+// - A run result must name this proposal's diff (RunResult.diff_sha256), else hash_mismatch:
+//   a passing run of some other tree proves nothing about this one.
+// - An empty plan.allowed_paths leaves the policy's allow list alone in charge.
+#include "kernel/decide.h"
+
+#include <algorithm>
+
+#include "kernel/content_rules.h"
+#include "kernel/dangerous_ops.h"
+#include "kernel/glob.h"
+#include "runner/diff_apply.h"
+#include "runner/path_safety.h"
+
+namespace warden::kernel {
+namespace {
+
+// Reasons gathered while deciding: one per code, sorted by code, the details of one code
+// joined in the order they were found.
+class Reasons {
+ public:
+  void add(std::string_view code, std::string detail) {
+    auto& details = details_[std::string(code)];
+    if (std::find(details.begin(), details.end(), detail) == details.end()) details.push_back(std::move(detail));
+  }
+  bool empty() const { return details_.empty(); }
+
+  Verdict verdict() const {
+    Verdict v;
+    for (const auto& [code, details] : details_) {
+      std::string joined;
+      for (const auto& d : details) joined += (joined.empty() ? "" : "; ") + d;
+      v.reasons.push_back(Reason{code, std::move(joined)});
+    }
+    v.accepted = v.reasons.empty();
+    return v;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> details_;
+};
+
+std::string_view reason_for_refusal(std::string_view code) {
+  if (code == "hash_mismatch" || code == "after_hash_mismatch" || code == "hunk_mismatch" ||
+      code == "hunk_count_mismatch" || code == "mode_mismatch") {
+    return reason::hash_mismatch;
+  }
+  if (code.starts_with("path_") || code == "symlink_escapes_tree") return reason::path_not_allowed;
+  return reason::malformed_diff;
+}
+
+void add_refusal(const Refusal& refusal, Reasons& reasons) {
+  reasons.add(reason_for_refusal(refusal.code), refusal.message());
+}
+
+bool contains(const std::vector<std::string>& items, std::string_view item) {
+  return std::find(items.begin(), items.end(), item) != items.end();
+}
+
+void check_progress(const DecisionInput& in, const BuildStep& step, Reasons& reasons) {
+  if (in.completed_steps.contains(step.id)) {
+    reasons.add(reason::step_already_completed, "step " + step.id + " is already completed");
+  }
+  for (const std::string& dep : step.dependencies) {
+    if (!in.completed_steps.contains(dep)) {
+      reasons.add(std::string(reason::dependency_not_satisfied) + ":" + dep,
+                  "step " + step.id + " depends on " + dep + ", which is not completed");
+    }
+  }
+}
+
+void check_shape(const DecisionInput& in, const BuildStep& step, const Diff& diff, Reasons& reasons) {
+  if (!in.proposal.diff.contains("diff_sha256")) reasons.add(reason::malformed_diff, "diff_sha256 is required");
+  if (diff.step_id != step.id) {
+    reasons.add(reason::content_mismatch, "the diff is for step " + diff.step_id + ", proposed for step " + step.id);
+  }
+  auto bytes = canonicalize(in.proposal.diff);
+  if (!bytes) {
+    reasons.add(reason::malformed_diff, bytes.error().message);
+  } else if (bytes->size() > in.policy.max_diff_bytes) {
+    reasons.add(reason::diff_too_large, std::to_string(bytes->size()) + " bytes, the policy allows " +
+                                            std::to_string(in.policy.max_diff_bytes));
+  }
+  if (diff.files.size() > in.policy.max_files) {
+    reasons.add(reason::diff_too_large, std::to_string(diff.files.size()) + " files, the policy allows " +
+                                            std::to_string(in.policy.max_files));
+  }
+}
+
+// .git and .warden belong to the kernel at any depth, whatever their case.
+bool in_kernel_dir(std::string_view path) {
+  for (std::string_view part : path_components(path)) {
+    std::string folded = fold_case(part);
+    if (folded == ".git" || folded == ".warden") return true;
+  }
+  return false;
+}
+
+void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& diff, Reasons& reasons) {
+  const Policy& policy = in.policy;
+  for (const FileChange& f : diff.files) {
+    for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
+      if (!p) continue;
+      const std::string& path = *p;
+      if (!in.plan.allowed_paths.empty() && !any_glob_match(in.plan.allowed_paths, path)) {
+        reasons.add(reason::path_not_allowed, path + " is outside the plan's allowed paths");
+      }
+      if (!any_glob_match(policy.allow_paths, path)) {
+        reasons.add(reason::path_not_allowed, path + " is not in policy " + policy.name + "'s allowed paths");
+      }
+      if (any_glob_match(policy.deny_paths, path)) {
+        reasons.add(reason::path_not_allowed, path + " is denied by policy " + policy.name);
+      }
+      if (in_kernel_dir(path)) {
+        reasons.add(reason::protected_path, path + " is inside .git or .warden");
+      } else if (any_glob_match(policy.protected_paths, path) && !contains(step.targets, path)) {
+        reasons.add(reason::protected_path, path + " is protected: only a step that targets it may change it");
+      }
+      if (any_glob_match(policy.approval_paths, path)) {
+        reasons.add(reason::approval_required, path + " needs a human's approval");
+      }
+    }
+  }
+}
+
+// Re-applies the diff to the recorded pre-images; the post-images when it applies.
+std::optional<PostImages> apply_to_base(const ProposalEvidence& proposal, const Diff& diff, Reasons& reasons) {
+  bool complete = true;
+  for (const FileChange& f : diff.files) {
+    for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
+      if (p && !proposal.base.contains(*p)) {
+        reasons.add(reason::malformed_diff, "the proposal records no base image of " + *p);
+        complete = false;
+      }
+    }
+  }
+  if (!complete) return std::nullopt;
+  MemoryFileTree tree;
+  for (const auto& [path, image] : proposal.base) {
+    if (image.content) tree.put(path, *image.content, image.mode);
+  }
+  auto resolved = resolve_diff(diff, tree);
+  if (!resolved) {
+    add_refusal(resolved.error(), reasons);
+    return std::nullopt;
+  }
+  PostImages out;
+  for (ResolvedFile& file : *resolved) out[file.path] = std::move(file.content);  // writes come after removals
+  return out;
+}
+
+void check_dangerous(const Diff& diff, const PostImages* post_images, Reasons& reasons) {
+  constexpr size_t kMaxListed = 20;
+  std::vector<DangerFinding> findings;
+  for (const FileChange& f : diff.files) {
+    std::optional<std::string> post;
+    if (post_images) {
+      if (auto it = post_images->find(f.path); it != post_images->end()) post = it->second;
+    }
+    auto found = scan_added_lines(f, post);
+    findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  }
+  for (size_t i = 0; i < findings.size() && i < kMaxListed; ++i) {
+    reasons.add(reason::dangerous_operation_detected, describe(findings[i]));
+  }
+  if (findings.size() > kMaxListed) {
+    reasons.add(reason::dangerous_operation_detected, "and " + std::to_string(findings.size() - kMaxListed) + " more");
+  }
+}
+
+// Checkpoints this step completes: every step they wait for is done once it is, and they
+// were not complete before.
+std::vector<const VerificationCheckpoint*> completed_checkpoints(const DecisionInput& in, const BuildStep& step) {
+  std::vector<const VerificationCheckpoint*> out;
+  for (const VerificationCheckpoint& cp : in.plan.verification_checkpoints) {
+    bool before = std::all_of(cp.after.begin(), cp.after.end(), [&](const auto& id) { return in.completed_steps.contains(id); });
+    bool after = std::all_of(cp.after.begin(), cp.after.end(),
+                             [&](const auto& id) { return id == step.id || in.completed_steps.contains(id); });
+    if (after && !before) out.push_back(&cp);
+  }
+  return out;
+}
+
+void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
+  if (!in.run) {
+    if (reasons.empty()) reasons.add(reason::required_checks_failed, "not run: the proposal never reached the runner");
+    return;
+  }
+  const RunResult& run = *in.run;
+  if (!run.preflight.ok) reasons.add(reason::sandbox_unavailable, "the sandbox preflight failed: " + run.preflight.failures());
+  if (diff && run.diff_sha256 != diff->digest()) {
+    reasons.add(reason::hash_mismatch, "the run result tested " + (run.diff_sha256 ? run.diff_sha256->str() : "no diff") +
+                                           ", not this proposal's diff " + diff->digest().str());
+  }
+
+  std::set<std::string> checks(in.policy.required_checks.begin(), in.policy.required_checks.end());
+  for (const CheckSpec& spec : in.plan.checks) checks.insert(spec.name);
+  std::set<std::string> invariants(in.plan.invariants.begin(), in.plan.invariants.end());
+  invariants.insert(step.invariants.begin(), step.invariants.end());
+  for (const VerificationCheckpoint* cp : completed_checkpoints(in, step)) {
+    checks.insert(cp->checks.begin(), cp->checks.end());
+    invariants.insert(cp->invariants.begin(), cp->invariants.end());
+  }
+
+  for (const std::string& name : checks) {
+    auto result = std::find_if(run.checks.begin(), run.checks.end(), [&](const CheckResult& c) { return c.name == name; });
+    if (result == run.checks.end()) {
+      reasons.add(reason::required_checks_failed, name + ": not run");
+    } else if (result->verdict != kPassed) {
+      reasons.add(reason::required_checks_failed, name + ": " + result->verdict);
+    }
+  }
+  for (const std::string& name : invariants) {
+    auto verdict = run.invariants.find(name);
+    if (verdict == run.invariants.end()) {
+      reasons.add(std::string(reason::invariant_not_proven) + ":" + name, "no check of the run proves " + name);
+    } else if (!verdict->second.proven) {
+      reasons.add(std::string(reason::invariant_not_proven) + ":" + name, "check " + verdict->second.check + " did not prove it");
+    }
+  }
+}
+
+}  // namespace
+
+Verdict decide(const DecisionInput& in) {
+  Reasons reasons;
+  const BuildStep* step = in.plan.find(in.proposal.step_id);
+  if (!step) {
+    reasons.add(reason::step_not_in_plan, "step " + in.proposal.step_id + " is not in plan " + in.plan.name);
+    return reasons.verdict();
+  }
+  check_progress(in, *step, reasons);
+  if (in.proposal.workspace_refusal) add_refusal(*in.proposal.workspace_refusal, reasons);
+
+  auto diff = Diff::from_json(in.proposal.diff);
+  if (!diff) {
+    add_refusal(diff.error(), reasons);
+  } else {
+    check_shape(in, *step, *diff, reasons);
+    check_paths(in, *step, *diff, reasons);
+    std::optional<PostImages> post_images = apply_to_base(in.proposal, *diff, reasons);
+    const PostImages* post = post_images ? &*post_images : nullptr;
+    for (std::string& problem : content_mismatches(ContentCheck{*step, *diff, in.proposal.base, post, in.policy.exact_content})) {
+      reasons.add(reason::content_mismatch, std::move(problem));
+    }
+    if (in.policy.dangerous_operations) check_dangerous(*diff, post, reasons);
+  }
+  check_run(in, *step, diff ? &*diff : nullptr, reasons);
+  return reasons.verdict();
+}
+
+}  // namespace warden::kernel

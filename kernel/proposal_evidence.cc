@@ -1,0 +1,92 @@
+// ProposalEvidence as the ledger records it:
+//   {"step_id": "s1", "diff": {...},
+//    "base": {"src/a.py": {"content": "..." | null, "mode": "100644"},
+//             "bin/x": {"content_base64": "...", "mode": "100755"}},
+//    "workspace_refusal": null | {"code": "...", "path": "...", "detail": "..."}}
+// A base entry has exactly one of content (UTF-8 text, or null: the path is absent from the
+// base) and content_base64 (bytes that are not UTF-8), so every content has one spelling.
+#include "kernel/decide.h"
+
+#include "common/encoding.h"
+#include "runner/diff.h"
+#include "runner/json_reader.h"
+
+namespace warden::kernel {
+namespace {
+
+Json image_json(const BaseFileImage& image) {
+  Json out = {{"mode", mode_string(image.mode)}};
+  if (!image.content) out["content"] = nullptr;
+  else if (is_valid_utf8(*image.content)) out["content"] = *image.content;
+  else out["content_base64"] = base64_encode(*image.content);
+  return out;
+}
+
+Result<BaseFileImage> image_from_json(const Json& json, const std::string& where) {
+  JsonReader reader(json, where);
+  BaseFileImage image;
+  std::string mode;
+  reader.string("mode", mode);
+  if (reader.ok()) {
+    auto parsed = parse_mode(mode);
+    if (!parsed) reader.fail("mode", "must be 100644, 100755 or 120000");
+    else image.mode = *parsed;
+  }
+  bool text = reader.has("content"), binary = reader.has("content_base64");
+  if (reader.ok() && text == binary) reader.fail("", "needs exactly one of content and content_base64");
+  if (text) {
+    reader.nullable_string("content", image.content);
+  } else {
+    std::string encoded;
+    reader.string("content_base64", encoded);
+    if (reader.ok()) {
+      auto raw = base64_decode(encoded);
+      if (!raw) reader.fail("content_base64", raw.error().message);
+      else if (is_valid_utf8(*raw)) reader.fail("content_base64", "holds UTF-8 text, which goes in content");
+      else image.content = std::move(*raw);
+    }
+  }
+  if (auto st = reader.finish(); !st) return std::unexpected(st.error());
+  return image;
+}
+
+}  // namespace
+
+Json ProposalEvidence::to_json() const {
+  Json base_json = Json::object();
+  for (const auto& [path, image] : base) base_json[path] = image_json(image);
+  Json refusal = nullptr;
+  if (workspace_refusal) {
+    refusal = {{"code", workspace_refusal->code}, {"path", workspace_refusal->path}, {"detail", workspace_refusal->detail}};
+  }
+  return {{"step_id", step_id}, {"diff", diff}, {"base", base_json}, {"workspace_refusal", refusal}};
+}
+
+Result<ProposalEvidence> ProposalEvidence::from_json(const Json& json) {
+  JsonReader reader(json, "proposal");
+  ProposalEvidence p;
+  reader.string("step_id", p.step_id);
+  // The diff object is kept as received: decide() judges it, and a malformed one is a
+  // refusal, not an unreadable record.
+  if (const Json* diff = reader.value("diff", Json::value_t::object)) p.diff = *diff;
+  if (const Json* base = reader.value("base", Json::value_t::object)) {
+    for (const auto& [path, entry] : base->items()) {
+      auto image = image_from_json(entry, reader.path("base") + "[\"" + path + "\"]");
+      if (!image) return std::unexpected(image.error());
+      p.base.emplace(path, std::move(*image));
+    }
+  }
+  if (const Json* refusal = reader.nullable_object("workspace_refusal")) {
+    JsonReader r(*refusal, reader.path("workspace_refusal"));
+    Refusal out;
+    r.string("code", out.code);
+    r.string("path", out.path);
+    r.string("detail", out.detail);
+    reader.adopt(r.finish());
+    p.workspace_refusal = std::move(out);
+  }
+  if (auto st = reader.finish(); !st) return std::unexpected(st.error());
+  return p;
+}
+
+}  // namespace warden::kernel
