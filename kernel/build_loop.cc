@@ -12,6 +12,7 @@
 #include "kernel/plan_generate.h"
 #include "kernel/plan_records.h"
 #include "kernel/repository.h"
+#include "kernel/step_checks.h"
 #include "kernel/watchdog.h"
 #include "runner/patch.h"
 #include "runner/session.h"
@@ -418,29 +419,6 @@ class Build {
     if (auto checked = workspace_.check(diff, head_.hex()); !checked) attempt_.evidence.workspace_refusal = checked.error();
   }
 
-  // The checks a proposal for `step` must pass: the policy's, the plan's, one per invariant
-  // of the plan and the step, and a completed checkpoint's invariants.
-  std::vector<CheckSpec> checks_for(const BuildStep& step) {
-    std::vector<CheckSpec> checks = policy_->checks;
-    std::set<std::string> names;
-    for (const auto& c : checks) names.insert(c.name);
-    for (const auto& c : plan_.checks) {
-      if (names.insert(c.name).second) checks.push_back(c);
-    }
-    std::set<std::string> invariants(plan_.invariants.begin(), plan_.invariants.end());
-    invariants.insert(step.invariants.begin(), step.invariants.end());
-    std::set<std::string> done = completed_;
-    done.insert(step.id);
-    for (const auto& cp : plan_.verification_checkpoints) {
-      bool complete = std::all_of(cp.after.begin(), cp.after.end(), [&](const std::string& id) { return done.contains(id); });
-      if (complete) invariants.insert(cp.invariants.begin(), cp.invariants.end());
-    }
-    for (const auto& name : invariants) {
-      if (auto spec = policy_->invariant_check(name); spec && names.insert(spec->name).second) checks.push_back(*spec);
-    }
-    return checks;
-  }
-
   // Stage 2: the runner applies the diff in the sandbox and runs the checks.
   executor::StageResult run_checks(const BuildStep& step) {
     executor::StageResult out;
@@ -453,7 +431,7 @@ class Build {
     RunRequest request;
     request.base_tree = *base_tree;
     request.diff = &*attempt_.diff;
-    request.checks = checks_for(step);
+    request.checks = checks_for_step(plan_, *policy_, step, completed_);
     request.stop = step_stop_;
     auto ran = runner_.run(workspace_.repo(), request);
     if (step_stop_.stop_requested()) return fail_stage("stopped while the checks ran");
@@ -677,7 +655,8 @@ Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPl
   if (blueprint && blueprint->seed) seed = options.blueprint_dir / *blueprint->seed;
   auto repo = open_or_seed_repository(options.repo_dir, seed, env.clock);
   if (!repo) return std::unexpected(repo.error());
-  auto base = repo->workspace.repo().resolve_commit(blueprint ? blueprint->base : std::string("HEAD"));
+  const std::string base_rev = !options.base.empty() ? options.base : blueprint ? blueprint->base : std::string("HEAD");
+  auto base = repo->workspace.repo().resolve_commit(base_rev);
   if (!base) return fail(Errc::not_found, "base revision: " + base.error().message());
 
   auto profile = policy.sandbox_profile_with_programs();

@@ -54,6 +54,7 @@ void add_note_commands(CLI::App& app, Action& action);
 void add_pipeline_commands(CLI::App& app, Action& action);
 void add_plan_commands(CLI::App& app, Action& action);
 void add_receipt_commands(CLI::App& app, Action& action);
+void add_replay_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);
 

@@ -28,7 +28,6 @@ struct BuildArgs {
   bool json = false;
 };
 
-std::string short_id(const std::string& hex) { return hex.substr(0, 12); }
 
 // Human progress, one line per thing that happened.
 class Progress {

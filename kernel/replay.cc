@@ -1,0 +1,434 @@
+#include "kernel/replay.h"
+
+#include <stdlib.h>
+
+#include <map>
+#include <set>
+
+#include "common/clock.h"
+#include "kernel/blueprint.h"
+#include "kernel/build_plan.h"
+#include "kernel/build_records.h"
+#include "kernel/commit_record.h"
+#include "kernel/decide.h"
+#include "kernel/plan_generate.h"
+#include "kernel/plan_records.h"
+#include "kernel/plan_verify.h"
+#include "kernel/policy.h"
+#include "kernel/step_checks.h"
+#include "ledger/export.h"
+#include "ledger/ledger.h"
+#include "ledger/verify.h"
+#include "runner/git_repo.h"
+#include "runner/session.h"
+
+namespace warden::kernel {
+
+namespace {
+
+// An export is replayed from a private copy imported into a temporary ledger.
+class TempLedgerDir {
+ public:
+  static Result<TempLedgerDir> make() {
+    std::string templ = (std::filesystem::temp_directory_path() / "warden-replay-XXXXXX").string();
+    if (!::mkdtemp(templ.data())) return fail(Errc::io_error, "creating a temporary directory for replay");
+    return TempLedgerDir(templ);
+  }
+  TempLedgerDir(TempLedgerDir&& o) noexcept : dir_(std::move(o.dir_)) { o.dir_.clear(); }
+  TempLedgerDir& operator=(TempLedgerDir&&) = delete;
+  ~TempLedgerDir() {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  std::filesystem::path ledger() const { return dir_ / "ledger"; }
+
+ private:
+  explicit TempLedgerDir(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  std::filesystem::path dir_;
+};
+
+struct RunFacts {
+  std::optional<BlueprintSpec> blueprint;
+  std::map<std::string, Policy> policies;     // by digest
+  std::map<std::string, BuildPlan> proposed;  // by digest
+  std::map<std::string, BuildPlan> committed; // by digest
+  std::set<std::string> completed;            // from commit records
+  std::map<uint64_t, Json> decisions;         // by seq
+};
+
+class Replayer {
+ public:
+  Replayer(LedgerSnapshot& snap, const ReplayOptions& options, ReplayReport& report)
+      : snap_(snap), options_(options), report_(report) {}
+
+  Status run() {
+    if (options_.repo) {
+      auto repo = GitRepo::open(*options_.repo);
+      if (!repo) return fail(Errc::not_found, "replay --repo: " + repo.error().message());
+      repo_.emplace(std::move(*repo));
+    }
+    for (uint64_t seq = 0; seq < snap_.size() && report_.ok(); ++seq) {
+      auto rec = snap_.record(seq);
+      if (!rec) return std::unexpected(rec.error());
+      auto payload = parse_json(rec->payload);
+      if (!payload || !payload->is_object()) {
+        problem(seq, rec->kind, "payload is not a JSON object");
+        break;
+      }
+      seq_ = seq;
+      kind_ = rec->kind;
+      if (Status st = visit(*payload); !st) return st;
+      ++report_.records;
+    }
+    return {};
+  }
+
+ private:
+  void problem(uint64_t seq, std::string kind, std::string message) {
+    if (!report_.problem) report_.problem = ReplayProblem{seq, std::move(kind), std::move(message)};
+  }
+  void problem(std::string message) { problem(seq_, kind_, std::move(message)); }
+
+  RunFacts& facts(const Json& p) {
+    std::string id = p.contains("run_id") && p["run_id"].is_string() ? p["run_id"].get<std::string>() : std::string();
+    auto [it, fresh] = runs_.try_emplace(id);
+    if (fresh) ++report_.runs;
+    return it->second;
+  }
+
+  Status visit(const Json& p) {
+    if (kind_ == record_kind::blueprint) return on_blueprint(p);
+    if (kind_ == record_kind::policy) return on_policy(p);
+    if (kind_ == record_kind::plan_proposal) return on_plan_proposal(p);
+    if (kind_ == record_kind::plan_commit) return on_plan_verdict(p, true);
+    if (kind_ == record_kind::refusal && p.value("subject", "") == "plan") return on_plan_verdict(p, false);
+    if (kind_ == record_kind::decision) return on_decision(p);
+    if (kind_ == kCommitRecordKind) return on_commit(p);
+    return {};
+  }
+
+  Status on_blueprint(const Json& p) {
+    auto bp = BlueprintSpec::from_json(p.value("blueprint", Json()));
+    if (!bp) {
+      problem("the recorded blueprint does not parse: " + bp.error().message);
+      return {};
+    }
+    if (bp->digest().str() != p.value("blueprint_sha256", "")) problem("blueprint_sha256 does not match the blueprint");
+    facts(p).blueprint = std::move(*bp);
+    return {};
+  }
+
+  Status on_policy(const Json& p) {
+    Json policy_json = p.value("policy", Json());
+    auto canonical = canonicalize(policy_json);
+    std::string digest = p.value("policy_sha256", "");
+    if (!canonical || sha256(*canonical).str() != digest) {
+      problem("policy_sha256 does not match the recorded policy");
+      return {};
+    }
+    // The record names the check programs by digest; decisions need only the rules.
+    Json rules = policy_json;
+    rules.erase("programs");
+    auto policy = Policy::parse(rules.dump(), "recorded policy");
+    if (!policy) {
+      problem("the recorded policy does not parse: " + policy.error().message);
+      return {};
+    }
+    facts(p).policies.emplace(digest, std::move(*policy));
+    return {};
+  }
+
+  Status on_plan_proposal(const Json& p) {
+    auto plan = BuildPlan::from_json(p.value("plan", Json()));
+    if (!plan) {
+      proposal_plans_.emplace(seq_, std::nullopt);  // its refusal is checked below
+      return {};
+    }
+    if (plan->digest().str() != p.value("plan_sha256", "")) {
+      problem("plan_sha256 does not match the proposed plan");
+      return {};
+    }
+    RunFacts& run = facts(p);
+    if (p.value("source", "") == "generated") {
+      // The kernel's own plan: generated again, it must come out the same.
+      if (!run.blueprint || run.policies.empty()) {
+        problem("a generated plan without a recorded blueprint and policy");
+        return {};
+      }
+      auto again = generate_plan(*run.blueprint, run.policies.rbegin()->second);
+      if (!again || again->digest() != plan->digest()) {
+        problem("the blueprint generates a different plan than the one recorded");
+        return {};
+      }
+    }
+    proposal_plans_.emplace(seq_, *plan);
+    run.proposed.emplace(plan->digest().str(), std::move(*plan));
+    return {};
+  }
+
+  const Policy* policy_of(RunFacts& run, const std::string& digest) {
+    auto it = run.policies.find(digest);
+    return it == run.policies.end() ? nullptr : &it->second;
+  }
+
+  Status on_plan_verdict(const Json& p, bool committed) {
+    ++report_.plans;
+    RunFacts& run = facts(p);
+    uint64_t proposal_seq = p.value("proposal_seq", uint64_t{0});
+    auto it = proposal_plans_.find(proposal_seq);
+    if (it == proposal_plans_.end()) {
+      problem("names plan proposal " + std::to_string(proposal_seq) + ", which is not an earlier plan_proposal");
+      return {};
+    }
+    if (run.policies.size() != 1) {
+      problem("a plan verdict needs exactly one recorded policy in its run");
+      return {};
+    }
+    const Policy& policy = run.policies.begin()->second;
+    bool valid = it->second && verify_plan(*it->second, policy).empty();
+    if (valid != committed) {
+      problem(committed ? "the plan was committed, but verify_plan refuses it" : "the plan was refused, but verify_plan accepts it");
+      return {};
+    }
+    if (committed) run.committed.emplace(it->second->digest().str(), *it->second);
+    return {};
+  }
+
+  Status on_decision(const Json& p) {
+    ++report_.decisions;
+    RunFacts& run = facts(p);
+    const std::string step_id = p.value("step_id", "");
+    auto plan = run.committed.find(p.value("plan_sha256", ""));
+    if (plan == run.committed.end()) {
+      problem("decides against a plan that was never committed in its run");
+      return {};
+    }
+    const Policy* policy = policy_of(run, p.value("policy_sha256", ""));
+    if (!policy) {
+      problem("decides under a policy that is not recorded in its run");
+      return {};
+    }
+    Json claimed_completed = p.value("completed_steps", Json::array());
+    Json derived = Json::array();
+    for (const auto& id : run.completed) derived.push_back(id);
+    if (claimed_completed != derived) {
+      problem("completed_steps " + claimed_completed.dump() + " differ from the run's commit records " + derived.dump());
+      return {};
+    }
+    auto evidence = proposal_evidence(p.value("proposal_seq", uint64_t{0}), step_id);
+    if (!evidence) {
+      problem(evidence.error().message);
+      return {};
+    }
+    std::optional<RunResult> run_result;
+    if (p.contains("run_result_seq") && !p["run_result_seq"].is_null()) {
+      auto rr = recorded_run_result(p["run_result_seq"].get<uint64_t>(), step_id);
+      if (!rr) {
+        problem(rr.error().message);
+        return {};
+      }
+      run_result = std::move(*rr);
+      if (options_.rerun) {
+        if (Status st = rerun(plan->second, *policy, step_id, run.completed, *evidence, *run_result); !st) {
+          problem(st.error().message);
+          return {};
+        }
+      }
+    }
+    DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy};
+    Verdict again = decide(input);
+    Json recorded = p.value("verdict", Json());
+    if (again.to_json() != recorded) {
+      problem("decide() gives " + again.to_json().dump() + " but the ledger records " + recorded.dump());
+      return {};
+    }
+    run.decisions.emplace(seq_, p);
+    return {};
+  }
+
+  Result<ProposalEvidence> proposal_evidence(uint64_t seq, const std::string& step_id) {
+    auto rec = snap_.record(seq);
+    if (!rec || rec->kind != record_kind::proposal || seq >= seq_) {
+      return fail(Errc::corrupt, "proposal_seq " + std::to_string(seq) + " is not an earlier proposal record");
+    }
+    auto payload = parse_json(rec->payload);
+    if (!payload || payload->value("step_id", "") != step_id) return fail(Errc::corrupt, "the proposal is for another step");
+    auto blob_digest = Digest::parse(payload->value("evidence_blob", ""));
+    if (!blob_digest) return fail(Errc::corrupt, "the proposal names no evidence blob");
+    auto blob = snap_.blob(*blob_digest);
+    if (!blob) return fail(Errc::corrupt, "the proposal's evidence blob is missing: " + blob.error().message);
+    auto json = parse_json(*blob);
+    if (!json) return fail(Errc::corrupt, "the proposal's evidence is not JSON");
+    auto evidence = ProposalEvidence::from_json(*json);
+    if (!evidence) return fail(Errc::corrupt, "the proposal's evidence does not parse: " + evidence.error().message);
+    return evidence;
+  }
+
+  Result<RunResult> recorded_run_result(uint64_t seq, const std::string& step_id) {
+    auto rec = snap_.record(seq);
+    if (!rec || rec->kind != record_kind::run_result || seq >= seq_) {
+      return fail(Errc::corrupt, "run_result_seq " + std::to_string(seq) + " is not an earlier run_result record");
+    }
+    auto payload = parse_json(rec->payload);
+    if (!payload || payload->value("step_id", "") != step_id) return fail(Errc::corrupt, "the run result is for another step");
+    auto rr = RunResult::from_json(payload->value("run_result", Json()));
+    if (!rr) return fail(Errc::corrupt, "the run result does not parse: " + rr.error().message);
+    if (rr->deterministic_digest().str() != payload->value("run_result_sha256", "")) {
+      return fail(Errc::corrupt, "run_result_sha256 does not match the recorded run result");
+    }
+    return rr;
+  }
+
+  // The runner again, on the same base and diff with the same checks: the deterministic
+  // part of its result must be the same bytes.
+  Status rerun(const BuildPlan& plan, const Policy& recorded, const std::string& step_id,
+               const std::set<std::string>& completed, const ProposalEvidence& evidence, const RunResult& expected) {
+    if (!repo_) return fail(Errc::invalid_argument, "--rerun needs --repo");
+    const BuildStep* step = plan.find(step_id);
+    if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
+    auto policy = Policy::load(recorded.name);
+    if (!policy || policy->digest() != recorded.digest()) {
+      // The programs' bytes are only in the builtin policy; a recorded one by digest alone
+      // cannot run.
+      if (!policy || policy->to_json() != recorded.to_json()) {
+        return fail(Errc::not_found, "rerun: policy " + recorded.name + " with the recorded programs is not available here");
+      }
+    }
+    auto runner = runner_for(*policy);
+    if (!runner) return std::unexpected(runner.error());
+    auto diff = Diff::from_json(evidence.diff);
+    if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
+    auto base = ObjectId::parse(expected.base_tree.value_or(""));
+    if (!base) return fail(Errc::corrupt, "rerun: the recorded run result names no base tree");
+    RunRequest request;
+    request.base_tree = *base;
+    request.diff = &*diff;
+    request.checks = checks_for_step(plan, *policy, *step, completed);
+    auto again = (*runner)->run(*repo_, request);
+    if (!again) return fail(Errc::verification_failed, "rerun: the runner refused: " + again.error().message());
+    ++report_.reruns;
+    if (again->result.deterministic_digest() != expected.deterministic_digest()) {
+      return fail(Errc::verification_failed, "rerun: the runner's result differs: recorded " +
+                                                 expected.deterministic_digest().str() + ", now " +
+                                                 again->result.deterministic_digest().str());
+    }
+    return {};
+  }
+
+  Result<Runner*> runner_for(const Policy& policy) {
+    auto key = policy.digest().str();
+    if (auto it = runners_.find(key); it != runners_.end()) return &it->second;
+    auto profile = policy.sandbox_profile_with_programs();
+    if (!profile) return std::unexpected(profile.error());
+    RunnerOptions o;
+    o.cache_dir = options_.cache_dir;
+    o.use_cache = false;
+    auto runner = Runner::create(std::move(*profile), o);
+    if (!runner) return std::unexpected(runner.error());
+    return &runners_.emplace(key, std::move(*runner)).first->second;
+  }
+
+  Status on_commit(const Json& p) {
+    ++report_.commits;
+    auto record = CommitRecord::from_json(p);
+    if (!record) {
+      problem(record.error().message);
+      return {};
+    }
+    RunFacts& run = facts(p);
+    auto d = run.decisions.find(record->decision_seq);
+    if (d == run.decisions.end()) {
+      problem("names decision " + std::to_string(record->decision_seq) + ", which is not a replayed decision of its run");
+      return {};
+    }
+    const Json& decision = d->second;
+    if (!decision["verdict"].value("accepted", false)) {
+      problem("commits a proposal whose decision refused it");
+      return {};
+    }
+    if (decision.value("step_id", "") != record->step_id || decision.value("attempt", uint64_t{0}) != record->attempt ||
+        decision.value("plan_sha256", "") != record->plan_sha256.str() ||
+        decision.value("policy_sha256", "") != record->policy_sha256.str()) {
+      problem("differs from its decision in step, attempt, plan or policy");
+      return {};
+    }
+    auto evidence = proposal_evidence(decision.value("proposal_seq", uint64_t{0}), record->step_id);
+    auto diff = evidence ? Diff::from_json(evidence->diff) : Checked<Diff>(std::unexpected(Refusal{"", "", ""}));
+    if (!diff || diff->digest() != record->proposal_sha256) {
+      problem("proposal_sha256 is not the decided diff's digest");
+      return {};
+    }
+    if (decision.contains("run_result_seq") && decision["run_result_seq"].is_number_unsigned()) {
+      auto rr = recorded_run_result(decision["run_result_seq"].get<uint64_t>(), record->step_id);
+      if (!rr || rr->deterministic_digest() != record->run_result_sha256) {
+        problem("run_result_sha256 is not the decided run result's digest");
+        return {};
+      }
+    }
+    if (run.completed.contains(record->step_id)) {
+      problem("commits step " + record->step_id + " a second time");
+      return {};
+    }
+    if (repo_) {
+      auto commit = ObjectId::parse(record->commit);
+      auto tree = commit ? repo_->tree_of(*commit) : Checked<ObjectId>(std::unexpected(commit.error()));
+      if (!tree) {
+        problem("commit " + record->commit + " is not in the repository");
+        return {};
+      }
+      if (tree->hex() != record->tree) {
+        problem("commit " + record->commit + " has tree " + tree->hex() + ", the record says " + record->tree);
+        return {};
+      }
+    }
+    run.completed.insert(record->step_id);
+    return {};
+  }
+
+  LedgerSnapshot& snap_;
+  const ReplayOptions& options_;
+  ReplayReport& report_;
+  std::map<std::string, RunFacts> runs_;
+  std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
+  std::map<std::string, Runner> runners_;
+  std::optional<GitRepo> repo_;
+  uint64_t seq_ = 0;
+  std::string kind_;
+};
+
+}  // namespace
+
+Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptions& options) {
+  ReplayReport report;
+  auto verified = verify_path(path, options.keys);
+  if (!verified) return std::unexpected(verified.error());
+  report.key_source = verified->key_source;
+  report.warnings = verified->warnings;
+  report.root_hex = verified->root.hex();
+  if (!verified->ok()) {
+    const auto& p = *verified->problem;
+    report.problem = ReplayProblem{p.seq.value_or(0), p.object, p.message};
+    return report;
+  }
+  std::optional<TempLedgerDir> temp;
+  std::filesystem::path dir = path;
+  std::error_code ec;
+  if (!std::filesystem::exists(path / "data.mdb", ec)) {
+    auto made = TempLedgerDir::make();
+    if (!made) return std::unexpected(made.error());
+    temp.emplace(std::move(*made));
+    auto imported = import_ledger(path, temp->ledger(), options.keys);
+    if (!imported) return std::unexpected(imported.error());
+    dir = temp->ledger();
+  }
+  SystemClock clock;  // read-only: never asked for a time
+  auto ledger = Ledger::open(dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return std::unexpected(ledger.error());
+  auto snap = ledger->snapshot();
+  if (!snap) return std::unexpected(snap.error());
+  Replayer replayer(*snap, options, report);
+  if (Status st = replayer.run(); !st) return std::unexpected(st.error());
+  return report;
+}
+
+}  // namespace warden::kernel

@@ -1,0 +1,54 @@
+// What an auditor runs offline: `warden replay`. First the ledger's own integrity (hash
+// chain, Merkle tree, checkpoint signatures, blobs) with ledger/verify.h; then the kernel's
+// decisions, recomputed from the recorded inputs and compared with what was recorded:
+//   - every policy record re-hashes to its digest;
+//   - every generated plan is generated again from its blueprint, every plan verdict
+//     (commit or PLANNING_ERROR refusal) is recomputed with verify_plan();
+//   - every decision is recomputed with decide() from the committed plan, the recorded
+//     policy, the proposal evidence blob, the recorded run result, and the completed steps
+//     re-derived from the run's earlier commit records (not from the decision's own claim);
+//   - every commit record follows an accepted decision of the same step and attempt and
+//     names the same digests; with a repository, the commit exists with that tree and parent.
+// With `rerun`, each recorded run result is produced again by the runner in the sandbox and
+// its deterministic digest compared. The first difference names its record.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "ledger/note.h"
+
+namespace warden::kernel {
+
+struct ReplayOptions {
+  std::vector<NoteVerifier> keys;               // empty: the ledger's own key (reported as weaker)
+  std::optional<std::filesystem::path> repo;    // for commit checks and --rerun
+  bool rerun = false;
+  std::filesystem::path cache_dir;              // the runner's, for --rerun
+};
+
+struct ReplayProblem {
+  uint64_t seq = 0;
+  std::string kind;
+  std::string message;
+};
+
+struct ReplayReport {
+  uint64_t records = 0;
+  uint64_t runs = 0, plans = 0, decisions = 0, commits = 0, reruns = 0;
+  std::string root_hex;
+  std::string key_source;
+  std::vector<std::string> warnings;
+  std::optional<ReplayProblem> problem;  // the first difference
+  bool ok() const { return !problem.has_value(); }
+};
+
+// `path` is a ledger directory or an export. Errors are for what stops replay from starting
+// (unreadable input); differences are in the report.
+Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptions& options);
+
+}  // namespace warden::kernel

@@ -1,0 +1,80 @@
+// `warden replay`: an auditor's offline check of a ledger or an export — integrity first,
+// then every plan verdict, decision and commit recomputed from the recorded inputs.
+#include <iostream>
+
+#include "kernel/replay.h"
+#include "tools/warden/cli.h"
+#include "tools/warden/kernel_cli.h"
+
+namespace warden::cli {
+
+namespace {
+
+struct ReplayArgs {
+  std::string path, repo, cache;
+  std::vector<std::string> keys;
+  bool rerun = false, json = false;
+};
+
+int run(const ReplayArgs& a) {
+  kernel::ReplayOptions options;
+  auto keys = load_verifiers(a.keys);
+  if (!keys) return report_error(keys.error(), a.json);
+  options.keys = std::move(*keys);
+  if (!a.repo.empty()) options.repo = a.repo;
+  options.rerun = a.rerun;
+  options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
+  if (a.rerun && a.repo.empty()) {
+    return report_error(Error{Errc::invalid_argument, "--rerun needs --repo: the runner checks out the recorded trees"}, a.json);
+  }
+  auto report = kernel::replay(a.path, options);
+  if (!report) return report_error(report.error(), a.json);
+  if (a.json) {
+    Json j = {{"ok", report->ok()},
+              {"records", report->records},
+              {"runs", report->runs},
+              {"plans", report->plans},
+              {"decisions", report->decisions},
+              {"commits", report->commits},
+              {"reruns", report->reruns},
+              {"root", report->root_hex},
+              {"key_source", report->key_source},
+              {"warnings", report->warnings}};
+    if (report->problem) {
+      j["problem"] = {{"seq", report->problem->seq}, {"kind", report->problem->kind}, {"message", report->problem->message}};
+    }
+    print_json(j);
+  } else if (report->ok()) {
+    std::cout << "OK: " << report->records << " records replayed: " << report->plans << " plan verdicts, "
+              << report->decisions << " decisions recomputed, " << report->commits << " commits checked";
+    if (a.rerun) std::cout << ", " << report->reruns << " runs re-executed";
+    std::cout << "\nroot " << report->root_hex << "  (key from " << report->key_source << ")\n";
+    for (const auto& w : report->warnings) std::cout << "warning: " << w << "\n";
+  } else {
+    std::cout << "FAILED at record " << report->problem->seq << " (" << report->problem->kind
+              << "): " << report->problem->message << "\n";
+  }
+  return report->ok() ? kOk : kVerificationFailed;
+}
+
+}  // namespace
+
+void add_replay_commands(CLI::App& app, Action& action) {
+  auto a = std::make_shared<ReplayArgs>();
+  auto* cmd = app.add_subcommand(
+      "replay",
+      "Audit a ledger or an export offline: verify its chain, Merkle tree, checkpoints and blobs, then recompute every "
+      "plan verdict and every decision from the recorded inputs and check every commit record against them");
+  cmd->add_option("ledger", a->path, "Ledger directory or export directory")->required();
+  cmd->add_option("--key", a->keys, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
+                                    "default: the ledger's own, which proves less)");
+  cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees");
+  cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
+                                     "part of the results (needs --repo)");
+  cmd->add_option("--cache", a->cache, "Runner cache for --rerun (default as warden build)");
+  cmd->add_flag("--json", a->json, "Print the report as JSON");
+  cmd->footer("Exit: 0 everything replays, 1 a difference (named by record), 3/4/5 unreadable input.");
+  cmd->callback([a, &action] { action = [a] { return run(*a); }; });
+}
+
+}  // namespace warden::cli
