@@ -36,6 +36,7 @@ struct BuildOptions {
   std::filesystem::path cache_dir;   // the runner's base checkouts (searchable by the sandbox's uid)
   std::filesystem::path blueprint_dir;  // where the blueprint's seed is resolved
   std::string policy;                   // overrides the blueprint's policy
+  std::string base;                     // revision the run starts from (default: the blueprint's, else HEAD)
   std::optional<int64_t> step_timeout_ms;  // overrides the plan's watchdog budget
   std::string run_id;                      // empty: one from the IdSource
 };
