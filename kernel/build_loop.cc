@@ -32,7 +32,7 @@ constexpr std::string_view kStepPipeline = R"({
     {"name": "run", "kind": "kernel", "default_next": "verify"},
     {"name": "verify", "kind": "kernel",
      "routing": [{"when": {"field": "accepted", "op": "equals", "value": true}, "next": "commit"}],
-     "default_next": "propose"},
+     "default_next": "@RETRY@"},
     {"name": "commit", "kind": "kernel", "default_next": "end"}
   ],
   "edge_limits": [{"from": "verify", "to": "propose", "max_count": @RETRIES@}],
@@ -247,6 +247,8 @@ class Build {
     put("@RETRIES@", retries - 1);
     put("@ITERATIONS@", retries + 1);
     put("@HOPS@", 4 * retries + 1);
+    // An edge limit of 0 means "no limit": with one proposal allowed, a refusal ends the pipeline.
+    config_text.replace(config_text.find("@RETRY@"), 7, retries > 1 ? "propose" : "end");
     auto config = executor::PipelineConfig::parse_text(config_text, "the build-step pipeline");
     if (!config) return std::unexpected(config.error());
 

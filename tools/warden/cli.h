@@ -55,7 +55,10 @@ void add_pipeline_commands(CLI::App& app, Action& action);
 void add_plan_commands(CLI::App& app, Action& action);
 void add_receipt_commands(CLI::App& app, Action& action);
 void add_replay_commands(CLI::App& app, Action& action);
+void add_propose_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
+// status and cancel, under `run` (cmd_run.cc calls it).
+void add_run_control_commands(CLI::App& run, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);
 
 }  // namespace warden::cli

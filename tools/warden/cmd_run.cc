@@ -183,7 +183,11 @@ void add_run_commands(CLI::App& app, Action& action) {
   run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)");
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache");
   run->add_flag("--json", o->json, "Print the RunResult as canonical JSON");
-  run->callback([&action, o] { action = [o] { return run_run(*o); }; });
+  add_run_control_commands(*run, action);
+  // CLI11 runs this after a subcommand's callback: the subcommand's action wins.
+  run->callback([&action, o, run] {
+    if (run->get_subcommands().empty()) action = [o] { return run_run(*o); };
+  });
 }
 
 }  // namespace warden::cli

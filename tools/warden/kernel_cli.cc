@@ -9,10 +9,20 @@
 #include "common/file.h"
 #include "executor/command_proposer.h"
 #include "executor/plan_proposer.h"
+#include "tools/warden/cli.h"
 
 extern char** environ;
 
 namespace warden::cli {
+
+int run_exit_code(kernel::RunStatus status) {
+  switch (status) {
+    case kernel::RunStatus::completed: return kOk;
+    case kernel::RunStatus::timeout: return kTimedOut;
+    case kernel::RunStatus::cancelled: return kCancelled;
+    default: return kVerificationFailed;
+  }
+}
 
 std::string default_cache_dir() {
   if (::geteuid() == 0) return "/var/cache/warden";

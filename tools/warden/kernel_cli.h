@@ -12,12 +12,16 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "executor/proposer.h"
+#include "kernel/run_lifecycle.h"
 #include "ledger/note.h"
 
 namespace warden::cli {
 
 inline constexpr int kTimedOut = 124;   // the watchdog ended the run
 inline constexpr int kCancelled = 130;  // Ctrl-C or `warden run cancel`
+
+// A finished run's exit code: 0 completed, 124 timeout, 130 cancelled, 1 failed.
+int run_exit_code(kernel::RunStatus status);
 
 // The default runner cache: shared by every run on this host, reachable by the sandbox's user.
 std::string default_cache_dir();

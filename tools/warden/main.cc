@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   warden::cli::add_note_commands(app, action);
   warden::cli::add_pipeline_commands(app, action);
   warden::cli::add_plan_commands(app, action);
+  warden::cli::add_propose_commands(app, action);
   warden::cli::add_receipt_commands(app, action);
   warden::cli::add_replay_commands(app, action);
   warden::cli::add_run_commands(app, action);

@@ -1,0 +1,220 @@
+// The build loop end to end: the real `warden build` on real git repositories it seeds, the
+// real sandbox and a real ledger. Each test checks the exit code, what the ledger recorded
+// (read back through `warden ledger export`), that the ledger verifies with the kernel's key,
+// and that the branch holds accepted commits only — after a completed run, a refusal of
+// every reason code, exhausted retries, a refused plan, the watchdog, Ctrl-C and SIGKILL.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "tests/integration/temp_dir.h"
+#include "tests/kernel/build_fixture.h"
+
+namespace warden::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class BuildE2ETest : public ::testing::Test {
+ protected:
+  std::vector<std::string> build_args(const std::filesystem::path& blueprint, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"build", blueprint.string(), "--out", out().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  ProcessResult build(const std::filesystem::path& blueprint, const std::vector<std::string>& extra = {}) {
+    return warden(build_args(blueprint, extra));
+  }
+  // The hang fixture in the background, once its second step's check hangs in the sandbox.
+  Child start_hung_build() {
+    std::vector<std::string> argv = {warden_binary()};
+    auto args = build_args(fixture("hang/blueprint.json"), {"--policy", fixture("hang/policy.json").string(), "--run-id", "hung"});
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child child = Child::spawn(argv);
+    EXPECT_TRUE(wait_until([] { return hung_checks_running() > 0; }, 30s)) << "the hung check never started";
+    return child;
+  }
+  static std::string agent(const std::string& mode) { return "command:python3 " + fixture("agent.py").string() + " " + mode; }
+
+  std::filesystem::path out() const { return tmp / "out"; }
+  std::filesystem::path repo() const { return out() / "repo"; }
+  std::filesystem::path ledger() const { return out() / "ledger"; }
+  std::filesystem::path verifier() const { return out() / "kernel.key.pub"; }
+
+  // The run's last status record.
+  static json last_status(const std::vector<json>& records) { return payloads(records, "run_status").back(); }
+
+  // After any run: the ledger verifies, and the branch holds only accepted commits, one per
+  // step in `steps`, oldest first (none: the branch was never made).
+  void expect_consistent(const std::string& branch, const std::vector<std::string>& steps) {
+    expect_ledger_verifies(ledger(), verifier());
+    if (!has_ref(repo(), branch)) {
+      EXPECT_TRUE(steps.empty()) << branch << " does not exist";
+      return;
+    }
+    expect_branch_holds_only_accepted(repo(), "main", branch, ledger_records(ledger()));
+    auto commits = commits_since(repo(), "main", branch);
+    ASSERT_EQ(commits.size(), steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      std::string message = git_in(repo(), {"log", "-1", "--format=%B", commits[steps.size() - 1 - i]});
+      EXPECT_NE(message.find("Warden-Step: " + steps[i] + "\n"), std::string::npos) << message;
+    }
+  }
+
+  TempDir tmp;
+};
+
+TEST_F(BuildE2ETest, CalculatorCompletesWithItsRefusalRecorded) {
+  auto r = build(WARDEN_SOURCE_DIR "/examples/calculator/blueprint.json", {"--clock", "logical"});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  EXPECT_NE(r.out.find("5/5 accepted, 6 proposals, 1 refused"), std::string::npos) << r.out;
+  expect_consistent("warden/calculator", {"s1", "s2", "s3", "s4", "s5"});
+
+  auto records = ledger_records(ledger());
+  EXPECT_EQ(last_status(records)["status"], "completed");
+  EXPECT_EQ(payloads(records, "commit").size(), 5u);
+  auto decisions = payloads(records, "decision");
+  ASSERT_EQ(decisions.size(), 6u);
+  EXPECT_EQ(decisions[2]["step_id"], "s3");
+  EXPECT_EQ(decisions[2]["attempt"], 1);
+  EXPECT_TRUE(has_code(reason_codes(decisions[2]), "dangerous_operation_detected")) << decisions[2].dump();
+  EXPECT_EQ(decisions[3]["verdict"]["accepted"], true);
+  auto refusals = payloads(records, "refusal");
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0]["report"]["step_id"], "s3");
+  EXPECT_EQ(refusals[0]["report"]["attempt"], 1);
+}
+
+TEST_F(BuildE2ETest, EveryReasonCodeIsRefusedAndRecordedBeforeTheAcceptedRetry) {
+  auto r = build(fixture("reasons/blueprint.json"), {"--executor", agent("reasons"), "--json"});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  // One event per line, then the summary (indented JSON).
+  const size_t summary_at = r.out.rfind("\n{\n");
+  ASSERT_NE(summary_at, std::string::npos) << r.out;
+  json summary = json::parse(r.out.substr(summary_at + 1)).at("summary");
+
+  // The order of fixtures/agent.py's wrong proposals.
+  const std::vector<std::string> expected = {"content_mismatch",
+                                             "protected_path",
+                                             "path_not_allowed",
+                                             "hash_mismatch",
+                                             "required_checks_failed",
+                                             "invariant_not_proven:type_hints_required",
+                                             "dangerous_operation_detected",
+                                             "approval_required",
+                                             "malformed_diff"};
+  auto records = ledger_records(ledger());
+  auto decisions = payloads(records, "decision");
+  auto refusals = payloads(records, "refusal");
+  auto proposals = payloads(records, "proposal");
+  ASSERT_EQ(decisions.size(), expected.size() + 1);
+  ASSERT_EQ(refusals.size(), expected.size());
+  ASSERT_EQ(summary["verdicts"].size(), expected.size() + 1);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE("attempt " + std::to_string(i + 1) + ": " + expected[i]);
+    EXPECT_EQ(decisions[i]["attempt"], i + 1);
+    EXPECT_EQ(decisions[i]["verdict"]["accepted"], false);
+    EXPECT_TRUE(has_code(reason_codes(decisions[i]), expected[i])) << decisions[i]["verdict"].dump();
+    std::vector<std::string> printed = summary["verdicts"][i]["reasons"];
+    EXPECT_TRUE(has_code(printed, expected[i]));
+    std::vector<std::string> reported;
+    for (const auto& reason : refusals[i]["report"]["reasons"]) reported.push_back(reason["code"]);
+    EXPECT_TRUE(has_code(reported, expected[i]));
+    EXPECT_FALSE(refusals[i]["report"]["evidence"].empty());
+  }
+  EXPECT_TRUE(proposals[expected.size() - 1]["error"].is_string()) << "the garbage is recorded as such";
+  EXPECT_EQ(decisions.back()["verdict"]["accepted"], true);
+  // Nine refusals and the branch moved once, from the seed commit to the accepted change.
+  expect_consistent("warden/reasons", {"s1"});
+  EXPECT_EQ(git_in(repo(), {"rev-parse", "warden/reasons^"}), git_in(repo(), {"rev-parse", "main"}));
+}
+
+TEST_F(BuildE2ETest, AStepThatExhaustsItsRetriesFailsTheRun) {
+  auto r = build(WARDEN_SOURCE_DIR "/examples/calculator/blueprint.json", {"--executor", agent("garbage-from s2")});
+  ASSERT_TRUE(r.exited_with(1)) << describe(r);
+  EXPECT_NE(r.out.find("failed  EXECUTION_ERROR"), std::string::npos) << r.out;
+
+  auto records = ledger_records(ledger());
+  EXPECT_EQ(last_status(records)["status"], "failed");
+  EXPECT_EQ(last_status(records)["error_type"], "EXECUTION_ERROR");
+  auto decisions = payloads(records, "decision");
+  ASSERT_EQ(decisions.size(), 4u) << "s1 once, s2 max_retries (3) times";
+  for (size_t i = 1; i < decisions.size(); ++i) EXPECT_EQ(reason_codes(decisions[i]), std::vector<std::string>{"malformed_diff"});
+  auto events = payloads(records, "run_event");
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const json& e) { return e["event_type"] == "replan_triggered"; }))
+      << "past its retries the kernel asks for a new plan (agent.py cannot give one)";
+  expect_consistent("warden/calculator", {"s1"});
+}
+
+TEST_F(BuildE2ETest, ARefusedPlanIsAPlanningError) {
+  copy_tree(fixture("reasons"), tmp / "blueprint");
+  json blueprint = json::parse(read_file(tmp / "blueprint/blueprint.json"));
+  blueprint["intent"] = {{"name", "tool"}, {"artifacts", {"binary"}}};  // no step makes a binary
+  write_file(tmp / "blueprint/blueprint.json", blueprint.dump(2));
+  auto r = build(tmp / "blueprint/blueprint.json");
+  ASSERT_TRUE(r.exited_with(1)) << describe(r);
+  EXPECT_NE(r.out.find("PLANNING_ERROR"), std::string::npos) << r.out;
+
+  auto records = ledger_records(ledger());
+  EXPECT_EQ(last_status(records)["error_type"], "PLANNING_ERROR");
+  auto refusals = payloads(records, "refusal");
+  ASSERT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals[0]["subject"], "plan");
+  EXPECT_NE(refusals[0].dump().find("plan_missing_artifact:binary"), std::string::npos) << refusals[0].dump();
+  EXPECT_TRUE(payloads(records, "decision").empty());
+  EXPECT_TRUE(payloads(records, "plan_commit").empty());
+  expect_consistent("warden/reasons", {});
+}
+
+TEST_F(BuildE2ETest, TheWatchdogEndsAHungCheck) {
+  const auto started = std::chrono::steady_clock::now();
+  auto r = build(fixture("hang/blueprint.json"), {"--policy", fixture("hang/policy.json").string(), "--step-timeout", "2"});
+  ASSERT_TRUE(r.exited_with(124)) << describe(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s);
+  EXPECT_TRUE(wait_until([] { return hung_checks_running() == 0; }, 5s)) << "a sandboxed check outlived the run";
+
+  auto records = ledger_records(ledger());
+  EXPECT_EQ(last_status(records)["status"], "timeout");
+  EXPECT_EQ(last_status(records)["error_type"], "TIMEOUT_ERROR");
+  auto events = payloads(records, "run_event");
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const json& e) { return e["event_type"] == "timeout_error"; }));
+  expect_consistent("warden/hang", {"s1"});
+}
+
+TEST_F(BuildE2ETest, CtrlCCancelsCleanly) {
+  Child child = start_hung_build();
+  child.kill(SIGINT);
+  auto r = child.wait();
+  ASSERT_TRUE(r.exited_with(130)) << describe(r);
+  EXPECT_TRUE(wait_until([] { return hung_checks_running() == 0; }, 5s)) << "a sandboxed check outlived the run";
+
+  auto records = ledger_records(ledger());
+  EXPECT_EQ(last_status(records)["status"], "cancelled");
+  EXPECT_EQ(last_status(records)["error_type"], "CANCELLED");
+  EXPECT_FALSE(std::filesystem::exists(ledger() / "runs" / "hung.pid")) << "the run let go of its pid file";
+  expect_consistent("warden/hang", {"s1"});
+}
+
+TEST_F(BuildE2ETest, AProcessKilledMidRunLeavesAVerifiableLedgerAndOnlyAcceptedCommits) {
+  Child child = start_hung_build();
+  child.kill(SIGKILL);
+  auto r = child.wait();
+  ASSERT_EQ(r.term_signal, SIGKILL) << describe(r);
+  EXPECT_TRUE(wait_until([] { return hung_checks_running() == 0; }, 5s)) << "the sandbox outlived its kernel";
+
+  expect_consistent("warden/hang", {"s1"});
+  auto records = ledger_records(ledger());
+  EXPECT_EQ(last_status(records)["status"], "running") << "nobody was left to record an end";
+  auto status = warden({"run", "status", "hung", "--ledger", ledger().string(), "--json"});
+  ASSERT_TRUE(status.exited_with(0)) << describe(status);
+  EXPECT_EQ(stdout_json(status)["live"], false);
+  EXPECT_EQ(stdout_json(status)["steps_completed"], 1);
+}
+
+}  // namespace
+}  // namespace warden::test
