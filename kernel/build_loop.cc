@@ -55,12 +55,6 @@ std::string mime_type_for(std::string_view path) {
   return "application/octet-stream";
 }
 
-Json reasons_json(const std::vector<Reason>& reasons) {
-  Json out = Json::array();
-  for (const auto& r : reasons) out.push_back({{"code", r.code}, {"detail", r.detail}});
-  return out;
-}
-
 // Everything one attempt (proposal) of a step produces, stage by stage.
 struct Attempt {
   int64_t number = 0;
@@ -668,6 +662,7 @@ Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPl
   // Results are not reused across builds: a cached result would name output blobs this
   // ledger does not hold, and a golden run must record the same bytes cold or warm.
   runner_options.use_cache = false;
+  runner_options.kernel_release_in_toolchain = !options.host_independent;
   auto runner = Runner::create(std::move(*profile), runner_options);
   if (!runner) return std::unexpected(runner.error());
 

@@ -39,6 +39,9 @@ struct BuildOptions {
   std::string base;                     // revision the run starts from (default: the blueprint's, else HEAD)
   std::optional<int64_t> step_timeout_ms;  // overrides the plan's watchdog budget
   std::string run_id;                      // empty: one from the IdSource
+  // Golden runs leave the host kernel's release out of the recorded toolchain, so their
+  // ledgers are byte-identical on any host with the same packages.
+  bool host_independent = false;
 };
 
 struct BuildEnvironment {

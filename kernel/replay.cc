@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -229,7 +230,9 @@ class Replayer {
       }
       run_result = std::move(*rr);
       if (options_.rerun) {
-        if (Status st = rerun(plan->second, *policy, step_id, run.completed, *evidence, *run_result); !st) {
+        if (Status st = rerun(plan->second, policy->name, p.value("policy_sha256", ""), step_id, run.completed, *evidence,
+                              *run_result);
+            !st) {
           problem(st.error().message);
           return {};
         }
@@ -281,20 +284,22 @@ class Replayer {
 
   // The runner again, on the same base and diff with the same checks: the deterministic
   // part of its result must be the same bytes.
-  Status rerun(const BuildPlan& plan, const Policy& recorded, const std::string& step_id,
+  Status rerun(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
+               const std::string& step_id,
                const std::set<std::string>& completed, const ProposalEvidence& evidence, const RunResult& expected) {
     if (!repo_) return fail(Errc::invalid_argument, "--rerun needs --repo");
     const BuildStep* step = plan.find(step_id);
     if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
-    auto policy = Policy::load(recorded.name);
-    if (!policy || policy->digest() != recorded.digest()) {
-      // The programs' bytes are only in the builtin policy; a recorded one by digest alone
-      // cannot run.
-      if (!policy || policy->to_json() != recorded.to_json()) {
-        return fail(Errc::not_found, "rerun: policy " + recorded.name + " with the recorded programs is not available here");
-      }
+    // The ledger names the check programs by digest only; their bytes come from the policy
+    // of that name here, which must be the very same policy.
+    auto policy = Policy::load(policy_name);
+    if (!policy || policy->digest().str() != policy_sha256) {
+      return fail(Errc::not_found, "rerun: policy " + policy_name + " with the recorded programs is not available here");
     }
-    auto runner = runner_for(*policy);
+    // A golden run recorded its toolchain without the host kernel's release; ask for the same.
+    const std::string kernel = expected.toolchain.value("kernel", "");
+    const bool with_release = std::count(kernel.begin(), kernel.end(), ' ') >= 2;
+    auto runner = runner_for(*policy, with_release);
     if (!runner) return std::unexpected(runner.error());
     auto diff = Diff::from_json(evidence.diff);
     if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
@@ -315,14 +320,15 @@ class Replayer {
     return {};
   }
 
-  Result<Runner*> runner_for(const Policy& policy) {
-    auto key = policy.digest().str();
+  Result<Runner*> runner_for(const Policy& policy, bool kernel_release) {
+    auto key = policy.digest().str() + (kernel_release ? "+release" : "");
     if (auto it = runners_.find(key); it != runners_.end()) return &it->second;
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
     RunnerOptions o;
     o.cache_dir = options_.cache_dir;
     o.use_cache = false;
+    o.kernel_release_in_toolchain = kernel_release;
     auto runner = Runner::create(std::move(*profile), o);
     if (!runner) return std::unexpected(runner.error());
     return &runners_.emplace(key, std::move(*runner)).first->second;

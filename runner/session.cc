@@ -82,7 +82,7 @@ Result<Runner> Runner::create(SandboxProfile profile, RunnerOptions options, San
   if (!cache) return std::unexpected(cache.error());
   r.cache_.emplace(std::move(*cache));
   r.bases_.emplace(r.options_.cache_dir / "base", host);
-  r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host);
+  r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, r.options_.kernel_release_in_toolchain);
   r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());
   return r;
 }

@@ -32,6 +32,7 @@ struct RunnerOptions {
   std::filesystem::path cache_dir;
   BlobSink* blobs = nullptr;  // captured output bodies go here; none: digests only
   bool use_cache = true;
+  bool kernel_release_in_toolchain = true;  // toolchain.h: off for golden runs
 };
 
 struct RunRequest {

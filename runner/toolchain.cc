@@ -19,14 +19,14 @@ std::string file_digest(const std::filesystem::path& path) {
 
 }  // namespace
 
-Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host) {
+Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host, bool kernel_release) {
   utsname u{};
   ::uname(&u);
   Json files = Json::object();
   for (const auto& f : profile.toolchain) files[f] = file_digest(f);
   return {{"runner", kRunnerIdentity},
           {"bwrap", {{"path", host.bwrap}, {"sha256", file_digest(host.bwrap)}}},
-          {"kernel", std::string(u.sysname) + " " + u.release + " " + u.machine},
+          {"kernel", std::string(u.sysname) + " " + (kernel_release ? std::string(u.release) + " " : "") + u.machine},
           {"os_release_sha256", file_digest("/etc/os-release")},
           {"files", files}};
 }

@@ -13,6 +13,8 @@ namespace warden {
 inline constexpr const char* kRunnerIdentity = "warden-runner/1";
 
 // {"runner", "bwrap": {"path", "sha256"}, "kernel", "os_release_sha256", "files": {path: "sha256:..."|"absent"}}
-Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host);
+// Without `kernel_release`, "kernel" is only the system and machine ("Linux x86_64"): golden
+// runs must give the same bytes on every host that has the same packages installed.
+Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host, bool kernel_release = true);
 
 }  // namespace warden

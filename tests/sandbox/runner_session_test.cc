@@ -285,7 +285,7 @@ TEST_F(RunnerSession, TreeSha256FollowsItsDocumentedConstruction) {
 
 TEST_F(RunnerSession, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
   Runner runner = make_runner(false);
-  auto tree = runner.tree_under_test(*git_, RunRequest{base_tree_, std::nullopt, &diff_, {}});
+  auto tree = runner.tree_under_test(*git_, RunRequest{base_tree_, std::nullopt, &diff_, {}, {}});
   ASSERT_TRUE(tree);
   auto first = runner.prepare(*git_, base_tree_, *tree);
   ASSERT_TRUE(first) << first.error().message();

@@ -92,15 +92,6 @@ void print_summary(const kernel::BuildSummary& s, const std::filesystem::path& r
   std::cout << "\ncheckpoint\n" << s.checkpoint;
 }
 
-int exit_for(kernel::RunStatus status) {
-  switch (status) {
-    case kernel::RunStatus::completed: return kOk;
-    case kernel::RunStatus::timeout: return kTimedOut;
-    case kernel::RunStatus::cancelled: return kCancelled;
-    default: return kVerificationFailed;
-  }
-}
-
 int run(const BuildArgs& a) {
   auto blueprint = kernel::BlueprintSpec::load(a.blueprint);
   if (!blueprint) return report_error(blueprint.error(), a.json);
@@ -127,6 +118,7 @@ int run(const BuildArgs& a) {
   options.policy = a.policy;
   if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(a.step_timeout_s * 1000);
   options.run_id = a.run_id;
+  options.host_independent = a.clock == "logical";
 
   CancelOnSignal cancel;
   Progress progress;
@@ -153,7 +145,7 @@ int run(const BuildArgs& a) {
   } else {
     print_summary(*summary, repo, ledger);
   }
-  return exit_for(summary->status);
+  return run_exit_code(summary->status);
 }
 
 }  // namespace
@@ -174,7 +166,8 @@ void add_build_commands(CLI::App& app, Action& action) {
                   "Who proposes: 'plan' (the plan's own content, no AI) or 'command:CMD' (CMD reads the step as JSON "
                   "on stdin, writes a Diff JSON or a git patch)");
   cmd->add_option("--policy", a->policy, "Policy: a built-in name (python, cpp) or a JSON file (default: the blueprint's)");
-  cmd->add_option("--clock", a->clock, "system, or logical for golden runs (fixed timestamps and sequential ids)")
+  cmd->add_option("--clock", a->clock, "system, or logical for golden runs (fixed timestamps, sequential ids, and no host kernel release in the "
+                  "recorded toolchain)")
       ->check(CLI::IsMember({"system", "logical"}));
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's, 30)");
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
