@@ -654,6 +654,14 @@ Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPl
   const std::string base_rev = !options.base.empty() ? options.base : blueprint ? blueprint->base : std::string("HEAD");
   auto base = repo->workspace.repo().resolve_commit(base_rev);
   if (!base) return fail(Errc::not_found, "base revision: " + base.error().message());
+  // A branch that already moved past the base (an earlier build) would only be refused at
+  // the first commit; say so before anything runs or is recorded.
+  const std::string branch = given_plan ? given_plan->branch : blueprint->branch.value_or("warden/" + blueprint->name);
+  if (auto tip = repo->workspace.repo().resolve_commit("refs/heads/" + branch); tip && !(*tip == *base)) {
+    return fail(Errc::already_exists, "branch " + branch + " in " + options.repo_dir.string() + " is at " + tip->hex() +
+                                          ", not at the base " + base->hex() +
+                                          " (an earlier build?): build into a new repository or delete the branch");
+  }
 
   auto profile = policy.sandbox_profile_with_programs();
   if (!profile) return std::unexpected(profile.error());
