@@ -28,7 +28,7 @@
 // <= 1.1x the shell loop's (medians of --runs builds each).
 //
 //   cmake --build build --target kernel_bench && build/kernel_bench [--runs N] [--files N] [--json]
-//   build/kernel_bench --quick     CI smoke run: 1 build of each, 1,000 files, always exits 0
+//   build/kernel_bench --quick     CI smoke run: 1 build of each, 200 files, always exits 0
 //                                  unless something fails
 // Needs root (the process-events connector needs CAP_NET_ADMIN) and bubblewrap.
 #include <linux/cn_proc.h>
@@ -532,7 +532,7 @@ int main(int argc, char** argv) {
   uint64_t files = 10000;
   std::string source_dir = WARDEN_SOURCE_DIR;
   CLI::App app{"The kernel's overhead per build step, and a Warden build next to a plain shell loop"};
-  app.add_flag("--quick", quick, "1 build of each, 1,000 files; always exits 0 unless a step fails");
+  app.add_flag("--quick", quick, "1 build of each, 200 files; always exits 0 unless a step fails");
   app.add_option("--runs", runs, "Builds of each kind per scenario (medians reported)")->check(CLI::Range(1, 100));
   app.add_option("--files", files, "Files in the generated repository")->check(CLI::Range(1, 1000000));
   app.add_option("--source-dir", source_dir, "Warden's source tree (for examples/calculator)");
@@ -540,7 +540,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     runs = 1;
-    files = std::min<uint64_t>(files, 1000);
+    files = std::min<uint64_t>(files, 200);
   }
 
   ChildLifetimes children;
