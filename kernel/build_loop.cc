@@ -42,7 +42,7 @@ constexpr std::string_view kStepPipeline = R"({
   "default_timeout_seconds": 3600
 })";
 
-std::string mime_type_for(std::string_view path) {
+std::string mime_type_for(std::string_view path, std::string_view type = {}) {
   auto ends = [&](std::string_view s) { return path.size() >= s.size() && path.substr(path.size() - s.size()) == s; };
   if (ends(".py")) return "text/x-python";
   if (ends(".c") || ends(".h")) return "text/x-c";
@@ -52,6 +52,7 @@ std::string mime_type_for(std::string_view path) {
   if (ends(".txt") || ends(".toml") || ends(".cfg") || ends(".ini")) return "text/plain";
   if (ends("Makefile") || ends(".mk")) return "text/x-makefile";
   if (ends(".sh")) return "text/x-shellscript";
+  if (type == "binary") return "application/x-executable";
   return "application/octet-stream";
 }
 
@@ -560,6 +561,24 @@ class Build {
                    {"createdAt", now()}};
       step_artifacts_.push_back(info);
       emit(RunEventType::artifact_created, current_index_, std::nullopt, info);
+    }
+    // What the checks declared and left behind (a built binary, a report): the runner put
+    // the bytes in the ledger's blob store as it ran.
+    for (const auto& check : attempt_.run->checks) {
+      if (check.runs.empty()) continue;
+      for (const auto& a : check.runs.front().artifacts) {
+        if (!a.present || !a.sha256) continue;
+        Json info = {{"artifactId", env_.ids.next_id("art")},
+                     {"type", a.type},
+                     {"mimeType", mime_type_for(a.path, a.type)},
+                     {"path", a.path},
+                     {"sizeBytes", a.bytes},
+                     {"digest", a.sha256->str()},
+                     {"check", check.name},
+                     {"createdAt", now()}};
+        step_artifacts_.push_back(info);
+        emit(RunEventType::artifact_created, current_index_, "runner", info);
+      }
     }
   }
 

@@ -60,6 +60,18 @@ Result<CheckSpec> CheckSpec::from_json(const Json& json, std::string_view where)
   }
   r.strings("proves", c.proves, false);
   r.string_map("env", c.env, false);
+  if (const Json* list = r.value("artifacts", Json::value_t::array, false)) {
+    for (size_t i = 0; i < list->size() && r.ok(); ++i) {
+      JsonReader a((*list)[i], r.path("artifacts") + "[" + std::to_string(i) + "]");
+      ArtifactSpec spec;
+      a.string("path", spec.path);
+      a.string("type", spec.type);
+      if (a.ok() && !safe_relative_path(spec.path)) a.fail("path", "must be a relative path inside the workspace");
+      if (a.ok() && spec.type.empty()) a.fail("type", "must name the artifact's type");
+      r.adopt(a.finish());
+      c.artifacts.push_back(std::move(spec));
+    }
+  }
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
   return c;
 }
@@ -70,6 +82,11 @@ Json CheckSpec::to_json() const {
             {"fail_to_pass", fail_to_pass}, {"pass_to_pass", pass_to_pass}, {"proves", proves},
             {"env", env}};
   if (timeout_ms) j["timeout_ms"] = *timeout_ms;
+  if (!artifacts.empty()) {
+    Json list = Json::array();
+    for (const auto& a : artifacts) list.push_back({{"path", a.path}, {"type", a.type}});
+    j["artifacts"] = std::move(list);
+  }
   return j;
 }
 

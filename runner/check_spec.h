@@ -16,6 +16,14 @@
 
 namespace warden {
 
+// A file a check leaves in its workspace that is kept as evidence (a built binary, a coverage
+// report): its bytes go to the blob store, with the type the check declares.
+struct ArtifactSpec {
+  std::string path;  // workspace-relative
+  std::string type;  // e.g. "binary", "document", "report"
+  bool operator==(const ArtifactSpec&) const = default;
+};
+
 struct CheckSpec {
   std::string name;
   std::vector<std::string> argv;
@@ -27,6 +35,7 @@ struct CheckSpec {
   std::vector<std::string> fail_to_pass, pass_to_pass;
   std::vector<std::string> proves;    // invariant names this check proves when it passes
   std::map<std::string, std::string> env;
+  std::vector<ArtifactSpec> artifacts;  // in to_json only when declared, so older digests hold
 
   int64_t effective_quorum() const { return quorum == 0 ? runs : quorum; }
 

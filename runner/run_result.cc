@@ -37,6 +37,18 @@ Json run_json(const CheckRun& r, bool timing) {
             {"outcome", r.outcome},
             {"error", r.error}};
   if (timing) j["duration_ms"] = r.duration_ms;
+  if (!r.artifacts.empty()) {
+    Json list = Json::array();
+    for (const auto& a : r.artifacts) {
+      Json aj = {{"path", a.path}, {"type", a.type}, {"present", a.present}};
+      if (a.present) {
+        aj["bytes"] = a.bytes;
+        aj["sha256"] = a.sha256 ? a.sha256->str() : std::string();
+      }
+      list.push_back(std::move(aj));
+    }
+    j["artifacts"] = std::move(list);
+  }
   return j;
 }
 
@@ -170,6 +182,17 @@ Result<RunResult> RunResult::from_json(const Json& json) {
       rr.string("outcome", run.outcome);
       if (rr.ok() && !valid_outcome(run.outcome)) rr.fail("outcome", "unknown outcome \"" + run.outcome + "\"");
       rr.string("error", run.error);
+      if (rr.has("artifacts")) each(rr, "artifacts", [&](JsonReader& ar) {
+        ArtifactEvidence a;
+        ar.string("path", a.path);
+        ar.string("type", a.type);
+        ar.boolean("present", a.present);
+        if (a.present) {
+          ar.unsigned_integer("bytes", a.bytes, 0, kMaxCanonicalInteger);
+          ar.optional_digest("sha256", a.sha256);
+        }
+        run.artifacts.push_back(std::move(a));
+      });
       cr.runs.push_back(std::move(run));
     });
     read_tests(c, "tests", cr.tests);

@@ -39,6 +39,15 @@ struct OutputEvidence {
   Digest blob;             // SHA-256 of the captured body, its name in the blob store
 };
 
+// A declared artifact as one run left it: absent, or its size and digest (its bytes are in
+// the blob store under that digest).
+struct ArtifactEvidence {
+  std::string path, type;
+  bool present = false;
+  uint64_t bytes = 0;
+  std::optional<Digest> sha256;
+};
+
 struct TestCase {
   std::string id;      // JUnit: "classname::name" (or name); TAP: the description (or "#N")
   std::string status;  // passed | failed | skipped | error
@@ -67,6 +76,7 @@ struct CheckRun {
   std::vector<TestCase> tests;  // sorted by id
   std::string outcome;          // this run's own verdict: passed | failed | timeout | error
   std::string error;            // for outcome "error": why the run could not happen
+  std::vector<ArtifactEvidence> artifacts;  // the spec's declared artifacts, in its order
 };
 
 struct CheckResult {

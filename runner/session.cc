@@ -212,6 +212,21 @@ CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
       }
     }
   }
+  // Declared artifacts come from this run's upper layer, like reports, and their bytes go
+  // to the blob store; one that cannot be stored is evidence lost.
+  for (const auto& declared : spec.artifacts) {
+    ArtifactEvidence a{declared.path, declared.type, false, 0, std::nullopt};
+    std::string bytes;
+    if (read_report(*dir / "upper", declared.path, bytes) == ReportRead::ok) {
+      a.present = true;
+      a.bytes = bytes.size();
+      a.sha256 = sha256(bytes);
+      if (options_.blobs) {
+        if (auto put = options_.blobs->put(bytes); !put && blob_error.empty()) blob_error = put.error().message;
+      }
+    }
+    run.artifacts.push_back(std::move(a));
+  }
   std::optional<TestJudgement> judgement;
   if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
     judgement = judge_tests(run.tests, spec.fail_to_pass, spec.pass_to_pass);

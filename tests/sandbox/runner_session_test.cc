@@ -213,6 +213,28 @@ TEST_F(RunnerSession, AReportSymlinkToAHostFileIsNeverFollowed) {
   EXPECT_EQ(through_dir.result.checks.at(0).runs.at(0).report, "missing");
 }
 
+TEST_F(RunnerSession, DeclaredArtifactsAreKeptAsBlobsAndLinksAreNotFollowed) {
+  Runner runner = make_runner(false);
+  CheckSpec spec = shell("build", "mkdir -p out && printf 'BIN' > out/prog && ln -s /etc/hostname out/link");
+  spec.artifacts = {{"out/prog", "binary"}, {"out/link", "report"}, {"out/never", "report"}};
+  auto round = CheckSpec::from_json(spec.to_json());
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(round->artifacts, spec.artifacts);
+  EXPECT_FALSE(CheckSpec::from_json(Json{{"name", "x"}, {"argv", {"true"}}, {"artifacts", {{{"path", "../up"}, {"type", "t"}}}}}));
+  RunOutcome out = run(runner, {spec});
+  const auto& artifacts = out.result.checks.at(0).runs.at(0).artifacts;
+  ASSERT_EQ(artifacts.size(), 3u);
+  EXPECT_TRUE(artifacts[0].present);
+  EXPECT_EQ(artifacts[0].bytes, 3u);
+  EXPECT_EQ(artifacts[0].sha256, sha256("BIN"));
+  EXPECT_EQ(read_file(blobs_->path_of(*artifacts[0].sha256)), "BIN");
+  EXPECT_FALSE(artifacts[1].present);  // a symlink the sandbox made is never followed on the host
+  EXPECT_FALSE(artifacts[2].present);
+  auto back = RunResult::from_json(out.result.deterministic_json());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->deterministic_digest(), out.result.deterministic_digest());
+}
+
 TEST_F(RunnerSession, RunResultJsonRoundTripsCanonically) {
   Runner runner = make_runner(false);
   CheckSpec spec = shell("out", "printf 'caf\\303\\251 \\377\\n'; echo err >&2");
