@@ -8,24 +8,30 @@ CommandProposer::CommandProposer(std::string command, std::filesystem::path cwd,
     : command_(std::move(command)), cwd_(std::move(cwd)), env_(std::move(env)) {}
 
 Result<std::string> CommandProposer::propose(const ProposalRequest& request) {
-  return ask(Json{{"step", request.step}, {"context", request.context}}.dump() + "\n", request.timeout);
+  return ask(Json{{"step", request.step}, {"context", request.context}}.dump() + "\n", request.timeout, request.stop);
 }
 
 Result<std::string> CommandProposer::replan(const Json& request, std::chrono::milliseconds timeout) {
-  return ask(Json{{"replan", request}}.dump() + "\n", timeout);
+  return ask(Json{{"replan", request}}.dump() + "\n", timeout, {});
 }
 
-Result<std::string> CommandProposer::ask(std::string input, std::chrono::milliseconds timeout) {
+Result<std::string> CommandProposer::ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop) {
   SubprocessSpec spec;
   spec.argv = {"/bin/sh", "-c", command_};
   spec.env = env_;
   spec.cwd = cwd_;
   spec.stdin_data = std::move(input);
   spec.timeout = timeout;
+  spec.stop = std::move(stop);
   spec.max_stdout = size_t{16} << 20;
   auto ran = run_subprocess(spec);
   if (!ran) return std::unexpected(ran.error().with_context("executor " + name()));
-  const std::string tail = ran->err.size() > 512 ? ran->err.substr(ran->err.size() - 512) : ran->err;
+  // The executor's last words, as valid UTF-8 whatever bytes it wrote: they end up in the
+  // ledger, whose records are canonical JSON.
+  std::string tail;
+  for (unsigned char c : ran->err.size() > 512 ? ran->err.substr(ran->err.size() - 512) : ran->err) {
+    tail += c < 0x80 && (c >= 0x20 || c == '\n' || c == '\t') ? static_cast<char>(c) : '?';
+  }
   switch (ran->ending) {
     case SubprocessResult::Ending::timed_out:
       return std::unexpected(Error{Errc::limit_exceeded, "executor timed out after " +

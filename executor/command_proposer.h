@@ -26,7 +26,7 @@ class CommandProposer final : public Proposer {
   Result<std::string> replan(const Json& request, std::chrono::milliseconds timeout) override;
 
  private:
-  Result<std::string> ask(std::string input, std::chrono::milliseconds timeout);
+  Result<std::string> ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop);
 
   std::string command_;
   std::filesystem::path cwd_;

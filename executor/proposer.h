@@ -23,6 +23,7 @@ struct ProposalRequest {
   //  "refusals": [RefusalReport JSON, oldest first]}
   Json context;
   std::chrono::milliseconds timeout{30'000};
+  std::stop_token stop;  // the run was cancelled or the step's watchdog fired: give up now
 };
 
 class Proposer {

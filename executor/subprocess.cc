@@ -185,11 +185,13 @@ class Session {
     bool exited = false;
     while (!exited) {
       auto now = Clock::now();
-      if (now >= deadline) {
+      if (now >= deadline || spec_.stop.stop_requested()) {
         result.ending = SubprocessResult::Ending::timed_out;
         break;
       }
-      if (!pump(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, exited)) {
+      int64_t wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
+      if (spec_.stop.stop_possible()) wait_ms = std::min<int64_t>(wait_ms, 50);  // notice a stop promptly
+      if (!pump(wait_ms, exited)) {
         result.ending = SubprocessResult::Ending::stdout_overflow;
         break;
       }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct SubprocessSpec {
   std::chrono::milliseconds timeout{30'000};
   size_t max_stdout = size_t{1} << 20;  // more than this kills the process group
   size_t max_stderr = size_t{64} << 10;  // more than this is read and dropped
+  std::stop_token stop;  // a stop request ends the program as a timeout would
 };
 
 struct SubprocessResult {

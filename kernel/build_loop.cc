@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/encoding.h"
 #include "common/file.h"
 #include "executor/state_machine.h"
 #include "kernel/build_records.h"
@@ -281,7 +282,7 @@ class Build {
     kl_.append(record_kind::step_evidence, evidence, now());
     step_artifacts_ = Json::array();
 
-    if (watchdog.fired()) {
+    if (watchdog.fired() && !accepted) {
       if (Status st = end(RunStatus::timeout, ErrorType::timeout_error,
                           "step " + step.id + " ran past its " + std::to_string(budget) + " ms budget");
           !st) {
@@ -289,7 +290,7 @@ class Build {
       }
       return false;
     }
-    if (env_.stop.stop_requested()) {
+    if (env_.stop.stop_requested() && !accepted) {
       if (Status st = end(RunStatus::cancelled, ErrorType::cancelled, "cancelled during step " + step.id); !st) {
         return std::unexpected(st.error());
       }
@@ -305,9 +306,17 @@ class Build {
     return accepted;
   }
 
+  // A stage that throws (a bug, or bytes a library refuses) fails the step as an execution
+  // error instead of reading as a refusal.
   template <typename F>
   std::unique_ptr<executor::StageAgent> stage(F f) {
-    return std::make_unique<executor::FunctionAgent>([f](const executor::StageContext&) { return f(); });
+    return std::make_unique<executor::FunctionAgent>([this, f](const executor::StageContext&) {
+      try {
+        return f();
+      } catch (const std::exception& e) {
+        return fail_stage(std::string("internal error: ") + e.what());
+      }
+    });
   }
 
   static Json step_json(const BuildStep& step) {
@@ -326,7 +335,11 @@ class Build {
     if (!tree) return files;
     for (const auto& path : step.targets) {
       auto file = tree->read(path);
-      if (file && *file) files[path] = {{"sha256", sha256((*file)->content).str()}, {"content", (*file)->content}};
+      if (!file || !*file) continue;
+      const std::string& content = (*file)->content;
+      files[path] = {{"sha256", sha256(content).str()}};
+      if (is_valid_utf8(content)) files[path]["content"] = content;
+      else files[path]["content_base64"] = base64_encode(content);
     }
     return files;
   }
@@ -348,6 +361,7 @@ class Build {
                        {"files", target_files(step)},
                        {"refusals", refusals_}};
     request.timeout = watchdog_->remaining();
+    request.stop = step_stop_;
     emit(RunEventType::tool_called, current_index_, env_.proposer.name(), {{"step_id", step.id}, {"attempt", attempt_.number}});
     auto text = env_.proposer.propose(request);
     std::optional<std::string> executor_error;
@@ -367,7 +381,9 @@ class Build {
         gather_base(*attempt_.diff);
       }
     }
-    auto blob = kl_.put_blob(canonicalize(attempt_.evidence.to_json()).value_or("{}"));
+    auto evidence_bytes = canonicalize(attempt_.evidence.to_json());
+    if (!evidence_bytes) return fail_stage("recording the proposal: " + evidence_bytes.error().message);
+    auto blob = kl_.put_blob(*evidence_bytes);
     if (!blob) return fail_stage(blob.error().message);
     Json payload = {{"run_id", run_id()},
                     {"step_id", step.id},
@@ -391,7 +407,7 @@ class Build {
     if (json && json->is_object()) return *json;
     auto diff = workspace_.diff_from_patch(text, head_.hex(), step_id);
     if (diff) return diff->to_json();
-    if (text.size() <= 65536) attempt_.evidence.diff = text;
+    if (text.size() <= 65536 && is_valid_utf8(text)) attempt_.evidence.diff = text;
     return std::unexpected(diff.error().message());
   }
 
@@ -601,18 +617,66 @@ class Build {
          {{"failed_step", failed.id}, {"replan", summary_.replans}, {"max_replans", plan_.max_replans}});
     replan_events_.push_back("replan " + std::to_string(summary_.replans) + " after " + failed.id);
     auto text = env_.proposer.replan(request, std::chrono::milliseconds(options_.step_timeout_ms.value_or(plan_.step_timeout_ms)));
+    if (env_.stop.stop_requested()) {
+      if (Status st = end(RunStatus::cancelled, ErrorType::cancelled, "cancelled while replanning"); !st) {
+        return std::unexpected(st.error());
+      }
+      return false;
+    }
     if (!text) return fail_with_refusals(text.error().message);
-    auto json = parse_json(*text);
-    if (!json) return fail_with_refusals("the replacement plan is not JSON: " + json.error().message);
-    auto plan = BuildPlan::from_json(*json);
-    if (!plan) return fail_with_refusals("the replacement plan is malformed: " + plan.error().message);
     if (Status st = move(RunStatus::planning); !st) return std::unexpected(st.error());
+    auto json = parse_json(*text);
+    auto plan = json ? BuildPlan::from_json(*json) : Result<BuildPlan>(std::unexpected(json.error()));
+    if (!plan) {
+      if (Status st = refuse_unreadable_plan(*text, plan.error().message); !st) return std::unexpected(st.error());
+      return false;
+    }
+    keep_kernel_fields(*plan);
     auto adopted = adopt_plan(std::move(*plan), PlanSource::executor);
     if (!adopted) return std::unexpected(adopted.error());
     if (!*adopted) return false;
     refusals_ = Json::array();
     if (Status st = move(RunStatus::running); !st) return std::unexpected(st.error());
     return true;
+  }
+
+  // The executor proposes steps; what the run is bound by stays the kernel's: the branch,
+  // the bounds, the allowed paths, the intent, the invariants, the checks, and a final
+  // checkpoint over every step of the new plan.
+  void keep_kernel_fields(BuildPlan& p) const {
+    p.name = plan_.name;
+    p.blueprint_sha256 = plan_.blueprint_sha256;
+    p.language = plan_.language;
+    p.policy = plan_.policy;
+    p.branch = plan_.branch;
+    p.intent = plan_.intent;
+    p.allowed_paths = plan_.allowed_paths;
+    p.invariants = plan_.invariants;
+    p.checks = plan_.checks;
+    p.max_retries = plan_.max_retries;
+    p.max_replans = plan_.max_replans;
+    p.step_timeout_ms = plan_.step_timeout_ms;
+    std::vector<std::string> every_step;
+    for (const auto& s : p.steps) every_step.push_back(s.id);
+    p.verification_checkpoints = plan_.verification_checkpoints;
+    for (auto& cp : p.verification_checkpoints) cp.after = every_step;
+  }
+
+  // A replacement plan that is not even a plan: its text goes to the blob store, the refusal
+  // to the ledger, and the run ends with PLANNING_ERROR.
+  Status refuse_unreadable_plan(const std::string& text, const std::string& why) {
+    std::string kept = is_valid_utf8(text) ? text : base64_encode(text);
+    auto blob = kl_.put_blob(kept);
+    if (!blob) return std::unexpected(blob.error());
+    Json payload = {{"run_id", run_id()},
+                    {"subject", "plan"},
+                    {"error_type", error_type_name(ErrorType::planning_error)},
+                    {"plan_sha256", sha256(text).str()},
+                    {"proposal_seq", nullptr},
+                    {"plan_blob", *blob},
+                    {"reasons", Json::array({{{"code", "plan_malformed"}, {"detail", why}}})}};
+    kl_.append(record_kind::refusal, payload, now());
+    return end(RunStatus::failed, ErrorType::planning_error, "the executor's replacement plan is not a plan: " + why);
   }
 
   const BuildOptions& options_;
@@ -637,12 +701,18 @@ class Build {
   Watchdog* watchdog_ = nullptr;
 };
 
-struct Opened {
-  Ledger ledger;
-  Workspace workspace;
-  Runner runner;
-  ObjectId base;
-};
+// Run ids name runs in the ledger; two runs under one id would be one run to replay.
+Result<bool> run_id_taken(const Ledger& ledger, const std::string& run_id) {
+  auto snap = ledger.snapshot();
+  if (!snap) return std::unexpected(snap.error());
+  const std::string needle = "\"run_id\":" + Json(run_id).dump();
+  for (uint64_t seq = 0; seq < snap->size(); ++seq) {
+    auto rec = snap->record(seq);
+    if (!rec) return std::unexpected(rec.error());
+    if (rec->kind == record_kind::run_status && rec->payload.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
 
 Result<Ledger> open_ledger(const BuildOptions& options, BuildEnvironment& env) {
   std::error_code ec;
@@ -694,8 +764,20 @@ Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPl
   if (!runner) return std::unexpected(runner.error());
 
   std::string run_id = options.run_id.empty() ? env.ids.next_id("run") : options.run_id;
+  auto taken = run_id_taken(*ledger, run_id);
+  if (!taken) return std::unexpected(taken.error());
+  if (*taken) {
+    return fail(Errc::already_exists, "run " + run_id + " is already in the ledger " + options.ledger_dir.string() +
+                                          " (a logical clock numbers runs from 1 in every process): give --run-id");
+  }
   Build b(options, env, *ledger, repo->workspace, *runner, run_id);
-  if (Status st = b.start(blueprint, policy); !st) return std::unexpected(st.error());
+  // Whatever stops the build from here on, the run still ends in a terminal state, as far
+  // as the ledger lets it be recorded.
+  auto abandon = [&](const Error& error) -> Result<BuildSummary> {
+    if (!b.ended()) (void)b.end(RunStatus::failed, ErrorType::execution_error, error.message);
+    return std::unexpected(error);
+  };
+  if (Status st = b.start(blueprint, policy); !st) return abandon(st.error());
   std::optional<BuildPlan> plan = std::move(given_plan);
   if (!plan) {
     auto generated = generate_plan(*blueprint, policy);
@@ -708,9 +790,9 @@ Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPl
     plan = std::move(*generated);
   }
   auto adopted = b.adopt_plan(std::move(*plan), blueprint ? PlanSource::generated : PlanSource::file);
-  if (!adopted) return std::unexpected(adopted.error());
+  if (!adopted) return abandon(adopted.error());
   if (*adopted) {
-    if (Status st = b.run_steps(*base); !st) return std::unexpected(st.error());
+    if (Status st = b.run_steps(*base); !st) return abandon(st.error());
   }
   return b.summary();
 }

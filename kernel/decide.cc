@@ -107,6 +107,19 @@ bool in_kernel_dir(std::string_view path) {
   return false;
 }
 
+// The tests that judge a proposal must not be rewritten by it. A step may add a protected
+// file it targets (a new test suite) and an add_dependency step may change the manifest it
+// targets; nothing else changes, renames or deletes a protected file that exists — whatever
+// the step's targets say, since a plan from an executor or `warden propose` names its targets
+// from the very proposal being judged.
+bool may_touch_protected(const DecisionInput& in, const BuildStep& step, const FileChange& f, const std::string& path) {
+  if (!contains(step.targets, path)) return false;
+  if (step.action == StepAction::add_dependency) return true;
+  auto base = in.proposal.base.find(path);
+  const bool exists = base != in.proposal.base.end() && base->second.content.has_value();
+  return f.op == FileOp::add && f.path == path && !exists;
+}
+
 void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& diff, Reasons& reasons) {
   const Policy& policy = in.policy;
   for (const FileChange& f : diff.files) {
@@ -124,8 +137,9 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
       }
       if (in_kernel_dir(path)) {
         reasons.add(reason::protected_path, path + " is inside .git or .warden");
-      } else if (any_glob_match(policy.protected_paths, path) && !contains(step.targets, path)) {
-        reasons.add(reason::protected_path, path + " is protected: only a step that targets it may change it");
+      } else if (any_glob_match(policy.protected_paths, path) && !may_touch_protected(in, step, f, path)) {
+        reasons.add(reason::protected_path, path + " is protected: only a step that targets it may add it, and an existing one "
+                                                   "changes only through its own add_dependency step");
       }
       if (any_glob_match(policy.approval_paths, path)) {
         reasons.add(reason::approval_required, path + " needs a human's approval");
@@ -225,6 +239,10 @@ void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff,
     auto verdict = run.invariants.find(name);
     if (verdict == run.invariants.end()) {
       reasons.add(std::string(reason::invariant_not_proven) + ":" + name, "no check of the run proves " + name);
+    } else if (verdict->second.check != "invariant:" + name) {
+      // Only the policy's own program proves an invariant; a plan's check claiming to is not it.
+      reasons.add(std::string(reason::invariant_not_proven) + ":" + name,
+                  "check " + verdict->second.check + " is not the policy's program for " + name);
     } else if (!verdict->second.proven) {
       reasons.add(std::string(reason::invariant_not_proven) + ":" + name, "check " + verdict->second.check + " did not prove it");
     }

@@ -42,9 +42,11 @@ Result<std::vector<Appended>> KernelLedger::write_pending() {
     }
     return {};
   });
-  if (!st) return std::unexpected(st.error().with_context("writing the ledger " + ledger_.dir().string()));
+  // Written or not, the batch is done with: a batch the ledger refuses (a record over its
+  // size limit) would otherwise fail every later flush, including the run's own end.
   records_.clear();
   blobs_.clear();
+  if (!st) return std::unexpected(st.error().with_context("writing the ledger " + ledger_.dir().string()));
   return out;
 }
 

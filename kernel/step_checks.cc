@@ -10,6 +10,8 @@ std::vector<CheckSpec> checks_for_step(const BuildPlan& plan, const Policy& poli
   std::set<std::string> names;
   for (const auto& c : checks) names.insert(c.name);
   for (const auto& c : plan.checks) {
+    // A plan's check never speaks for an invariant: that is the policy's programs' job.
+    if (c.name.starts_with("invariant:") || !c.proves.empty()) continue;
     if (names.insert(c.name).second) checks.push_back(c);
   }
   std::set<std::string> invariants(plan.invariants.begin(), plan.invariants.end());

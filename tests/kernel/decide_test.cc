@@ -80,7 +80,7 @@ class Decide : public ::testing::Test {
     tests.name = "tests";
     tests.verdict = kPassed;
     run.checks = {tests};
-    run.invariants["no_dangerous_operations"] = InvariantVerdict{true, "no_dangerous_operations"};
+    run.invariants["no_dangerous_operations"] = InvariantVerdict{true, "invariant:no_dangerous_operations"};
   }
 
   Verdict verdict(bool with_run = true) {
@@ -137,6 +137,18 @@ TEST_F(Decide, MalformedDiffs) {
   propose("s2", {add_file("src/calc/ops.py", kOps)}, {{"src/calc/ops.py", {}}});
   proposal.diff.erase("diff_sha256");
   EXPECT_EQ(codes(), Codes{"malformed_diff"});
+}
+
+// What the build loop records when the executor gave no Diff: its raw text, or null.
+TEST_F(Decide, ADiffThatIsNotAnObjectIsMalformed) {
+  for (const Json& raw : {Json("I could not write this step"), Json(nullptr)}) {
+    proposal.diff = raw;
+    auto read_back = ProposalEvidence::from_json(proposal.to_json());
+    ASSERT_TRUE(read_back) << read_back.error().message;
+    proposal = *read_back;
+    EXPECT_EQ(codes(), Codes{"malformed_diff"}) << raw.dump();
+    EXPECT_EQ(codes(false), Codes{"malformed_diff"}) << raw.dump();
+  }
 }
 
 TEST_F(Decide, HashMismatches) {
@@ -221,6 +233,14 @@ TEST_F(Decide, ProtectedPathsNeedAStepThatTargetsThem) {
   propose("s3", {add_file("tests/test_ops.py", test)}, {{"tests/test_ops.py", {}}});
   EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
 
+  // An existing protected file stays as it is even for a step that names it: the targets of a
+  // plan from an executor (or of `warden propose`) come from the very proposal being judged.
+  plan.steps[2].targets.push_back("tests/test_ops.py");
+  propose("s3", {add_file("tests/test_new.py", test), modify_file("tests/test_ops.py", "x\n", test)},
+          {{"tests/test_new.py", {}}, {"tests/test_ops.py", {std::string("x\n")}}});
+  Codes got = codes();
+  EXPECT_NE(std::find(got.begin(), got.end(), "protected_path"), got.end()) << verdict().to_json().dump();
+
   // .warden never, whatever the step targets.
   plan.steps[3].targets = {".warden/state"};
   propose("s4", {add_file(".warden/state", "x\n")}, {{".warden/state", {}}});
@@ -297,9 +317,12 @@ TEST_F(Decide, NoRunIsAFailureOnlyWhenNothingElseExplainsIt) {
 TEST_F(Decide, InvariantsOfPlanAndStepMustBeProven) {
   plan.steps[1].invariants = {"type_hints_required"};
   EXPECT_EQ(codes(), Codes{"invariant_not_proven:type_hints_required"});
-  run.invariants["type_hints_required"] = InvariantVerdict{false, "hints"};
-  EXPECT_EQ(detail("invariant_not_proven:type_hints_required"), "check hints did not prove it");
-  run.invariants["type_hints_required"].proven = true;
+  run.invariants["type_hints_required"] = InvariantVerdict{false, "invariant:type_hints_required"};
+  EXPECT_EQ(detail("invariant_not_proven:type_hints_required"), "check invariant:type_hints_required did not prove it");
+  // Only the policy's program speaks for an invariant, whatever another check claims.
+  run.invariants["type_hints_required"] = InvariantVerdict{true, "plan-check"};
+  EXPECT_EQ(codes(), Codes{"invariant_not_proven:type_hints_required"});
+  run.invariants["type_hints_required"] = InvariantVerdict{true, "invariant:type_hints_required"};
   run.invariants.erase("no_dangerous_operations");
   EXPECT_EQ(codes(), Codes{"invariant_not_proven:no_dangerous_operations"});
 }

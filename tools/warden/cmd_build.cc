@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -116,7 +117,7 @@ int run(const BuildArgs& a) {
   options.cache_dir = std::filesystem::path(a.cache.empty() ? default_cache_dir() : a.cache);
   options.blueprint_dir = std::filesystem::path(a.blueprint).parent_path();
   options.policy = a.policy;
-  if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(a.step_timeout_s * 1000);
+  if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(std::clamp(a.step_timeout_s, 0.001, 86400.0) * 1000);
   options.run_id = a.run_id;
   options.host_independent = a.clock == "logical";
 
