@@ -65,6 +65,7 @@ struct Attempt {
   Appended proposal;
   std::optional<RunResult> run;
   std::optional<Appended> run_record;
+  std::optional<AppliedDiff> applied;  // the diff on the branch tip: the tree under test
   Verdict verdict;
   Appended decision;
 };
@@ -117,6 +118,9 @@ class Build {
   // planning -> running -> verifying -> completed, or a failure.
   Status run_steps(const ObjectId& base_commit) {
     head_ = base_commit;
+    auto start_tree = workspace_.repo().tree_of(base_commit);
+    if (!start_tree) return fail(Errc::not_found, "base tree: " + start_tree.error().message());
+    start_tree_ = *start_tree;
     if (Status st = move(RunStatus::running); !st) return st;
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const BuildStep& step = plan_.steps[i];
@@ -439,10 +443,15 @@ class Build {
       out.output = {{"ran", false}};
       return out;
     }
-    auto base_tree = workspace_.repo().tree_of(head_);
-    if (!base_tree) return fail_stage(base_tree.error().message());
+    // The tree under test is the diff on the branch tip; the runner layers it over the run's
+    // start tree, whose checkout it materializes once per run: a step costs O(what the run
+    // changed so far), not O(repository).
+    auto applied = workspace_.apply(*attempt_.diff, head_.hex());
+    if (!applied) return fail_stage("applying the diff: " + applied.error().message());
+    attempt_.applied = *applied;
     RunRequest request;
-    request.base_tree = *base_tree;
+    request.base_tree = start_tree_;
+    request.tree = applied->tree;
     request.diff = &*attempt_.diff;
     request.checks = checks_for_step(plan_, *policy_, step, completed_);
     request.stop = step_stop_;
@@ -496,7 +505,11 @@ class Build {
           {"reasons", attempt_.verdict.reason_codes()}});
     executor::StageResult out;
     out.output = {{"accepted", attempt_.verdict.accepted}, {"reasons", attempt_.verdict.reason_codes()}};
-    if (attempt_.verdict.accepted) return out;
+    if (attempt_.verdict.accepted) {
+      // Durable before the branch moves: a commit on the branch always has its decision.
+      if (Status st = kl_.flush(); !st) return fail_stage(st.error().message);
+      return out;
+    }
 
     RefusalReport report;
     report.run_id = run_id();
@@ -511,6 +524,8 @@ class Build {
     Json report_json = report.to_json();
     auto refusal = kl_.record(record_kind::refusal, {{"run_id", run_id()}, {"subject", "proposal"}, {"report", report_json}}, now());
     if (!refusal) return fail_stage(refusal.error().message);
+    // Durable before the executor hears of it and tries again.
+    if (Status st = kl_.flush(); !st) return fail_stage(st.error().message);
     refusals_.push_back(report_json);
     env_.proposer.learn(report_json);
     out.effects.feedback.push_back(step.id + " attempt " + std::to_string(attempt_.number) + " refused: " +
@@ -521,8 +536,8 @@ class Build {
   // Stage 4: the accepted change becomes a git commit on the plan's branch, then a commit
   // record naming everything it was decided from.
   executor::StageResult commit(const BuildStep& step) {
-    auto applied = workspace_.apply(*attempt_.diff, head_.hex());
-    if (!applied) return fail_stage("applying the accepted diff: " + applied.error().message());
+    if (!attempt_.applied) return fail_stage("an accepted diff without a tested tree");
+    const AppliedDiff* applied = &*attempt_.applied;
     CommitOptions options;
     options.branch = plan_.branch;
     options.message = "warden: " + step.id + " " + std::string(step_action_name(step.action)) +
@@ -690,6 +705,7 @@ class Build {
   BuildPlan plan_;
   std::set<std::string> completed_;
   ObjectId head_;
+  ObjectId start_tree_;  // the run's base: every step's tree is tested as layers over it
   Json refusals_ = Json::array();  // of the current step
   Json replan_events_ = Json::array();
   Json step_artifacts_ = Json::array();

@@ -20,6 +20,7 @@
 #include "ledger/export.h"
 #include "ledger/ledger.h"
 #include "ledger/verify.h"
+#include "runner/diff_apply.h"
 #include "runner/git_repo.h"
 #include "runner/session.h"
 
@@ -54,6 +55,8 @@ struct RunFacts {
   std::map<std::string, BuildPlan> proposed;  // by digest
   std::map<std::string, BuildPlan> committed; // by digest
   std::set<std::string> completed;            // from commit records
+  std::optional<std::string> tip_tree;        // the last commit record's tree: the next step's parent
+  std::optional<std::string> last_commit;     // and its commit
   std::map<uint64_t, Json> decisions;         // by seq
 };
 
@@ -175,6 +178,15 @@ class Replayer {
   Status on_plan_verdict(const Json& p, bool committed) {
     ++report_.plans;
     RunFacts& run = facts(p);
+    if (!committed && p.contains("proposal_seq") && p["proposal_seq"].is_null()) {
+      // A replacement plan that was not a plan at all: its text must indeed not parse.
+      auto digest = Digest::parse(p.value("plan_blob", ""));
+      auto text = digest ? snap_.blob(*digest) : Result<std::string>(std::unexpected(Error{Errc::corrupt, ""}));
+      auto json = text ? parse_json(*text) : Result<Json>(std::unexpected(Error{Errc::corrupt, ""}));
+      if (!text) problem("a plan refusal without a proposal names no stored plan text");
+      else if (json && BuildPlan::from_json(*json)) problem("refused as unreadable, but the recorded text is a plan");
+      return {};
+    }
     uint64_t proposal_seq = p.value("proposal_seq", uint64_t{0});
     auto it = proposal_plans_.find(proposal_seq);
     if (it == proposal_plans_.end()) {
@@ -230,7 +242,7 @@ class Replayer {
       }
       run_result = std::move(*rr);
       if (options_.rerun) {
-        if (Status st = rerun(plan->second, policy->name, p.value("policy_sha256", ""), step_id, run.completed, *evidence,
+        if (Status st = rerun(plan->second, policy->name, p.value("policy_sha256", ""), step_id, run, *evidence,
                               *run_result);
             !st) {
           problem(st.error().message);
@@ -285,8 +297,8 @@ class Replayer {
   // The runner again, on the same base and diff with the same checks: the deterministic
   // part of its result must be the same bytes.
   Status rerun(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
-               const std::string& step_id,
-               const std::set<std::string>& completed, const ProposalEvidence& evidence, const RunResult& expected) {
+               const std::string& step_id, const RunFacts& run, const ProposalEvidence& evidence,
+               const RunResult& expected) {
     if (!repo_) return fail(Errc::invalid_argument, "--rerun needs --repo");
     const BuildStep* step = plan.find(step_id);
     if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
@@ -305,10 +317,25 @@ class Replayer {
     if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
     auto base = ObjectId::parse(expected.base_tree.value_or(""));
     if (!base) return fail(Errc::corrupt, "rerun: the recorded run result names no base tree");
+    // The tree under test is re-derived: the diff on the run's last accepted tree (the base,
+    // before the first commit), never the tree the record claims.
+    auto parent = ObjectId::parse(run.tip_tree.value_or(base->hex()));
+    if (!parent) return fail(Errc::corrupt, "rerun: no parent tree");
+    auto parent_tree = repo_->tree(*parent);
+    if (!parent_tree) return fail(Errc::not_found, "rerun: tree " + parent->hex() + " is not in the repository");
+    auto files = resolve_diff(*diff, *parent_tree);
+    if (!files) return fail(Errc::verification_failed, "rerun: the diff does not apply to its parent: " + files.error().message());
+    auto tree = repo_->write_tree(*parent, *files);
+    if (!tree) return fail(Errc::io_error, "rerun: " + tree.error().message());
+    if (tree->hex() != expected.tree) {
+      return fail(Errc::verification_failed, "rerun: the diff on its parent gives tree " + tree->hex() +
+                                                 ", the run result says it tested " + expected.tree);
+    }
     RunRequest request;
     request.base_tree = *base;
+    request.tree = *tree;
     request.diff = &*diff;
-    request.checks = checks_for_step(plan, *policy, *step, completed);
+    request.checks = checks_for_step(plan, *policy, *step, run.completed);
     auto again = (*runner)->run(*repo_, request);
     if (!again) return fail(Errc::verification_failed, "rerun: the runner refused: " + again.error().message());
     ++report_.reruns;
@@ -364,12 +391,22 @@ class Replayer {
       problem("proposal_sha256 is not the decided diff's digest");
       return {};
     }
-    if (decision.contains("run_result_seq") && decision["run_result_seq"].is_number_unsigned()) {
-      auto rr = recorded_run_result(decision["run_result_seq"].get<uint64_t>(), record->step_id);
-      if (!rr || rr->deterministic_digest() != record->run_result_sha256) {
-        problem("run_result_sha256 is not the decided run result's digest");
-        return {};
-      }
+    if (!decision.contains("run_result_seq") || !decision["run_result_seq"].is_number_unsigned()) {
+      problem("commits a proposal that never ran");
+      return {};
+    }
+    auto rr = recorded_run_result(decision["run_result_seq"].get<uint64_t>(), record->step_id);
+    if (!rr || rr->deterministic_digest() != record->run_result_sha256) {
+      problem("run_result_sha256 is not the decided run result's digest");
+      return {};
+    }
+    if (rr->tree != record->tree) {
+      problem("commits tree " + record->tree + ", but the checks ran on " + rr->tree);
+      return {};
+    }
+    if (run.last_commit && record->parent != *run.last_commit) {
+      problem("commit's parent " + record->parent + " is not the run's previous commit " + *run.last_commit);
+      return {};
     }
     if (run.completed.contains(record->step_id)) {
       problem("commits step " + record->step_id + " a second time");
@@ -388,6 +425,8 @@ class Replayer {
       }
     }
     run.completed.insert(record->step_id);
+    run.tip_tree = record->tree;
+    run.last_commit = record->commit;
     return {};
   }
 
