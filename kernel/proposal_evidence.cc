@@ -1,5 +1,5 @@
 // ProposalEvidence as the ledger records it:
-//   {"step_id": "s1", "diff": {...},
+//   {"step_id": "s1", "diff": {...} | "the executor's raw text" | null,
 //    "base": {"src/a.py": {"content": "..." | null, "mode": "100644"},
 //             "bin/x": {"content_base64": "...", "mode": "100755"}},
 //    "workspace_refusal": null | {"code": "...", "path": "...", "detail": "..."}}
@@ -66,9 +66,10 @@ Result<ProposalEvidence> ProposalEvidence::from_json(const Json& json) {
   JsonReader reader(json, "proposal");
   ProposalEvidence p;
   reader.string("step_id", p.step_id);
-  // The diff object is kept as received: decide() judges it, and a malformed one is a
-  // refusal, not an unreadable record.
-  if (const Json* diff = reader.value("diff", Json::value_t::object)) p.diff = *diff;
+  // The diff is kept as received, whatever its type: decide() judges it, and a malformed
+  // one is a refusal, not an unreadable record. The build loop records an executor's raw
+  // text (a string) when it was neither a Diff nor a patch, and null when it failed.
+  if (const Json* diff = reader.any("diff")) p.diff = *diff;
   if (const Json* base = reader.value("base", Json::value_t::object)) {
     for (const auto& [path, entry] : base->items()) {
       auto image = image_from_json(entry, reader.path("base") + "[\"" + path + "\"]");

@@ -20,7 +20,7 @@ Status JsonReader::finish() {
 
 bool JsonReader::has(const std::string& key) const { return json_->is_object() && json_->contains(key); }
 
-const Json* JsonReader::value(const std::string& key, Json::value_t type, bool required) {
+const Json* JsonReader::any(const std::string& key, bool required) {
   seen_.insert(key);
   if (error_) return nullptr;
   auto it = json_->find(key);
@@ -28,6 +28,12 @@ const Json* JsonReader::value(const std::string& key, Json::value_t type, bool r
     if (required) fail(key, "missing");
     return nullptr;
   }
+  return &*it;
+}
+
+const Json* JsonReader::value(const std::string& key, Json::value_t type, bool required) {
+  const Json* it = any(key, required);
+  if (!it) return nullptr;
   bool type_ok = it->type() == type ||
                  (type == Json::value_t::number_unsigned && it->type() == Json::value_t::number_integer) ||
                  (type == Json::value_t::number_integer && it->type() == Json::value_t::number_unsigned);
@@ -40,7 +46,7 @@ const Json* JsonReader::value(const std::string& key, Json::value_t type, bool r
     fail(key, std::string("must be ") + name);
     return nullptr;
   }
-  return &*it;
+  return it;
 }
 
 void JsonReader::string(const std::string& key, std::string& out, bool required) {

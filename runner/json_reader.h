@@ -44,6 +44,8 @@ class JsonReader {
   void string_map(const std::string& key, std::map<std::string, std::string>& out, bool required = true);
   // The raw value for nested readers; null when absent (and an error if required).
   const Json* value(const std::string& key, Json::value_t type, bool required = true);
+  // The raw value whatever its type, for fields kept as received and judged later.
+  const Json* any(const std::string& key, bool required = true);
   // A nullable field: absent or null gives nullopt; anything else must be a string.
   void nullable_string(const std::string& key, std::optional<std::string>& out);
   void nullable_digest(const std::string& key, std::optional<Digest>& out);

@@ -115,6 +115,22 @@ TEST(ProposalEvidence, RoundTripsTextBinaryAndAbsentContent) {
   EXPECT_FALSE(back->workspace_refusal);
 }
 
+// The build loop records the executor's raw text (a string) when it was neither a Diff nor a
+// patch, and null when the executor failed; replay must read those back as they were.
+TEST(ProposalEvidence, RoundTripsADiffThatIsNotAnObject) {
+  for (const Json& diff : {Json("not a diff"), Json(nullptr), Json::array({1, 2})}) {
+    ProposalEvidence p = evidence();
+    p.diff = diff;
+    auto back = ProposalEvidence::from_json(p.to_json());
+    ASSERT_TRUE(back) << diff.dump() << ": " << back.error().message;
+    EXPECT_EQ(back->diff, diff);
+    EXPECT_EQ(back->to_json(), p.to_json());
+  }
+  Json missing = evidence().to_json();
+  missing.erase("diff");
+  EXPECT_EQ(ProposalEvidence::from_json(missing).error().message, "proposal.diff: missing");
+}
+
 TEST(ProposalEvidence, ReadsStrictly) {
   auto error = [](const Json& j) {
     auto p = ProposalEvidence::from_json(j);
