@@ -60,6 +60,10 @@ Result<BuildPlan> BuildPlan::from_json(const Json& json) {
   if (r.ok() && p.branch.empty()) r.fail("branch", "must not be empty");
   read_intent(r, p.intent);
   r.strings("allowed_paths", p.allowed_paths, false);
+  if (const Json* steps = r.value("steps", Json::value_t::array); steps && steps->size() > kMaxPlanSteps) {
+    r.fail("steps", "has " + std::to_string(steps->size()) + " steps; a plan may have at most " +
+                        std::to_string(kMaxPlanSteps));
+  }
   for_each_object(r, "steps", true, [&](JsonReader& s, size_t) {
     BuildStep step;
     s.string("id", step.id);

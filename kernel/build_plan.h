@@ -32,6 +32,9 @@
 namespace warden::kernel {
 
 inline constexpr std::string_view kPlanFormat = "warden.plan/v1";
+// The most steps a plan may have: far beyond any real build, and a bound on what checking
+// and replaying an executor's plan can cost.
+inline constexpr size_t kMaxPlanSteps = 10'000;
 
 enum class StepAction { create_module, create_function, create_test, add_dependency, modify };
 std::string_view step_action_name(StepAction action);

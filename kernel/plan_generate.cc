@@ -123,6 +123,11 @@ Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy) {
     }
   }
 
+  // A plan the kernel could not read back from its own ledger is no plan.
+  if (plan.steps.size() > kMaxPlanSteps) {
+    return fail(Errc::limit_exceeded, "blueprint " + b.name + " gives " + std::to_string(plan.steps.size()) +
+                                          " steps; a plan may have at most " + std::to_string(kMaxPlanSteps));
+  }
   std::set<std::string> checkpoint_only(policy.checkpoint_invariants.begin(), policy.checkpoint_invariants.end());
   for (const auto& [name, program] : policy.invariants) {
     if (!checkpoint_only.contains(name)) plan.invariants.push_back(name);

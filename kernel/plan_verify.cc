@@ -40,35 +40,54 @@ std::string step_problem(const BuildStep& s) {
   return {};
 }
 
+// `cycle`: the steps in dependency order, each depending on the next and the last on the first.
+void report_cycle(std::vector<std::string> cycle, Reasons& out) {
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+  std::string code = "plan_dependency_cycle:";
+  for (const auto& id : cycle) code += id + "->";
+  code += cycle.front();
+  out.add(code, "steps depend on each other in a circle, so none of them can go first");
+}
+
 // Depth-first search in step order; each back edge closes one cycle, reported rotated to
 // start at its smallest id so the code does not depend on where the search entered it.
+// Iterative, with the path on the heap: a plan's dependency chain may be as long as the
+// plan, far deeper than the call stack allows.
 void find_cycles(const BuildPlan& plan, const std::map<std::string, const BuildStep*>& by_id, Reasons& out) {
   enum class Mark { none, active, done };
   std::map<std::string, Mark> mark;
-  std::vector<std::string> stack;
-  auto visit = [&](auto&& self, const BuildStep& s) -> void {
+  struct Frame {
+    const BuildStep* step;
+    size_t next_dep = 0;
+  };
+  std::vector<Frame> path;       // the active steps, the search's entry point first
+  std::vector<std::string> ids;  // their ids, in the same order
+  auto enter = [&](const BuildStep& s) {
     mark[s.id] = Mark::active;
-    stack.push_back(s.id);
-    for (const std::string& dep : s.dependencies) {
+    path.push_back(Frame{&s, 0});
+    ids.push_back(s.id);
+  };
+  for (const BuildStep& root : plan.steps) {
+    if (mark[root.id] != Mark::none) continue;
+    enter(root);
+    while (!path.empty()) {
+      Frame& top = path.back();
+      if (top.next_dep == top.step->dependencies.size()) {
+        mark[top.step->id] = Mark::done;
+        path.pop_back();
+        ids.pop_back();
+        continue;
+      }
+      const std::string& dep = top.step->dependencies[top.next_dep++];
       auto it = by_id.find(dep);
       if (it == by_id.end()) continue;
       Mark m = mark[dep];
       if (m == Mark::none) {
-        self(self, *it->second);
+        enter(*it->second);
       } else if (m == Mark::active) {
-        std::vector<std::string> cycle(std::find(stack.begin(), stack.end(), dep), stack.end());
-        std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
-        std::string code = "plan_dependency_cycle:";
-        for (const auto& id : cycle) code += id + "->";
-        code += cycle.front();
-        out.add(code, "steps depend on each other in a circle, so none of them can go first");
+        report_cycle({std::find(ids.begin(), ids.end(), dep), ids.end()}, out);
       }
     }
-    stack.pop_back();
-    mark[s.id] = Mark::done;
-  };
-  for (const BuildStep& s : plan.steps) {
-    if (mark[s.id] == Mark::none) visit(visit, s);
   }
 }
 

@@ -2,7 +2,11 @@
 // (each reason code), against the builtin python policy and the examples' blueprints.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "kernel/plan_generate.h"
 #include "kernel/plan_verify.h"
@@ -126,6 +130,23 @@ TEST(PlanGenerate, ExamplesGenerateValidPlans) {
   EXPECT_GT(found, 0);
 }
 
+TEST(PlanGenerate, RefusesMoreStepsThanAPlanMayHave) {
+  BlueprintSpec blueprint = small_blueprint();  // 8 steps
+  auto add_change = [&](std::string path) {
+    BlueprintChange c;
+    c.path = std::move(path);
+    c.content = "x";
+    blueprint.changes.push_back(std::move(c));
+  };
+  for (size_t i = 0; i + 8 < kMaxPlanSteps; ++i) add_change("docs/" + std::to_string(i) + ".md");
+  ASSERT_TRUE(generate_plan(blueprint, python_policy()));
+  add_change("docs/last.md");
+  auto refused = generate_plan(blueprint, python_policy());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::limit_exceeded);
+  EXPECT_EQ(refused.error().message, "blueprint calc gives 10001 steps; a plan may have at most 10000");
+}
+
 // A valid two-step plan the verification tests break one way at a time.
 BuildPlan valid_plan() {
   BuildPlan p;
@@ -223,6 +244,71 @@ TEST(PlanVerify, ReportsEveryProblemSortedOnce) {
   EXPECT_EQ(codes(verify_plan(with_check, python_policy())), std::vector<std::string>{"plan_unknown_check:lint"});
   with_check.checks = {CheckSpec::shell("lint", "true")};
   EXPECT_TRUE(verify_plan(with_check, python_policy()).empty());
+}
+
+// `steps` steps, each depending on the one before; with `closed`, the first depends on the
+// last, making one cycle through all of them.
+BuildPlan chain_plan(int steps, bool closed) {
+  BuildPlan p;
+  p.name = "chain";
+  p.policy = "python";
+  p.branch = "warden/chain";
+  auto id = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "s%05d", i);
+    return std::string(buf);
+  };
+  for (int i = 0; i < steps; ++i) {
+    BuildStep s;
+    s.id = id(i);
+    s.action = StepAction::create_module;
+    s.targets = {"src/m" + std::to_string(i) + ".py"};
+    if (i > 0) s.dependencies = {id(i - 1)};
+    p.steps.push_back(std::move(s));
+  }
+  if (closed) p.steps[0].dependencies = {id(steps - 1)};
+  return p;
+}
+
+// Runs `fn` on a thread with a 1 MiB stack: a search that recursed once per step would
+// overflow it long before 20,000 steps, whatever the process's stack limit.
+void on_small_stack(const std::function<void()>& fn) {
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, size_t{1} << 20), 0);
+  pthread_t thread;
+  auto run = [](void* arg) -> void* {
+    (*static_cast<const std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, run, const_cast<std::function<void()>*>(&fn)), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+TEST(PlanVerify, LongDependencyChainsNeedNoDeepStack) {
+  std::vector<std::string> open_codes, closed_codes;
+  on_small_stack([&] {
+    open_codes = codes(verify_plan(chain_plan(20'000, false), python_policy()));
+    closed_codes = codes(verify_plan(chain_plan(20'000, true), python_policy()));
+  });
+  EXPECT_TRUE(open_codes.empty()) << open_codes[0];
+  ASSERT_EQ(closed_codes.size(), 1u);
+  const std::string& cycle = closed_codes[0];
+  EXPECT_TRUE(cycle.starts_with("plan_dependency_cycle:s00000->s19999->s19998->")) << cycle.substr(0, 80);
+  EXPECT_TRUE(cycle.ends_with("->s00002->s00001->s00000")) << cycle.substr(cycle.size() > 80 ? cycle.size() - 80 : 0);
+  EXPECT_EQ(cycle.size(), std::string("plan_dependency_cycle:").size() + 20'001 * 6 + 20'000 * 2);
+}
+
+TEST(PlanJson, RefusesMoreStepsThanTheCap) {
+  BuildPlan p = chain_plan(static_cast<int>(kMaxPlanSteps), false);
+  Json at_cap = p.to_json();
+  ASSERT_TRUE(BuildPlan::from_json(at_cap)) << BuildPlan::from_json(at_cap).error().message;
+  Json over = at_cap;
+  over["steps"].push_back(over["steps"][0]);
+  auto refused = BuildPlan::from_json(over);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "plan.steps: has 10001 steps; a plan may have at most 10000");
 }
 
 }  // namespace
