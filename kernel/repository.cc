@@ -66,6 +66,9 @@ Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& di
   auto tree = ws->repo().tree_of(*root);
   if (!tree) return std::unexpected(refused(tree.error()));
   if (auto out = ws->repo().checkout(*tree, dir); !out) return std::unexpected(refused(out.error()));
+  // The checkout leaves the index alone; without the seed in it, git would call every
+  // checked-out file deleted from the commit and untracked in the work tree.
+  if (auto index = ws->repo().reset_index(*tree); !index) return std::unexpected(refused(index.error()));
   return OpenedRepository{std::move(*ws), true};
 }
 

@@ -393,4 +393,16 @@ Checked<void> GitRepo::checkout(const ObjectId& tree_id, const std::filesystem::
   return {};
 }
 
+Checked<void> GitRepo::reset_index(const ObjectId& tree_id) {
+  git_tree* raw_tree = nullptr;
+  if (git_tree_lookup(&raw_tree, repo_.get(), &tree_id.oid) != 0) return git_failure("reading tree " + tree_id.hex());
+  TreePtr tree(raw_tree);
+  git_index* raw_index = nullptr;
+  if (git_repository_index(&raw_index, repo_.get()) != 0) return git_failure("opening the index");
+  std::unique_ptr<git_index, GitFree<git_index, git_index_free>> index(raw_index);
+  if (git_index_read_tree(index.get(), tree.get()) != 0) return git_failure("reading tree " + tree_id.hex() + " into the index");
+  if (git_index_write(index.get()) != 0) return git_failure("writing the index");
+  return {};
+}
+
 }  // namespace warden

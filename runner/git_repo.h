@@ -86,6 +86,9 @@ class GitRepo {
   Checked<ObjectId> commit(const ObjectId& tree, const ObjectId& parent, const CommitRequest& request);
   // Materializes `tree` into `dir` without touching the repository's index or HEAD.
   Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir);
+  // Makes the repository's index hold exactly `tree` and writes it to disk, so git sees a
+  // work tree checked out from `tree` as clean.
+  Checked<void> reset_index(const ObjectId& tree);
   // The first commit of an empty repository: `files` as its tree, no parent; the branch is
   // created and HEAD points at it. Refused when the branch exists already.
   Checked<ObjectId> commit_root(const std::vector<ResolvedFile>& files, const CommitRequest& request);
