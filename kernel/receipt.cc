@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "kernel/build_records.h"
 #include "kernel/dsse.h"
 #include "ledger/checkpoint.h"
 #include "ledger/merkle.h"
@@ -91,6 +92,38 @@ Result<BundledLedger> read_bundled_ledger(const Json& json) {
   return out;
 }
 
+// Anyone who can write the ledger can append a "commit" record, so one speaks for an
+// acceptance only through the decision it names: an earlier "decision" record that accepted
+// this run, step and attempt under this plan and policy.
+Status check_accepting_decision(LedgerSnapshot& snapshot, const LocatedCommit& located) {
+  const CommitRecord& c = located.commit;
+  const std::string named = "commit record " + std::to_string(located.record.seq) + " names decision_seq " +
+                            std::to_string(c.decision_seq);
+  auto refuse = [&](const std::string& why) { return fail(Errc::verification_failed, named + ", " + why + "; no receipt"); };
+  if (c.decision_seq >= located.record.seq) return refuse("which is not an earlier record");
+  auto record = snapshot.record(c.decision_seq);
+  if (!record) return std::unexpected(record.error());
+  if (record->kind != kernel::record_kind::decision) return refuse("a record of kind \"" + record->kind + "\", not a decision");
+  auto payload = parse_json(record->payload, "record " + std::to_string(c.decision_seq));
+  if (!payload) return std::unexpected(payload.error());
+  if (!payload->is_object()) return refuse("whose payload is not an object");
+  auto verdict = payload->find("verdict");
+  bool accepted = verdict != payload->end() && verdict->is_object() && verdict->contains("accepted") &&
+                  verdict->at("accepted") == true;
+  if (!accepted) return refuse("a decision that did not accept the proposal");
+  const Json want = {{"run_id", c.run_id},
+                     {"step_id", c.step_id},
+                     {"attempt", c.attempt},
+                     {"plan_sha256", c.plan_sha256.str()},
+                     {"policy_sha256", c.policy_sha256.str()}};
+  for (const auto& [key, value] : want.items()) {
+    auto got = payload->find(key);
+    if (got == payload->end()) return refuse("a decision without " + key);
+    if (*got != value) return refuse("a decision whose " + key + " is " + got->dump() + ", not " + value.dump());
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<LocatedCommit> find_commit_record(LedgerSnapshot& snapshot, std::string_view commit) {
@@ -135,6 +168,11 @@ Result<Json> make_receipt(Ledger& ledger, const LocatedCommit& located, const No
                                             ": a receipt's statement and checkpoint are signed by one key");
   }
   const uint64_t seq = located.record.seq;
+  {
+    auto snap = ledger.snapshot();
+    if (!snap) return std::unexpected(snap.error());
+    if (Status st = check_accepting_decision(*snap, located); !st) return std::unexpected(st.error());
+  }
   auto checkpoint = covering_checkpoint(ledger, seq, signer);
   if (!checkpoint) return std::unexpected(checkpoint.error());
   auto snap = ledger.snapshot();

@@ -50,6 +50,9 @@ Json acceptance_statement(const CommitRecord& commit, uint64_t seq, const Digest
 // Signs the statement and bundles the proof against the newest stored checkpoint that
 // covers the record; when none does, signs a new checkpoint (stored in the ledger, so
 // `ledger` must be writable then). `signer` must be the ledger's checkpoint key.
+// Anyone can append a bare commit record, so nothing is signed unless its decision_seq names
+// an earlier "decision" record that accepted the same run, step, attempt, plan and policy;
+// otherwise verification_failed, naming what does not match.
 Result<Json> make_receipt(Ledger& ledger, const LocatedCommit& located, const NoteSigner& signer);
 
 struct VerifiedReceipt {

@@ -35,17 +35,24 @@ class ReceiptCliTest : public ::testing::Test {
     return stdout_json(init).at("verifier_key");
   }
 
-  void append_commit_record(const std::filesystem::path& dir, const std::string& record_tree) {
+  // Appends a decision record at seq 0 (accepting the commit's step unless `accepted` is
+  // false), then the commit record naming it.
+  void append_commit_record(const std::filesystem::path& dir, const std::string& record_tree, bool accepted = true) {
+    nlohmann::json decision = {{"run_id", "run-000001"},  {"step_id", "s2"},       {"attempt", 2},
+                               {"plan_sha256", kDigest},  {"policy_sha256", kDigest},
+                               {"verdict", {{"accepted", accepted}, {"reasons", nlohmann::json::array()}}}};
     nlohmann::json payload = {{"run_id", "run-000001"},   {"step_id", "s2"},         {"attempt", 2},
                               {"commit", commit},         {"tree", record_tree},     {"parent", parent},
                               {"branch", "refs/heads/warden/calculator"},             {"plan_sha256", kDigest},
                               {"proposal_sha256", kDigest}, {"run_result_sha256", kDigest},
                               {"policy_sha256", kDigest}, {"decision_seq", 0}};
+    write_file(repo.scratch("decision.json"), decision.dump());
     write_file(repo.scratch("record.json"), payload.dump());
-    auto decision = warden({"ledger", "append", dir.string(), "--kind", "decision"});
+    auto decided = warden({"ledger", "append", dir.string(), "--kind", "decision", "--payload",
+                           repo.scratch("decision.json").string()});
     auto appended = warden({"ledger", "append", dir.string(), "--kind", "commit", "--payload",
                             repo.scratch("record.json").string()});
-    ASSERT_TRUE(decision.exited_with(0)) << describe(decision);
+    ASSERT_TRUE(decided.exited_with(0)) << describe(decided);
     ASSERT_TRUE(appended.exited_with(0)) << describe(appended);
   }
 
@@ -119,6 +126,20 @@ TEST_F(ReceiptCliTest, RefusesWhatTheLedgerDoesNotHold) {
   auto mismatch = warden({"receipt", "HEAD", "--repo", repo.repo().string(), "--ledger", lying.string()});
   EXPECT_TRUE(mismatch.exited_with(1)) << describe(mismatch);
   EXPECT_NE(mismatch.err.find("has tree " + tree), std::string::npos) << mismatch.err;
+}
+
+// A commit record appended by hand, whose decision refused the step, is no acceptance.
+TEST_F(ReceiptCliTest, RefusesACommitRecordItsDecisionDidNotAccept) {
+  std::filesystem::path forged = repo.scratch("forged");
+  init_ledger(forged);
+  append_commit_record(forged, tree, /*accepted=*/false);
+  auto refused = warden({"receipt", "HEAD", "--repo", repo.repo().string(), "--ledger", forged.string(), "-o",
+                         receipt.string()});
+  EXPECT_TRUE(refused.exited_with(1)) << describe(refused);
+  EXPECT_NE(refused.err.find("commit record 1 names decision_seq 0, a decision that did not accept the proposal"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(receipt));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "kernel/commit_record.h"
 #include "kernel/dsse.h"
 #include "kernel/receipt.h"
+#include "kernel/verdict.h"
 #include "ledger/ledger.h"
 #include "tests/integration/temp_dir.h"
 
@@ -39,7 +40,22 @@ CommitRecord sample_commit(std::string commit = kCommit) {
 
 NoteSigner make_signer(const std::string& name) { return NoteSigner::generate(name).value(); }
 
-// A ledger holding filler records around one commit record.
+// The payload of a "decision" record about `c`'s run, step and attempt, as the build loop
+// writes it.
+Json decision_for(const CommitRecord& c, bool accepted) {
+  return {{"run_id", c.run_id},
+          {"step_id", c.step_id},
+          {"attempt", c.attempt},
+          {"plan_sha256", c.plan_sha256.str()},
+          {"policy_sha256", c.policy_sha256.str()},
+          {"completed_steps", Json::array({"s1"})},
+          {"proposal_seq", 0},
+          {"run_result_seq", nullptr},
+          {"verdict", accepted ? kernel::Verdict{true, {}}.to_json()
+                               : kernel::Verdict{false, {{"required_checks_failed", "tests: failed"}}}.to_json()}};
+}
+
+// A ledger holding filler records around commit records and their decisions.
 struct TestLedger {
   explicit TestLedger(const NoteSigner& signer, const std::string& dir_name = "ledger") {
     dir = tmp / dir_name;
@@ -51,7 +67,12 @@ struct TestLedger {
     for (int i = 0; i < n; ++i) entries.push_back({"run_event", Json{{"i", i}}});
     ledger->append_batch(entries).value();
   }
-  uint64_t append_commit(const CommitRecord& c) { return ledger->append(kCommitRecordKind, c.to_json()).value().seq; }
+  uint64_t append(std::string_view kind, const Json& payload) { return ledger->append(kind, payload).value().seq; }
+  // Appends an accepting decision about `c`, then `c` naming it (decision_seq is set here).
+  uint64_t append_commit(CommitRecord& c) {
+    c.decision_seq = append("decision", decision_for(c, true));
+    return append(kCommitRecordKind, c.to_json());
+  }
 
   test::TempDir tmp;
   std::filesystem::path dir;
@@ -63,7 +84,7 @@ class ReceiptTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ledger.filler(5);
-    seq = ledger.append_commit(sample_commit());
+    seq = ledger.append_commit(committed);
     ledger.filler(6);
     bundle = receipt_for(kCommit);
   }
@@ -94,6 +115,7 @@ class ReceiptTest : public ::testing::Test {
 
   NoteSigner signer = make_signer("warden.test/kernel");
   TestLedger ledger{signer};
+  CommitRecord committed = sample_commit();
   uint64_t seq = 0;
   Json bundle;
 };
@@ -160,9 +182,10 @@ TEST(CommitRecord, RoundTripsAndRefusesBadFields) {
 TEST_F(ReceiptTest, VerifiesAndCarriesTheRecord) {
   auto verified = verify_receipt(bundle, signer.verifier());
   ASSERT_TRUE(verified) << verified.error().message;
-  EXPECT_EQ(verified->commit, sample_commit());
+  EXPECT_EQ(verified->commit, committed);
+  EXPECT_EQ(verified->commit.decision_seq, seq - 1);
   EXPECT_EQ(verified->seq, seq);
-  EXPECT_EQ(verified->tree_size, 12u);
+  EXPECT_EQ(verified->tree_size, 13u);
   EXPECT_EQ(verified->origin, "warden.test/receipts");
   EXPECT_EQ(verified->root, ledger.ledger->snapshot().value().root().value());
 
@@ -188,9 +211,10 @@ TEST_F(ReceiptTest, ReusesACoveringCheckpointAndSignsOneOtherwise) {
 
   // A commit after the newest checkpoint needs a new one.
   const std::string later = "1111111111111111111111111111111111111111";
-  ledger.append_commit(sample_commit(later));
+  CommitRecord next = sample_commit(later);
+  ledger.append_commit(next);
   Json fresh = receipt_for(later);
-  EXPECT_EQ(fresh["ledger"]["tree_size"], 13);
+  EXPECT_EQ(fresh["ledger"]["tree_size"], 15);
   EXPECT_EQ(ledger.ledger->snapshot().value().checkpoints().value().size(), 2u);
   EXPECT_TRUE(verify_receipt(fresh, signer.verifier()));
 }
@@ -200,6 +224,51 @@ TEST_F(ReceiptTest, FindsOnlyCommitRecordsOfThatCommit) {
   EXPECT_EQ(find_commit_record(snap, "2222222222222222222222222222222222222222").error().code, Errc::not_found);
   EXPECT_EQ(find_commit_record(snap, "0123456").error().code, Errc::invalid_argument);
   EXPECT_EQ(find_commit_record(snap, kCommit).value().record.seq, seq);
+}
+
+// A commit record anyone could have appended (`warden ledger append`) is not an acceptance:
+// each of these is refused before anything is signed.
+TEST_F(ReceiptTest, NoReceiptWithoutAnAcceptingDecision) {
+  int n = 0;
+  // Appends a commit record as `forge` makes it; expects make_receipt to refuse it naming `part`.
+  auto expect_no_receipt = [&](const std::function<void(CommitRecord&)>& forge, const std::string& part) {
+    CommitRecord c = sample_commit(std::string(39, 'a') + std::to_string(n++));
+    forge(c);
+    ledger.append(kCommitRecordKind, c.to_json());
+    auto snap = ledger.ledger->snapshot().value();
+    auto made = make_receipt(*ledger.ledger, find_commit_record(snap, c.commit).value(), signer);
+    ASSERT_FALSE(made) << "signed a receipt for a commit record expected to fail on " << part;
+    EXPECT_EQ(made.error().code, Errc::verification_failed) << made.error().message;
+    EXPECT_NE(made.error().message.find(part), std::string::npos) << made.error().message;
+  };
+  // An accepting decision, but about something `edit` changed.
+  auto decided_for = [&](const std::function<void(CommitRecord&)>& edit) {
+    return [&, edit](CommitRecord& c) {
+      CommitRecord other = c;
+      edit(other);
+      c.decision_seq = ledger.append("decision", decision_for(other, true));
+    };
+  };
+
+  expect_no_receipt([](CommitRecord& c) { c.decision_seq = 2; },
+                    "names decision_seq 2, a record of kind \"run_event\", not a decision; no receipt");
+  expect_no_receipt([](CommitRecord& c) { c.decision_seq = 1000; }, "which is not an earlier record");
+  expect_no_receipt([&](CommitRecord& c) { c.decision_seq = ledger.append("decision", decision_for(c, false)); },
+                    "a decision that did not accept the proposal");
+  expect_no_receipt(decided_for([](CommitRecord& o) { o.attempt = 1; }), "a decision whose attempt is 1, not 2");
+  expect_no_receipt(decided_for([](CommitRecord& o) { o.step_id = "s3"; }), "step_id is \"s3\", not \"s2\"");
+  expect_no_receipt(decided_for([](CommitRecord& o) { o.run_id = "run-000002"; }), "run_id");
+  expect_no_receipt(decided_for([](CommitRecord& o) { o.plan_sha256 = sha256("other plan"); }), "plan_sha256");
+  expect_no_receipt(decided_for([](CommitRecord& o) { o.policy_sha256 = sha256("lax"); }), "policy_sha256");
+  expect_no_receipt(
+      [&](CommitRecord& c) {
+        Json decision = decision_for(c, true);
+        decision.erase("plan_sha256");
+        c.decision_seq = ledger.append("decision", decision);
+      },
+      "a decision without plan_sha256");
+  // Nothing was signed for any of them: SetUp's checkpoint is still the only one.
+  EXPECT_EQ(ledger.ledger->snapshot().value().checkpoints().value().size(), 1u);
 }
 
 TEST_F(ReceiptTest, RefusesASignerThatIsNotTheLedgers) {
@@ -261,20 +330,20 @@ TEST_F(ReceiptTest, RefusesAFlippedProofElement) {
 TEST_F(ReceiptTest, RefusesACheckpointFromAnotherLedgerOrKey) {
   // Same key, another log of the same size: the signature holds, the root does not.
   TestLedger twin(signer, "twin");
-  twin.filler(12);
+  twin.filler(13);
   Json same_key = bundle;
   same_key["ledger"]["checkpoint"] = twin.ledger->checkpoint(signer).value().note;
   expect_refused(same_key, "inclusion proof");
 
   NoteSigner stranger = make_signer("warden.test/stranger");
   TestLedger other(stranger, "other");
-  other.filler(12);
+  other.filler(13);
   Json other_key = bundle;
   other_key["ledger"]["checkpoint"] = other.ledger->checkpoint(stranger).value().note;
   expect_refused(other_key, "checkpoint signature");
 
   Json other_size = bundle;
-  other_size["ledger"]["tree_size"] = 13;
+  other_size["ledger"]["tree_size"] = 14;
   expect_refused(other_size, "tree size");
 }
 
