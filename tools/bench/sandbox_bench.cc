@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < sizes.size(); ++k) {
     warden::GitRepo& repo = repos[k].ws->repo();
     const warden::ObjectId& base_tree = repos[k].base_tree;
-    warden::RunRequest request{base_tree, std::nullopt, &repos[k].diff, {warden::CheckSpec::shell("true", "true")}};
+    warden::RunRequest request{base_tree, std::nullopt, &repos[k].diff, {warden::CheckSpec::shell("true", "true")}, {}};
     auto prepare_once = [&] {
       auto tree = runner->tree_under_test(repo, request);
       if (!tree) die(tree.error().message());
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
     prep[k].prepare_ms = median_ms(runs, prepare_once);
     if (k == 0) {
       auto tree = runner->tree_under_test(repo, request);
-      warden::RunRequest cached{base_tree, *tree, nullptr, request.checks};
+      warden::RunRequest cached{base_tree, *tree, nullptr, request.checks, {}};
       auto first = runner->run(repo, cached);
       if (!first || !first->result.all_passed()) die("the check did not pass");
       hit_ms = median_ms(runs, [&] {
