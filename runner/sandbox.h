@@ -46,7 +46,7 @@ struct SandboxHost {
   bool drop = false;  // true when Warden is root and must switch to uid/gid
   // Scratch directories (generated files, overlay upper layers) go below this; it and its
   // parents must be searchable by `uid`.
-  std::filesystem::path scratch_root = "/tmp";
+  std::filesystem::path scratch_root = "/tmp";  // detect(): /dev/shm when it is a writable tmpfs
 
   static SandboxHost detect();
 };
