@@ -57,6 +57,7 @@ struct RunFacts {
   std::set<std::string> completed;            // from commit records
   std::optional<std::string> tip_tree;        // the last commit record's tree: the next step's parent
   std::optional<std::string> last_commit;     // and its commit
+  std::optional<std::string> start_tree;      // the run's base tree (its run results name it)
   std::map<uint64_t, Json> decisions;         // by seq
 };
 
@@ -235,12 +236,17 @@ class Replayer {
     }
     std::optional<RunResult> run_result;
     if (p.contains("run_result_seq") && !p["run_result_seq"].is_null()) {
+      if (!p["run_result_seq"].is_number_unsigned()) {
+        problem("run_result_seq is not a sequence number");
+        return {};
+      }
       auto rr = recorded_run_result(p["run_result_seq"].get<uint64_t>(), step_id);
       if (!rr) {
         problem(rr.error().message);
         return {};
       }
       run_result = std::move(*rr);
+      if (!run.start_tree) run.start_tree = run_result->base_tree;
       if (options_.rerun) {
         if (Status st = rerun(plan->second, policy->name, p.value("policy_sha256", ""), step_id, run, *evidence,
                               *run_result);
@@ -250,6 +256,10 @@ class Replayer {
         }
       }
     }
+    if (Status st = check_pre_images(run, *evidence); !st) {
+      problem(st.error().message);
+      return {};
+    }
     DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy};
     Verdict again = decide(input);
     Json recorded = p.value("verdict", Json());
@@ -258,6 +268,28 @@ class Replayer {
       return {};
     }
     run.decisions.emplace(seq_, p);
+    return {};
+  }
+
+  // decide() judged the proposal against the pre-images the kernel recorded; with the
+  // repository at hand they must be the files of the tree the proposal was made on (the
+  // run's last accepted tree, or its start tree before the first commit).
+  Status check_pre_images(const RunFacts& run, const ProposalEvidence& evidence) {
+    if (!repo_) return {};
+    const std::optional<std::string>& parent_hex = run.tip_tree ? run.tip_tree : run.start_tree;
+    if (!parent_hex) return {};
+    auto parent = ObjectId::parse(*parent_hex);
+    auto tree = parent ? repo_->tree(*parent) : Checked<GitTree>(std::unexpected(parent.error()));
+    if (!tree) return fail(Errc::not_found, "tree " + *parent_hex + " is not in the repository");
+    for (const auto& [path, image] : evidence.base) {
+      auto file = tree->read(path);
+      std::optional<std::string> actual;
+      if (file && *file) actual = (*file)->content;
+      if (actual != image.content) {
+        return fail(Errc::verification_failed, "the recorded pre-image of " + path + " is not its content in tree " +
+                                                   *parent_hex + ", the tree the proposal was made on");
+      }
+    }
     return {};
   }
 

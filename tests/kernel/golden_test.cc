@@ -10,6 +10,7 @@
 
 #include "common/canonical_json.h"
 #include "common/clock.h"
+#include "common/sha256.h"
 #include "ledger/ledger.h"
 #include "ledger/note.h"
 #include "tests/integration/files.h"
@@ -68,6 +69,46 @@ std::vector<RecordLine> read_records(const fs::path& export_dir) {
     Json j = Json::parse(line);
     out.push_back({j["kind"].get<std::string>(), j["payload"], j["ts"].get<int64_t>(), j["seq"].get<uint64_t>()});
   }
+  return out;
+}
+
+NoteSigner golden_signer() {
+  std::string k = test::read_file(kGolden / "signer.key");
+  while (!k.empty() && k.back() == '\n') k.pop_back();
+  auto signer = NoteSigner::parse(k);
+  if (!signer) throw std::runtime_error(signer.error().message);
+  return std::move(*signer);
+}
+
+// A ledger at `dir` holding `records` and every blob in `blobs`, hashed, chained and signed
+// with the golden key as the kernel would have: what someone holding the key can forge.
+void write_signed_ledger(const fs::path& dir, const std::vector<RecordLine>& records, const std::vector<std::string>& blobs) {
+  NoteSigner signer = golden_signer();
+  LedgerCreateOptions create;
+  create.origin = signer.name();
+  create.verifier_key = signer.verifier().encoded();
+  create.max_payload_bytes = uint64_t{8} << 20;
+  ASSERT_TRUE(Ledger::create(dir, create));
+  LogicalClock clock;
+  auto ledger = Ledger::open(dir, Ledger::Mode::read_write, clock);
+  ASSERT_TRUE(ledger) << ledger.error().message;
+  auto written = ledger->write([&](LedgerWriter& w) -> Status {
+    for (const auto& blob : blobs) {
+      if (auto put = w.put_blob(blob); !put) return std::unexpected(put.error());
+    }
+    for (const auto& r : records) {
+      auto a = w.append(r.kind, canonicalize(r.payload).value(), r.ts);
+      if (!a) return std::unexpected(a.error());
+    }
+    return {};
+  });
+  ASSERT_TRUE(written) << written.error().message;
+  ASSERT_TRUE(ledger->checkpoint(signer));
+}
+
+std::vector<std::string> blobs_of(const fs::path& export_dir) {
+  std::vector<std::string> out;
+  for (const auto& blob : fs::directory_iterator(export_dir / "blobs")) out.push_back(test::read_file(blob.path()));
   return out;
 }
 
@@ -137,38 +178,48 @@ TEST_P(Golden, AForgedDecisionResignedWithTheKeyFailsAtItsRecord) {
   forged->payload["verdict"] = {{"accepted", true}, {"reasons", Json::array()}};
 
   TempDir tmp;
-  auto signer = NoteSigner::parse([] {
-    std::string k = test::read_file(kGolden / "signer.key");
-    while (!k.empty() && k.back() == '\n') k.pop_back();
-    return k;
-  }());
-  ASSERT_TRUE(signer) << signer.error().message;
-  LedgerCreateOptions create;
-  create.origin = signer->name();
-  create.verifier_key = signer->verifier().encoded();
-  create.max_payload_bytes = uint64_t{8} << 20;
-  ASSERT_TRUE(Ledger::create(tmp / "forged", create));
-  LogicalClock clock;
-  auto ledger = Ledger::open(tmp / "forged", Ledger::Mode::read_write, clock);
-  ASSERT_TRUE(ledger) << ledger.error().message;
-  auto written = ledger->write([&](LedgerWriter& w) -> Status {
-    for (const auto& blob : fs::directory_iterator(golden() / "blobs")) {
-      if (auto put = w.put_blob(test::read_file(blob.path())); !put) return std::unexpected(put.error());
-    }
-    for (const auto& r : records) {
-      auto a = w.append(r.kind, canonicalize(r.payload).value(), r.ts);
-      if (!a) return std::unexpected(a.error());
-    }
-    return {};
-  });
-  ASSERT_TRUE(written) << written.error().message;
-  ASSERT_TRUE(ledger->checkpoint(*signer));
+  write_signed_ledger(tmp / "forged", records, blobs_of(golden()));
 
   auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key(), "--json"});
   ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
   Json report = test::stdout_json(replayed);
   EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), forged->seq) << report.dump();
   EXPECT_NE(report["problem"]["message"].get<std::string>().find("decide()"), std::string::npos) << report.dump();
+}
+
+// With the repository at hand, replay holds the recorded pre-images to the tree each
+// proposal was made on: a forged pre-image (re-signed with the key) is caught even where
+// decide() alone could be satisfied by it.
+TEST(GoldenRepository, ReplayChecksPreImagesAgainstTheRepository) {
+  TempDir tmp;
+  auto built = warden({"build", (kSource / "examples" / "calculator" / "blueprint.json").string(), "--clock", "logical",
+                       "--key", (kGolden / "signer.key").string(), "--out", (tmp / "out").string()});
+  ASSERT_TRUE(built.exited_with(0)) << describe(built);
+  const std::string repo = (tmp / "out" / "repo").string(), key = (kGolden / "verifier.key").string();
+  auto honest = warden({"replay", (tmp / "out" / "ledger").string(), "--key", key, "--repo", repo});
+  ASSERT_TRUE(honest.exited_with(0)) << describe(honest);
+  ASSERT_TRUE(warden({"ledger", "export", (tmp / "out" / "ledger").string(), (tmp / "export").string()}).exited_with(0));
+
+  // The first proposal claims src/calculator/__init__.py already held "x".
+  auto records = read_records(tmp / "export");
+  auto proposal = std::find_if(records.begin(), records.end(), [](const RecordLine& r) { return r.kind == "proposal"; });
+  ASSERT_NE(proposal, records.end());
+  std::string digest = proposal->payload["evidence_blob"].get<std::string>();
+  Json evidence = Json::parse(test::read_file(tmp / "export" / "blobs" / digest.substr(7)));
+  ASSERT_TRUE(evidence["base"].contains("src/calculator/__init__.py")) << evidence.dump();
+  evidence["base"]["src/calculator/__init__.py"]["content"] = "x";
+  std::string forged_blob = canonicalize(evidence).value();
+  proposal->payload["evidence_blob"] = sha256(forged_blob).str();
+  auto blobs = blobs_of(tmp / "export");
+  blobs.push_back(forged_blob);
+  write_signed_ledger(tmp / "forged", records, blobs);
+
+  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key, "--repo", repo, "--json"});
+  ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  Json report = test::stdout_json(replayed);
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("pre-image of src/calculator/__init__.py"),
+            std::string::npos)
+      << report.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, Golden, ::testing::ValuesIn(goldens()),
