@@ -273,7 +273,7 @@ class Build {
     Json evidence = {{"run_id", run_id()},
                      {"stepId", step.id},
                      {"toolName", env_.proposer.name()},
-                     {"input", {{"step_sha256", sha256(canonicalize(step_json(step)).value_or("")).str()}}},
+                     {"input", {{"step_sha256", sha256(canonicalize(step.to_json()).value_or("")).str()}}},
                      {"output", accepted ? Json{{"commit", head_.hex()}} : Json{{"refusals", refusals_.size()}}},
                      {"schemaValidation", "pass"},
                      {"requestId", request_id},
@@ -323,13 +323,6 @@ class Build {
     });
   }
 
-  static Json step_json(const BuildStep& step) {
-    BuildPlan one;
-    one.steps.push_back(step);
-    Json j = one.to_json();
-    return j["steps"][0];
-  }
-
   // The current content of the step's targets, for the executor.
   Json target_files(const BuildStep& step) {
     Json files = Json::object();
@@ -358,7 +351,7 @@ class Build {
     attempt_ = Attempt{};
     attempt_.number = ++attempts_;
     executor::ProposalRequest request;
-    request.step = step_json(step);
+    request.step = step.to_json();
     request.context = {{"attempt", attempt_.number},
                        {"plan_sha256", summary_.plan_sha256.str()},
                        {"base_commit", head_.hex()},

@@ -125,21 +125,23 @@ Result<BuildPlan> BuildPlan::from_json(const Json& json) {
   return p;
 }
 
+Json BuildStep::to_json() const {
+  Json step = {{"id", id},
+               {"action", step_action_name(action)},
+               {"description", description},
+               {"targets", targets},
+               {"drafts", drafts},
+               {"symbols", symbols},
+               {"dependencies", dependencies},
+               {"invariants", invariants},
+               {"produces", produces}};
+  if (content) step["content"] = *content;
+  return step;
+}
+
 Json BuildPlan::to_json() const {
   Json steps_j = Json::array(), checks_j = Json::array(), checkpoints_j = Json::array();
-  for (const BuildStep& s : steps) {
-    Json step = {{"id", s.id},
-                 {"action", step_action_name(s.action)},
-                 {"description", s.description},
-                 {"targets", s.targets},
-                 {"drafts", s.drafts},
-                 {"symbols", s.symbols},
-                 {"dependencies", s.dependencies},
-                 {"invariants", s.invariants},
-                 {"produces", s.produces}};
-    if (s.content) step["content"] = *s.content;
-    steps_j.push_back(std::move(step));
-  }
+  for (const BuildStep& s : steps) steps_j.push_back(s.to_json());
   for (const CheckSpec& c : checks) checks_j.push_back(c.to_json());
   for (const VerificationCheckpoint& c : verification_checkpoints) {
     checkpoints_j.push_back({{"id", c.id}, {"after", c.after}, {"checks", c.checks}, {"invariants", c.invariants}});

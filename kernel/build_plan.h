@@ -53,6 +53,8 @@ struct BuildStep {
   std::vector<std::string> dependencies; // step ids that must be completed first
   std::vector<std::string> invariants;   // step-level invariants, on top of the plan's
   std::vector<std::string> produces;     // artifact types (module, test_suite, document, binary, dependency)
+
+  Json to_json() const;  // as it stands in the plan's "steps"
 };
 
 // A gate on the whole tree once a set of steps is done: the proposal that completes the last of

@@ -3,17 +3,10 @@
 // attempt's verdict); --json prints the run's events as JSON lines instead, then the summary.
 // Ctrl-C (SIGINT) or SIGTERM cancels the run cleanly: sandboxes are killed, the ledger records
 // the cancellation, and the branch keeps only accepted commits.
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
-#include "executor/command_proposer.h"
-#include "executor/plan_proposer.h"
 #include "kernel/build_loop.h"
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
