@@ -22,7 +22,7 @@ class PlanProposer final : public Proposer {
   std::string step_id_;
 };
 
-// The Diff JSON (runner/diff.h) that writes `files` (path -> content) over the current
+// The Diff JSON (diff/diff.h) that writes `files` (path -> content) over the current
 // contents described by context["files"]: add for new paths, modify with full content
 // otherwise. Shared by the plan executor and tests.
 Result<Json> full_content_diff(std::string_view step_id, const Json& files, const Json& context);

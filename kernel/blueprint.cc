@@ -7,7 +7,7 @@
 
 #include "common/file.h"
 #include "runner/json_reader.h"
-#include "runner/path_safety.h"
+#include "diff/path_safety.h"
 
 namespace warden::kernel {
 namespace {

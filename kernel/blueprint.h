@@ -115,7 +115,7 @@ struct BlueprintSpec {
 
 // Field rules the kernel's schemas share (blueprint, plan, policy).
 // A path a blueprint or plan may name: relative, normalized, not under .git
-// (runner/path_safety.h's rule). Returns why not, or an empty string.
+// (diff/path_safety.h's rule). Returns why not, or an empty string.
 std::string unsafe_path_reason(std::string_view path);
 // Step ids, names and symbols: 1-128 of [A-Za-z0-9_.-].
 bool valid_identifier(std::string_view id);

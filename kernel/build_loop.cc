@@ -15,7 +15,7 @@
 #include "kernel/repository.h"
 #include "kernel/step_checks.h"
 #include "kernel/watchdog.h"
-#include "runner/patch.h"
+#include "diff/patch.h"
 #include "runner/session.h"
 #include "runner/workspace.h"
 

@@ -23,7 +23,7 @@
 
 #include "kernel/build_plan.h"
 #include "kernel/decide.h"
-#include "runner/diff.h"
+#include "diff/diff.h"
 
 namespace warden::kernel {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/diff.h"
+#include "diff/diff.h"
 
 namespace warden::kernel {
 

@@ -20,8 +20,8 @@
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
 #include "kernel/glob.h"
-#include "runner/diff_apply.h"
-#include "runner/path_safety.h"
+#include "diff/diff_apply.h"
+#include "diff/path_safety.h"
 
 namespace warden::kernel {
 namespace {

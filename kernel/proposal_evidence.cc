@@ -8,7 +8,7 @@
 #include "kernel/decide.h"
 
 #include "common/encoding.h"
-#include "runner/diff.h"
+#include "diff/diff.h"
 #include "runner/json_reader.h"
 
 namespace warden::kernel {

@@ -20,7 +20,7 @@
 #include "ledger/export.h"
 #include "ledger/ledger.h"
 #include "ledger/verify.h"
-#include "runner/diff_apply.h"
+#include "diff/diff_apply.h"
 #include "runner/git_repo.h"
 #include "runner/session.h"
 

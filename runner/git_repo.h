@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runner/base_tree.h"
-#include "runner/diff_apply.h"
-#include "runner/refusal.h"
+#include "diff/base_tree.h"
+#include "diff/diff_apply.h"
+#include "diff/refusal.h"
 
 namespace warden {
 

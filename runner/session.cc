@@ -12,7 +12,7 @@
 
 #include "common/file.h"
 #include "runner/check_verdict.h"
-#include "runner/diff_apply.h"
+#include "diff/diff_apply.h"
 #include "runner/test_report.h"
 #include "runner/toolchain.h"
 

@@ -17,7 +17,7 @@
 #include "runner/base_checkout.h"
 #include "runner/blob_sink.h"
 #include "runner/check_spec.h"
-#include "runner/diff.h"
+#include "diff/diff.h"
 #include "runner/diff_layer.h"
 #include "runner/git_repo.h"
 #include "runner/result_cache.h"

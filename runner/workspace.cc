@@ -1,6 +1,6 @@
 #include "runner/workspace.h"
 
-#include "runner/diff_builder.h"
+#include "diff/diff_builder.h"
 
 namespace warden {
 

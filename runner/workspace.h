@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "runner/diff.h"
+#include "diff/diff.h"
 #include "runner/git_repo.h"
 
 namespace warden {

@@ -15,7 +15,7 @@
 
 #include "common/file.h"
 #include "tests/executor/harness.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 #ifndef TEST_AGENT
 #error "TEST_AGENT must name the test agent program"

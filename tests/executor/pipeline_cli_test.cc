@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "common/file.h"
-#include "tests/integration/process.h"
-#include "tests/integration/temp_dir.h"
-#include "tests/integration/warden_cli.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
 
 #ifndef EXAMPLES_DIR
 #error "EXAMPLES_DIR must name examples/pipelines"

@@ -9,7 +9,7 @@
 #include "ledger/note.h"
 #include "ledger/verify.h"
 #include "tests/executor/harness.h"
-#include "tests/unit/test_dir.h"
+#include "tests/support/test_dir.h"
 
 namespace warden::executor {
 namespace {

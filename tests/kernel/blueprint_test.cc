@@ -6,8 +6,8 @@
 
 #include "kernel/blueprint.h"
 #include "kernel/build_plan.h"
-#include "tests/integration/files.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 namespace warden::kernel {
 namespace {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "common/sha256.h"
-#include "tests/integration/files.h"
-#include "tests/integration/warden_cli.h"
-#include "tests/runner/git_fixture.h"
+#include "tests/support/files.h"
+#include "tests/support/warden_cli.h"
+#include "tests/support/git_fixture.h"
 
 namespace warden::test {
 

@@ -14,9 +14,9 @@
 #include "runner/sandbox.h"
 #include "runner/sandbox_profile.h"
 #include "runner/scratch_dir.h"
-#include "tests/integration/files.h"
-#include "tests/integration/process.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 
 namespace warden {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kernel/content_rules.h"
-#include "runner/diff.h"
+#include "diff/diff.h"
 
 namespace warden::kernel {
 namespace {

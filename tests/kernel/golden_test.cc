@@ -13,9 +13,9 @@
 #include "common/sha256.h"
 #include "ledger/ledger.h"
 #include "ledger/note.h"
-#include "tests/integration/files.h"
-#include "tests/integration/temp_dir.h"
-#include "tests/integration/warden_cli.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
 
 namespace warden::kernel {
 namespace {

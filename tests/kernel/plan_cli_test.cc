@@ -3,9 +3,9 @@
 
 #include <filesystem>
 
-#include "tests/integration/files.h"
-#include "tests/integration/temp_dir.h"
-#include "tests/integration/warden_cli.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
 
 namespace warden::test {
 namespace {

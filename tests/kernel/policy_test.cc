@@ -7,8 +7,8 @@
 
 #include "kernel/glob.h"
 #include "kernel/policy.h"
-#include "tests/integration/files.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 namespace warden::kernel {
 namespace {

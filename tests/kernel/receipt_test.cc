@@ -14,7 +14,7 @@
 #include "kernel/receipt.h"
 #include "kernel/verdict.h"
 #include "ledger/ledger.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace warden {
 namespace {

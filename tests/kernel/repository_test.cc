@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "tests/integration/files.h"
-#include "tests/integration/temp_dir.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 #include "tests/kernel/build_fixture.h"
 
 namespace warden::kernel {

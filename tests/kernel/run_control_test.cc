@@ -9,7 +9,7 @@
 #include <chrono>
 #include <string>
 
-#include "tests/integration/temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "tests/kernel/build_fixture.h"
 
 namespace warden::test {

@@ -6,10 +6,10 @@
 
 #include <filesystem>
 
-#include "runner/diff_builder.h"
+#include "diff/diff_builder.h"
 #include "runner/workspace.h"
-#include "tests/integration/files.h"
-#include "tests/runner/git_fixture.h"
+#include "tests/support/files.h"
+#include "tests/support/git_fixture.h"
 
 namespace warden::test {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "runner/diff_apply.h"
-#include "runner/diff_builder.h"
+#include "diff/diff_apply.h"
+#include "diff/diff_builder.h"
 
 namespace {
 

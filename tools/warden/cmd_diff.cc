@@ -3,7 +3,7 @@
 
 #include "common/clock.h"
 #include "common/file.h"
-#include "runner/patch.h"
+#include "diff/patch.h"
 #include "runner/workspace.h"
 #include "tools/warden/cli.h"
 

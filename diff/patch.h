@@ -1,0 +1,36 @@
+// Parsing patch text: `git diff` (with --full-index --binary), `git format-patch` mails and
+// plain unified diffs, into per-file records that still need the base tree to become a
+// canonical Diff (diff/diff_builder.h). Strict: counts must match, nothing is guessed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diff/diff.h"
+#include "diff/refusal.h"
+
+namespace warden {
+
+struct PatchFile {
+  std::string old_path, new_path;  // without the a/ b/ prefix; empty for /dev/null
+  bool is_new = false, is_delete = false, is_rename = false, is_copy = false;
+  std::optional<uint32_t> old_mode, new_mode;
+  std::string old_index, new_index;  // blob ids from the index line (hex, maybe abbreviated)
+  std::vector<Hunk> hunks;
+  enum class Binary { none, literal, delta, without_data } binary = Binary::none;
+  std::string binary_payload;  // inflated: the post-image (literal) or a git delta
+  uint64_t line = 0;           // where this file's section starts, for messages
+};
+
+inline constexpr uint64_t kMaxPatchBytes = uint64_t{64} << 20;
+
+Checked<std::vector<PatchFile>> parse_patch(std::string_view text);
+
+// Decodes a C-style quoted path as git writes it ("a\tb\303\251"); `text` starts at the
+// opening quote. Sets `consumed` to the number of bytes read.
+Checked<std::string> unquote_c_path(std::string_view text, size_t& consumed);
+
+}  // namespace warden

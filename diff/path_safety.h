@@ -1,0 +1,23 @@
+// Where a diff may write. Each unsafe path gets its own reason code:
+//   path_nul_byte, path_absolute, path_traversal ("..") , path_malformed (empty, "." or
+//   empty components, trailing slash), path_in_git_dir (".git" in any case, at any depth),
+//   symlink_escapes_tree (a symlink whose target leaves the tree), and, checked against
+//   the tree itself, path_through_symlink and path_case_collision (see diff_apply.h).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diff/refusal.h"
+
+namespace warden {
+
+Checked<void> check_path_syntax(std::string_view path);
+Checked<void> check_symlink_target(std::string_view link_path, std::string_view target);
+
+std::vector<std::string_view> path_components(std::string_view path);
+// ASCII case folding, as case-insensitive file systems (macOS, Windows defaults) fold.
+std::string fold_case(std::string_view name);
+
+}  // namespace warden

@@ -1,0 +1,329 @@
+// The Runner end to end on real git repositories: overlay workspaces (base checkout + diff
+// layer + a fresh upper layer per run), checks with their evidence, JUnit/TAP parsing and
+// FAIL_TO_PASS / PASS_TO_PASS judgement, flaky oracles, invariants, the result cache, and
+// the determinism of the deterministic digest.
+#include <sys/stat.h>
+
+#include "runner/session.h"
+#include "runner/tree_hash.h"
+#include "runner/workspace.h"
+#include "tests/support/git_fixture.h"
+#include "tests/support/sandbox_support.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunnerSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_.write("a.txt", "alpha\n");
+    repo_.write("dir/b.txt", "bravo\n");
+    repo_.write("dir/c.txt", "charlie\n");
+    repo_.write("gone/only.txt", "soon removed\n");
+    base_commit_ = repo_.commit_all("base");
+    repo_.write("a.txt", "alpha, changed\n");
+    repo_.remove("dir/c.txt");
+    repo_.remove("gone");
+    repo_.write("new/d.txt", "delta\n");
+    std::string patch = repo_.staged_patch();
+    repo_.reset_hard(base_commit_);
+    auto ws = Workspace::open(repo_.repo());
+    ASSERT_TRUE(ws);
+    auto diff = ws->diff_from_patch(patch, base_commit_, "step-1");
+    ASSERT_TRUE(diff) << diff.error().message();
+    diff_ = *diff;
+    auto git = GitRepo::open(repo_.repo());
+    ASSERT_TRUE(git);
+    git_.emplace(std::move(*git));
+    base_tree_ = *git_->tree_of(*git_->resolve_commit(base_commit_));
+    auto cache = ScratchDir::create("/tmp", "warden-cache-test-", 0711);
+    ASSERT_TRUE(cache);
+    cache_.emplace(std::move(*cache));
+    auto blobs = DirectoryBlobSink::open(cache_->path() / "blobs");
+    ASSERT_TRUE(blobs);
+    blobs_.emplace(std::move(*blobs));
+  }
+
+  Runner make_runner(bool use_cache = true, SandboxHost host = SandboxHost::detect()) {
+    RunnerOptions o;
+    o.cache_dir = cache_->path() / "cache";
+    o.blobs = &*blobs_;
+    o.use_cache = use_cache;
+    auto r = Runner::create(test_profile(), o, host);
+    if (!r) throw std::runtime_error(r.error().message);
+    return std::move(*r);
+  }
+
+  RunOutcome run(Runner& runner, std::vector<CheckSpec> checks, bool with_diff = true) {
+    RunRequest req;
+    req.base_tree = base_tree_;
+    req.diff = with_diff ? &diff_ : nullptr;
+    req.checks = std::move(checks);
+    auto out = runner.run(*git_, req);
+    if (!out) throw std::runtime_error(out.error().message());
+    return std::move(*out);
+  }
+
+  GitRepoFixture repo_;
+  std::string base_commit_;
+  Diff diff_;
+  std::optional<GitRepo> git_;
+  ObjectId base_tree_;
+  std::optional<ScratchDir> cache_;
+  std::optional<DirectoryBlobSink> blobs_;
+};
+
+CheckSpec shell(std::string name, std::string command) { return CheckSpec::shell(std::move(name), command); }
+
+TEST_F(RunnerSession, ChecksSeeExactlyTheTreeUnderTest) {
+  Runner runner = make_runner(false);
+  RunOutcome out = run(runner, {shell("view", "cat a.txt; ls dir; cat new/d.txt; ls; test ! -e dir/c.txt")});
+  const CheckResult& c = out.result.checks.at(0);
+  EXPECT_EQ(c.verdict, kPassed) << c.runs.at(0).err.head << c.runs.at(0).error;
+  EXPECT_EQ(c.runs.at(0).out.head, "alpha, changed\nb.txt\ndelta\na.txt\ndir\nnew\n");
+  EXPECT_EQ(out.result.base_tree, base_tree_.hex());
+  EXPECT_EQ(out.result.diff_sha256, diff_.digest());
+  // The tree under test is the one git itself makes of the patch.
+  auto applied = Workspace::open(repo_.repo())->apply(diff_, base_commit_);
+  ASSERT_TRUE(applied);
+  EXPECT_EQ(out.result.tree, applied->tree.hex());
+  // The output body is in the blob store under its digest.
+  EXPECT_EQ(read_file(blobs_->path_of(c.runs.at(0).out.blob)), c.runs.at(0).out.head);
+}
+
+TEST_F(RunnerSession, WritesStayInTheirRunAndNeverReachTheBase) {
+  Runner runner = make_runner(false);
+  RunOutcome first = run(runner, {shell("write", "echo scribble > a.txt && rm dir/b.txt && echo x > fresh.txt")});
+  EXPECT_EQ(first.result.checks.at(0).verdict, kPassed) << first.result.checks.at(0).runs.at(0).err.head;
+  RunOutcome second = run(runner, {shell("look", "cat a.txt dir/b.txt; test ! -e fresh.txt")});
+  EXPECT_EQ(second.result.checks.at(0).verdict, kPassed);
+  EXPECT_EQ(second.result.checks.at(0).runs.at(0).out.head, "alpha, changed\nbravo\n");
+  EXPECT_EQ(read_file(cache_->path() / "cache" / "base" / base_tree_.hex() / "a.txt"), "alpha\n");
+}
+
+TEST_F(RunnerSession, SameCheckSameTreeSameDeterministicDigest) {
+  Runner runner = make_runner(false);
+  std::vector<CheckSpec> checks = {shell("list", "ls -la --time-style=+ . dir new; env | sort; id"), shell("fail", "exit 3")};
+  RunOutcome a = run(runner, checks);
+  RunOutcome b = run(runner, checks);
+  EXPECT_FALSE(b.cache_hit);
+  EXPECT_EQ(a.result.checks.at(1).verdict, kFailed);
+  EXPECT_EQ(a.result.checks.at(1).runs.at(0).exit_code, 3);
+  EXPECT_EQ(a.result.deterministic_digest(), b.result.deterministic_digest())
+      << a.result.deterministic_json().dump(1) << b.result.deterministic_json().dump(1);
+}
+
+TEST_F(RunnerSession, CacheHitReturnsTheRecordedResultWithoutRunning) {
+  Runner runner = make_runner(true);
+  std::vector<CheckSpec> checks = {shell("ok", "true")};
+  RunOutcome miss = run(runner, checks);
+  EXPECT_FALSE(miss.cache_hit);
+  RunOutcome hit = run(runner, checks);
+  EXPECT_TRUE(hit.cache_hit);
+  EXPECT_EQ(hit.cache_key, miss.cache_key);
+  EXPECT_EQ(hit.result.digest(), miss.result.digest());
+  // A different check, profile or tree is a different key.
+  EXPECT_FALSE(run(runner, {shell("ok", "true ")}).cache_hit);
+  EXPECT_FALSE(run(runner, checks, false).cache_hit);
+  Runner no_cache = make_runner(false);
+  EXPECT_FALSE(run(no_cache, checks).cache_hit);
+}
+
+TEST_F(RunnerSession, FailingChecksAreNotCachedAsPassesAndTimeoutsNotAtAll) {
+  Runner runner = make_runner(true);
+  CheckSpec slow = shell("slow", "sleep 5");
+  slow.timeout_ms = 200;
+  RunOutcome t = run(runner, {slow});
+  EXPECT_EQ(t.result.checks.at(0).verdict, kTimeout);
+  EXPECT_TRUE(t.result.checks.at(0).runs.at(0).timed_out);
+  EXPECT_FALSE(run(runner, {slow}).cache_hit);
+}
+
+TEST_F(RunnerSession, DisagreeingRunsAreAFlakyOracle) {
+  Runner runner = make_runner(false);
+  // Each run flips a coin from /dev/urandom: twenty runs all agreeing has odds 2^-19.
+  CheckSpec coin = shell("coin", "test $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) -eq 0");
+  coin.runs = 20;
+  RunOutcome out = run(runner, {coin});
+  const CheckResult& c = out.result.checks.at(0);
+  EXPECT_EQ(c.verdict, kFlakyOracle);
+  EXPECT_EQ(c.runs.size(), 20u);
+  CheckSpec steady = shell("steady", "true");
+  steady.runs = 3;
+  EXPECT_EQ(run(runner, {steady}).result.checks.at(0).verdict, kPassed);
+}
+
+TEST_F(RunnerSession, JUnitFailToPassAndPassToPass) {
+  Runner runner = make_runner(false);
+  std::string xml =
+      "<testsuites><testsuite name='s'>"
+      "<testcase classname='pkg.test_a' name='test_fixed'/>"
+      "<testcase classname='pkg.test_a' name='test_broken'><failure message='boom'/></testcase>"
+      "<testcase classname='pkg.test_b' name='test_kept'/>"
+      "<testcase classname='pkg.test_b' name='test_skip'><skipped/></testcase>"
+      "</testsuite></testsuites>";
+  CheckSpec spec = shell("tests", "mkdir -p reports && printf \"%s\" \"" + xml + "\" > reports/junit.xml; exit 1");
+  spec.report_format = "junit";
+  spec.report_path = "reports/junit.xml";
+  spec.fail_to_pass = {"pkg.test_a::test_fixed"};
+  spec.pass_to_pass = {"pkg.test_b::test_kept"};
+  spec.proves = {"fixed_bug"};
+  RunOutcome good = run(runner, {spec});
+  const CheckResult& c = good.result.checks.at(0);
+  EXPECT_EQ(c.verdict, kPassed) << c.runs.at(0).report << " " << c.runs.at(0).report_detail;
+  ASSERT_EQ(c.tests.size(), 4u);
+  EXPECT_EQ(c.tests[0], (TestCase{"pkg.test_a::test_broken", "failed"}));
+  ASSERT_TRUE(c.judgement);
+  EXPECT_TRUE(c.judgement->ok);
+  EXPECT_TRUE(good.result.invariants.at("fixed_bug").proven);
+
+  spec.pass_to_pass = {"pkg.test_b::test_kept", "pkg.test_a::test_broken", "pkg.test_c::absent"};
+  RunOutcome bad = run(runner, {spec});
+  const CheckResult& b = bad.result.checks.at(0);
+  EXPECT_EQ(b.verdict, kFailed);
+  EXPECT_EQ(b.judgement->pass_to_pass.at(1).status, "failed");
+  EXPECT_EQ(b.judgement->pass_to_pass.at(2).status, "missing");
+  EXPECT_EQ(bad.result.invariants.at("fixed_bug").proven, false);
+  EXPECT_EQ(bad.result.invariants.at("fixed_bug").check, "tests");
+}
+
+TEST_F(RunnerSession, TapOnStdout) {
+  Runner runner = make_runner(false);
+  CheckSpec spec = shell("tap", "printf '1..3\\nok 1 - adds\\nnot ok 2 - subtracts\\nok 3 - skipped # SKIP no\\n'");
+  spec.report_format = "tap";
+  RunOutcome out = run(runner, {spec});
+  const CheckResult& c = out.result.checks.at(0);
+  EXPECT_EQ(c.verdict, kFailed);
+  EXPECT_EQ(c.tests, (std::vector<TestCase>{{"adds", "passed"}, {"skipped", "skipped"}, {"subtracts", "failed"}}));
+}
+
+TEST_F(RunnerSession, AReportSymlinkToAHostFileIsNeverFollowed) {
+  Runner runner = make_runner(false);
+  // /etc/hostname exists on the host; inside the sandbox it does not. The link is the check's.
+  CheckSpec spec = shell("link", "ln -s /etc/hostname report.xml; ln -s /etc report-dir");
+  spec.report_format = "junit";
+  spec.report_path = "report.xml";
+  RunOutcome out = run(runner, {spec});
+  EXPECT_EQ(out.result.checks.at(0).runs.at(0).report, "missing");
+  EXPECT_EQ(out.result.checks.at(0).verdict, kFailed);
+  spec.report_path = "report-dir/hostname";
+  RunOutcome through_dir = run(runner, {spec});
+  EXPECT_EQ(through_dir.result.checks.at(0).runs.at(0).report, "missing");
+}
+
+TEST_F(RunnerSession, DeclaredArtifactsAreKeptAsBlobsAndLinksAreNotFollowed) {
+  Runner runner = make_runner(false);
+  CheckSpec spec = shell("build", "mkdir -p out && printf 'BIN' > out/prog && ln -s /etc/hostname out/link");
+  spec.artifacts = {{"out/prog", "binary"}, {"out/link", "report"}, {"out/never", "report"}};
+  auto round = CheckSpec::from_json(spec.to_json());
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(round->artifacts, spec.artifacts);
+  EXPECT_FALSE(CheckSpec::from_json(Json{{"name", "x"}, {"argv", {"true"}}, {"artifacts", {{{"path", "../up"}, {"type", "t"}}}}}));
+  RunOutcome out = run(runner, {spec});
+  const auto& artifacts = out.result.checks.at(0).runs.at(0).artifacts;
+  ASSERT_EQ(artifacts.size(), 3u);
+  EXPECT_TRUE(artifacts[0].present);
+  EXPECT_EQ(artifacts[0].bytes, 3u);
+  EXPECT_EQ(artifacts[0].sha256, sha256("BIN"));
+  EXPECT_EQ(read_file(blobs_->path_of(*artifacts[0].sha256)), "BIN");
+  EXPECT_FALSE(artifacts[1].present);  // a symlink the sandbox made is never followed on the host
+  EXPECT_FALSE(artifacts[2].present);
+  auto back = RunResult::from_json(out.result.deterministic_json());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->deterministic_digest(), out.result.deterministic_digest());
+}
+
+TEST_F(RunnerSession, RunResultJsonRoundTripsCanonically) {
+  Runner runner = make_runner(false);
+  CheckSpec spec = shell("out", "printf 'caf\\303\\251 \\377\\n'; echo err >&2");
+  RunOutcome out = run(runner, {spec});
+  auto bytes = canonicalize(out.result.to_json());
+  ASSERT_TRUE(bytes) << bytes.error().message;
+  auto back = RunResult::from_json(*parse_json(*bytes));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->digest(), out.result.digest());
+  EXPECT_EQ(back->checks.at(0).runs.at(0).out.head, "caf\xc3\xa9 \xEF\xBF\xBD\n");
+  Json tampered = out.result.to_json();
+  tampered["checks"][0]["verdict"] = "excellent";
+  EXPECT_FALSE(RunResult::from_json(tampered));
+}
+
+TEST_F(RunnerSession, ASandboxThatCannotProveItselfRunsNothing) {
+  SandboxHost broken = SandboxHost::detect();
+  broken.bwrap = "/nonexistent/bwrap";
+  Runner runner = make_runner(false, broken);
+  RunRequest req;
+  req.base_tree = base_tree_;
+  req.checks = {shell("ok", "true")};
+  auto out = runner.run(*git_, req);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, "sandbox_unavailable");
+  EXPECT_NE(out.error().detail.find("sandbox_start"), std::string::npos) << out.error().detail;
+}
+
+TEST_F(RunnerSession, ATamperedDiffIsRefusedBeforeAnythingRuns) {
+  Runner runner = make_runner(false);
+  Diff bad = diff_;
+  for (auto& f : bad.files) {
+    if (f.path == "a.txt") f.before_sha256 = sha256("something else\n");
+  }
+  RunRequest req;
+  req.base_tree = base_tree_;
+  req.diff = &bad;
+  req.checks = {shell("ok", "true")};
+  auto out = runner.run(*git_, req);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, "hash_mismatch");
+}
+
+TEST_F(RunnerSession, TreeSha256FollowsItsDocumentedConstruction) {
+  GitRepoFixture small;
+  small.write("a.txt", "alpha\n");
+  small.write("bin/run", "#!/bin/sh\n");
+  small.set_executable("bin/run", true);
+  std::string commit = small.commit_all("small");
+  auto git = GitRepo::open(small.repo());
+  ASSERT_TRUE(git);
+  ObjectId tree = *git->tree_of(*git->resolve_commit(commit));
+  MemoryHashMemo memo;
+  auto hash = tree_sha256(*git, tree, memo);
+  ASSERT_TRUE(hash);
+  auto node = [](std::vector<std::tuple<std::string, std::string, Digest>> entries) {
+    std::string bytes("warden-tree-v1\0", 15);
+    for (const auto& [mode, name, h] : entries) bytes += mode + " " + name + std::string(1, '\0') + std::string(h.view());
+    return sha256(bytes);
+  };
+  Digest bin = node({{"100755", "run", sha256("#!/bin/sh\n")}});
+  EXPECT_EQ(*hash, node({{"100644", "a.txt", sha256("alpha\n")}, {"40000", "bin", bin}}));
+  // The memo gives the same answer as a fresh computation, and a mode change changes it.
+  EXPECT_EQ(*tree_sha256(*git, tree, memo), *hash);
+  small.set_executable("bin/run", false);
+  ObjectId changed = *git->tree_of(*git->resolve_commit(small.commit_all("mode")));
+  MemoryHashMemo fresh;
+  EXPECT_NE(*tree_sha256(*git, changed, fresh), *hash);
+}
+
+TEST_F(RunnerSession, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
+  Runner runner = make_runner(false);
+  auto tree = runner.tree_under_test(*git_, RunRequest{base_tree_, std::nullopt, &diff_, {}, {}});
+  ASSERT_TRUE(tree);
+  auto first = runner.prepare(*git_, base_tree_, *tree);
+  ASSERT_TRUE(first) << first.error().message();
+  // a.txt and new/d.txt written, plus the directory new/ and dir/ (merged); c.txt and gone/ whited out.
+  EXPECT_EQ(first->layer_stats.whiteouts, 2u);
+  EXPECT_EQ(first->layer_stats.written, 4u);
+  struct stat whiteout;
+  ASSERT_EQ(::lstat((first->layer->path() / "gone").c_str(), &whiteout), 0);
+  EXPECT_TRUE(S_ISCHR(whiteout.st_mode));
+  auto base_mtime = fs::last_write_time(first->base_dir);
+  auto second = runner.prepare(*git_, base_tree_, *tree);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->base_dir, first->base_dir);
+  EXPECT_EQ(fs::last_write_time(second->base_dir), base_mtime);
+  EXPECT_EQ(second->tree_sha256, first->tree_sha256);
+}
+
+}  // namespace
+}  // namespace warden::test

@@ -1,0 +1,137 @@
+// The real `warden sandbox` and `warden run` commands: output, exit codes (the command's own,
+// 124 when Warden's limits killed it, 125 when the sandbox could not run), JSON evidence, the
+// preflight, a run with a diff, the result cache and --no-cache.
+#include <filesystem>
+#include <fstream>
+
+#include "runner/run_result.h"
+#include "tests/support/process.h"
+#include "tests/support/git_fixture.h"
+#include "tests/support/sandbox_support.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+ProcessResult warden(std::vector<std::string> args) {
+  args.insert(args.begin(), WARDEN_BINARY);
+  return run(args);
+}
+
+TEST(SandboxCli, ExecPrintsOutputAndExitsWithTheCommandsStatus) {
+  ProcessResult r = warden({"sandbox", "exec", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_TRUE(r.exited_with(7)) << r.status() << r.err;
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST(SandboxCli, ExecTimeoutIs124AndBrokenProfilesAre125) {
+  ProcessResult slow = warden({"sandbox", "exec", "--timeout", "0.2", "--", "sleep", "30"});
+  EXPECT_TRUE(slow.exited_with(124)) << slow.status();
+  EXPECT_NE(slow.err.find("timed out"), std::string::npos);
+  ProcessResult missing = warden({"sandbox", "exec", "--profile", "no-such-profile", "--", "true"});
+  EXPECT_TRUE(missing.exited_with(125)) << missing.status();
+  EXPECT_NE(missing.err.find("no built-in sandbox profile"), std::string::npos);
+}
+
+TEST(SandboxCli, ExecJsonIsTheEvidence) {
+  ProcessResult r = warden({"sandbox", "exec", "--json", "--profile", "strict", "--", "/bin/sh", "-c", "printf abc; exit 2"});
+  EXPECT_TRUE(r.exited_with(2)) << r.status() << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_EQ(j["stdout"]["sha256"], sha256("abc").str());
+  EXPECT_EQ(j["stdout"]["head"], "abc");
+  EXPECT_EQ(j["profile"], "strict");
+  EXPECT_EQ(j["profile_sha256"], SandboxProfile::load("strict")->digest().str());
+  EXPECT_EQ(j["preflight"]["ok"], true);
+}
+
+TEST(SandboxCli, ExecLeavesNoDaemonBehind) {
+  HostileWorkspace ws(SandboxHost::detect());
+  std::string marker = fresh_marker();
+  ProcessResult r = warden({"sandbox", "exec", "--workspace", ws.dir().string(), "--", "./hostile", "daemon", marker});
+  EXPECT_TRUE(r.exited_with(0)) << r.status() << r.err;
+  EXPECT_EQ(r.out, "daemon started\n");
+  EXPECT_EQ(count_processes_with(marker), 0);
+}
+
+TEST(SandboxCli, PreflightAndProfile) {
+  ProcessResult pre = warden({"sandbox", "preflight", "--json"});
+  EXPECT_TRUE(pre.exited_with(0)) << pre.out << pre.err;
+  EXPECT_EQ(nlohmann::json::parse(pre.out)["ok"], true);
+  ProcessResult prof = warden({"sandbox", "profile", "--profile", "default"});
+  EXPECT_TRUE(prof.exited_with(0));
+  EXPECT_EQ(nlohmann::json::parse(prof.out)["sha256"], SandboxProfile::load("default")->digest().str());
+}
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_.write("lib.sh", "answer() { echo 41; }\n");
+    repo_.write("test.sh", ". ./lib.sh\n[ \"$(answer)\" = 42 ] && echo 'ok 1 - answer' || echo 'not ok 1 - answer'\n");
+    base_ = repo_.commit_all("base");
+    repo_.write("lib.sh", "answer() { echo 42; }\n");
+    diff_ = parse_to_diff(repo_, base_, repo_.staged_patch());
+    repo_.reset_hard(base_);
+    auto cache = ScratchDir::create("/tmp", "warden-cli-cache-", 0711);
+    ASSERT_TRUE(cache);
+    cache_.emplace(std::move(*cache));
+  }
+  std::vector<std::string> run_args(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", "--repo", repo_.repo().string(), "--base", base_, "--cache",
+                                     (cache_->path() / "c").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  GitRepoFixture repo_;
+  std::string base_;
+  fs::path diff_;
+  std::optional<ScratchDir> cache_;
+};
+
+TEST_F(RunCli, AppliesTheDiffRunsChecksAndCaches) {
+  std::vector<std::string> check = {"--diff", diff_.string(), "--check", "sh test.sh | grep -q '^ok'"};
+  ProcessResult first = warden(run_args(check));
+  EXPECT_TRUE(first.exited_with(0)) << first.out << first.err;
+  EXPECT_NE(first.out.find("passed  check-1"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("result    ran"), std::string::npos);
+  ProcessResult second = warden(run_args(check));
+  EXPECT_NE(second.out.find("from the cache"), std::string::npos) << second.out;
+  auto nocache = check;
+  nocache.push_back("--no-cache");
+  nocache.push_back("--json");
+  ProcessResult third = warden(run_args(nocache));
+  EXPECT_TRUE(third.exited_with(0));
+  auto result = RunResult::from_json(nlohmann::json::parse(third.out));
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_TRUE(result->all_passed());
+  EXPECT_TRUE(result->preflight.ok);
+  // Without the diff the base's test fails: exit 1.
+  ProcessResult base = warden(run_args({"--check", "sh test.sh | grep -q '^ok'"}));
+  EXPECT_TRUE(base.exited_with(1)) << base.out;
+  EXPECT_NE(base.out.find("failed  check-1"), std::string::npos);
+}
+
+TEST_F(RunCli, ChecksFileWithTapAndFailToPass) {
+  fs::path checks = cache_->path() / "checks.json";
+  std::ofstream(checks) << R"([{"name": "tap", "argv": ["/bin/sh", "test.sh"], "report_format": "tap",
+                                "fail_to_pass": ["answer"], "proves": ["answers_correctly"]}])";
+  ProcessResult r = warden(run_args({"--diff", diff_.string(), "--checks", checks.string(), "--json"}));
+  EXPECT_TRUE(r.exited_with(0)) << r.out << r.err;
+  auto result = RunResult::from_json(nlohmann::json::parse(r.out));
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->invariants.at("answers_correctly").proven);
+  EXPECT_EQ(result->checks.at(0).tests, (std::vector<TestCase>{{"answer", "passed"}}));
+}
+
+TEST_F(RunCli, UsageAndInputErrorsHaveTheirExitCodes) {
+  EXPECT_TRUE(warden({"run", "--check", "true"}).exited_with(2));
+  EXPECT_TRUE(warden(run_args({})).exited_with(3));
+  ProcessResult bad_rev = warden({"run", "--repo", repo_.repo().string(), "--base", "no-such-rev", "--check", "true",
+                                  "--cache", (cache_->path() / "c").string()});
+  EXPECT_TRUE(bad_rev.exited_with(4)) << bad_rev.status();
+}
+
+}  // namespace
+}  // namespace warden::test

@@ -1,0 +1,95 @@
+#include "tests/support/sandbox_support.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace warden::test {
+
+namespace fs = std::filesystem;
+
+SandboxProfile test_profile() {
+  auto p = SandboxProfile::load("default");
+  if (!p) throw std::runtime_error(p.error().message);
+  p->limits.processes = 64;
+  p->limits.address_space_bytes = uint64_t{512} << 20;
+  p->limits.file_size_bytes = uint64_t{1} << 20;
+  p->limits.wall_timeout_ms = 20'000;
+  p->output.keep_bytes = 64 << 10;
+  p->output.max_bytes = 4 << 20;
+  return *p;
+}
+
+int count_processes_with(const std::string& marker) {
+  int count = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::stringstream cmdline;
+    cmdline << in.rdbuf();
+    if (cmdline.str().find(marker) != std::string::npos) {
+      ++count;
+      std::ifstream st(entry.path() / "status");
+      std::stringstream ss;
+      ss << st.rdbuf();
+      std::fprintf(stderr, "survivor %s: %s\n", name.c_str(), ss.str().substr(0, 400).c_str());
+    }
+  }
+  return count;
+}
+
+int wait_for_uid_to_drain(uid_t uid, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  const std::string wanted = std::to_string(uid);
+  while (true) {
+    int count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(entry.path() / "status");
+      std::string line;
+      while (std::getline(st, line)) {
+        if (!line.starts_with("Uid:")) continue;
+        std::istringstream fields(line.substr(4));
+        std::string real;
+        fields >> real;
+        if (real == wanted) ++count;
+        break;
+      }
+    }
+    if (count == 0 || std::chrono::steady_clock::now() >= deadline) return count;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string fresh_marker() {
+  std::random_device rd;
+  std::stringstream s;
+  s << "warden-marker-" << std::hex << rd() << rd();
+  return s.str();
+}
+
+void install_file(const fs::path& from, const fs::path& to, unsigned mode, uid_t uid, gid_t gid) {
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  if (::chown(to.c_str(), uid, gid) != 0 || ::chmod(to.c_str(), mode) != 0) {
+    throw std::runtime_error("cannot set owner/mode of " + to.string());
+  }
+}
+
+HostileWorkspace::HostileWorkspace(const SandboxHost& host) {
+  auto dir = ScratchDir::create("/tmp", "warden-sbx-test-", 0711);
+  if (!dir) throw std::runtime_error(dir.error().message);
+  scratch_.emplace(std::move(*dir));
+  ws_ = scratch_->path() / "ws";
+  if (auto st = make_owned_dir(ws_, host.uid, host.gid); !st) throw std::runtime_error(st.error().message);
+  install_file(HOSTILE_BINARY, ws_ / "hostile", 0755, host.uid, host.gid);
+}
+
+}  // namespace warden::test
