@@ -26,38 +26,26 @@
 #include "kernel/build_plan.h"
 #include "kernel/policy.h"
 #include "kernel/run_lifecycle.h"
-#include "ledger/note.h"
+#include "kernel/session.h"
+#include "kernel/verdict.h"
 
 namespace warden::kernel {
 
 struct BuildOptions {
   std::filesystem::path repo_dir;    // created and seeded (blueprint.seed) when it is not a repository
   std::filesystem::path ledger_dir;  // created when missing
-  std::filesystem::path cache_dir;   // the runner's base checkouts (searchable by the sandbox's uid)
   std::filesystem::path blueprint_dir;  // where the blueprint's seed is resolved
   std::string policy;                   // overrides the blueprint's policy
   std::string base;                     // revision the run starts from (default: the blueprint's, else HEAD)
   std::optional<int64_t> step_timeout_ms;  // overrides the plan's watchdog budget
-  std::string run_id;                      // empty: one from the IdSource
-  // Golden runs leave the host kernel's release out of the recorded toolchain, so their
-  // ledgers are byte-identical on any host with the same packages.
-  bool host_independent = false;
+  std::string run_id;                      // empty: one from the session's IdSource
 };
 
-struct BuildEnvironment {
-  Clock& clock;
-  IdSource& ids;
-  const NoteSigner& signer;  // the kernel's key: signs the ledger's checkpoints
-  executor::Proposer& proposer;
-  std::function<void(const RunEvent&)> on_event;  // progress for people and machines
-  std::stop_token stop;                           // a stop request cancels the run
-};
-
+// One decision of the run, as recorded: every reason with its detail.
 struct AttemptVerdict {
   std::string step_id;
   int64_t attempt = 0;
-  bool accepted = false;
-  std::vector<std::string> reasons;
+  Verdict verdict;
 };
 
 struct BuildSummary {
@@ -75,14 +63,16 @@ struct BuildSummary {
   Json to_json() const;
 };
 
-// A blueprint to a completed (or failed, timed out, cancelled) run. Errors are for the
+// A blueprint to a completed (or failed, timed out, cancelled) run, driven by `proposer`
+// with the session's clock, ids, key, runner and cancellation. Errors are for the
 // infrastructure only (the ledger or repository cannot be opened); everything about the
 // build itself is in the summary and the ledger.
-Result<BuildSummary> run_build(const BlueprintSpec& blueprint, const BuildOptions& options, BuildEnvironment& env);
+Result<BuildSummary> run_build(const BlueprintSpec& blueprint, const BuildOptions& options, KernelSession& session,
+                               executor::Proposer& proposer);
 
 // A plan someone already has (warden propose builds a one-step plan): verified, committed,
 // then built like run_build's.
 Result<BuildSummary> run_plan(const BuildPlan& plan, const Policy& policy, const BuildOptions& options,
-                              BuildEnvironment& env);
+                              KernelSession& session, executor::Proposer& proposer);
 
 }  // namespace warden::kernel

@@ -5,7 +5,7 @@
 #include "common/encoding.h"
 #include "runner/json_reader.h"
 
-namespace warden {
+namespace warden::kernel {
 
 std::string dsse_pae(std::string_view payload_type, std::string_view payload) {
   std::string out = "DSSEv1 ";
@@ -78,4 +78,4 @@ Status dsse_verify(const DsseEnvelope& envelope, const NoteVerifier& key) {
   return fail(Errc::verification_failed, "DSSE signature: no signature verifies under key " + dsse_keyid(key));
 }
 
-}  // namespace warden
+}  // namespace warden::kernel

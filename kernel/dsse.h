@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "ledger/note.h"
 
-namespace warden {
+namespace warden::kernel {
 
 inline constexpr std::string_view kInTotoPayloadType = "application/vnd.in-toto+json";
 
@@ -46,4 +46,4 @@ Result<DsseEnvelope> dsse_sign(std::string_view payload_type, std::string payloa
 // Succeeds when some signature verifies under `key`; otherwise verification_failed.
 Status dsse_verify(const DsseEnvelope& envelope, const NoteVerifier& key);
 
-}  // namespace warden
+}  // namespace warden::kernel

@@ -3,13 +3,13 @@
 #include <optional>
 #include <vector>
 
-#include "kernel/build_records.h"
+#include "kernel/records.h"
 #include "kernel/dsse.h"
 #include "ledger/checkpoint.h"
 #include "ledger/merkle.h"
 #include "runner/json_reader.h"
 
-namespace warden {
+namespace warden::kernel {
 namespace {
 
 std::unexpected<Error> refuse_receipt(std::string_view part, const std::string& why) {
@@ -103,7 +103,7 @@ Status check_accepting_decision(LedgerSnapshot& snapshot, const LocatedCommit& l
   if (c.decision_seq >= located.record.seq) return refuse("which is not an earlier record");
   auto record = snapshot.record(c.decision_seq);
   if (!record) return std::unexpected(record.error());
-  if (record->kind != kernel::record_kind::decision) return refuse("a record of kind \"" + record->kind + "\", not a decision");
+  if (record->kind != record_kind::decision) return refuse("a record of kind \"" + record->kind + "\", not a decision");
   auto payload = parse_json(record->payload, "record " + std::to_string(c.decision_seq));
   if (!payload) return std::unexpected(payload.error());
   if (!payload->is_object()) return refuse("whose payload is not an object");
@@ -133,7 +133,7 @@ Result<LocatedCommit> find_commit_record(LedgerSnapshot& snapshot, std::string_v
   for (uint64_t seq = snapshot.size(); seq-- > 0;) {
     auto record = snapshot.record(seq);
     if (!record) return std::unexpected(record.error());
-    if (record->kind != kCommitRecordKind) continue;
+    if (record->kind != CommitRecord::kind) continue;
     auto payload = parse_json(record->payload, "record " + std::to_string(seq));
     if (!payload) return std::unexpected(payload.error());
     auto fields = CommitRecord::from_json(*payload, "record " + std::to_string(seq) + " payload");
@@ -227,7 +227,7 @@ Result<VerifiedReceipt> verify_receipt(const Json& bundle, const NoteVerifier& k
   auto bundled = read_bundled_ledger(*ledger_json);
   if (!bundled) return refuse_receipt("ledger", bundled.error().message);
   const Record& record = bundled->record;
-  if (record.kind != kCommitRecordKind) return refuse_receipt("ledger record", "kind is \"" + record.kind + "\", not commit");
+  if (record.kind != CommitRecord::kind) return refuse_receipt("ledger record", "kind is \"" + record.kind + "\", not commit");
   auto payload = parse_json(record.payload, "record payload");
   auto commit = payload ? CommitRecord::from_json(*payload, "payload") : std::unexpected(payload.error());
   if (!commit) return refuse_receipt("ledger record", commit.error().message);
@@ -266,4 +266,4 @@ Result<VerifiedReceipt> verify_receipt(const Json& bundle, const NoteVerifier& k
   return VerifiedReceipt{std::move(*commit), record.seq, checkpoint->size, checkpoint->root, checkpoint->origin};
 }
 
-}  // namespace warden
+}  // namespace warden::kernel

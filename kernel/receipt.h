@@ -23,12 +23,12 @@
 #include "common/canonical_json.h"
 #include "common/error.h"
 #include "common/sha256.h"
-#include "kernel/commit_record.h"
+#include "kernel/records.h"
 #include "ledger/ledger.h"
 #include "ledger/note.h"
 #include "ledger/record.h"
 
-namespace warden {
+namespace warden::kernel {
 
 inline constexpr std::string_view kReceiptFormat = "warden.receipt/v1";
 inline constexpr std::string_view kStatementType = "https://in-toto.io/Statement/v1";
@@ -69,4 +69,4 @@ struct VerifiedReceipt {
 // names the part that failed.
 Result<VerifiedReceipt> verify_receipt(const Json& bundle, const NoteVerifier& key);
 
-}  // namespace warden
+}  // namespace warden::kernel

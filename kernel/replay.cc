@@ -9,11 +9,11 @@
 #include "common/clock.h"
 #include "kernel/blueprint.h"
 #include "kernel/build_plan.h"
-#include "kernel/build_records.h"
-#include "kernel/commit_record.h"
+#include "kernel/records.h"
+#include "kernel/records.h"
 #include "kernel/decide.h"
 #include "kernel/plan_generate.h"
-#include "kernel/plan_records.h"
+#include "kernel/plan_commit.h"
 #include "kernel/plan_verify.h"
 #include "kernel/policy.h"
 #include "kernel/step_checks.h"
@@ -22,7 +22,7 @@
 #include "ledger/verify.h"
 #include "diff/diff_apply.h"
 #include "runner/git_repo.h"
-#include "runner/session.h"
+#include "runner/local_runner.h"
 
 namespace warden::kernel {
 
@@ -58,7 +58,7 @@ struct RunFacts {
   std::optional<std::string> tip_tree;        // the last commit record's tree: the next step's parent
   std::optional<std::string> last_commit;     // and its commit
   std::optional<std::string> start_tree;      // the run's base tree (its run results name it)
-  std::map<uint64_t, Json> decisions;         // by seq
+  std::map<uint64_t, DecisionRecord> decisions;  // by seq
 };
 
 class Replayer {
@@ -94,67 +94,79 @@ class Replayer {
   }
   void problem(std::string message) { problem(seq_, kind_, std::move(message)); }
 
-  RunFacts& facts(const Json& p) {
-    std::string id = p.contains("run_id") && p["run_id"].is_string() ? p["run_id"].get<std::string>() : std::string();
-    auto [it, fresh] = runs_.try_emplace(id);
+  RunFacts& facts(const std::string& run_id) {
+    auto [it, fresh] = runs_.try_emplace(run_id);
     if (fresh) ++report_.runs;
     return it->second;
   }
+  RunFacts& facts(const std::optional<std::string>& run_id) { return facts(run_id.value_or(std::string())); }
+
+  // The record as its type (records.h); a record that does not read back is a problem at
+  // its seq, and replay goes no further.
+  template <typename R, typename Visit>
+  Status typed(const Json& p, Visit visit) {
+    auto record = R::from_json(p);
+    if (!record) {
+      problem(record.error().message);
+      return {};
+    }
+    return (this->*visit)(*record);
+  }
 
   Status visit(const Json& p) {
-    if (kind_ == record_kind::blueprint) return on_blueprint(p);
-    if (kind_ == record_kind::policy) return on_policy(p);
-    if (kind_ == record_kind::plan_proposal) return on_plan_proposal(p);
-    if (kind_ == record_kind::plan_commit) return on_plan_verdict(p, true);
-    if (kind_ == record_kind::refusal && p.value("subject", "") == "plan") return on_plan_verdict(p, false);
-    if (kind_ == record_kind::decision) return on_decision(p);
-    if (kind_ == kCommitRecordKind) return on_commit(p);
+    if (kind_ == record_kind::blueprint) return typed<BlueprintRecord>(p, &Replayer::on_blueprint);
+    if (kind_ == record_kind::policy) return typed<PolicyRecord>(p, &Replayer::on_policy);
+    if (kind_ == record_kind::plan_proposal) return typed<PlanProposalRecord>(p, &Replayer::on_plan_proposal);
+    if (kind_ == record_kind::plan_commit) return typed<PlanCommitRecord>(p, &Replayer::on_plan_commit);
+    if (kind_ == record_kind::refusal && refusal_subject(p) == PlanRefusalRecord::subject) {
+      return typed<PlanRefusalRecord>(p, &Replayer::on_plan_refusal);
+    }
+    if (kind_ == record_kind::decision) return typed<DecisionRecord>(p, &Replayer::on_decision);
+    if (kind_ == record_kind::commit) return typed<CommitRecord>(p, &Replayer::on_commit);
     return {};
   }
 
-  Status on_blueprint(const Json& p) {
-    auto bp = BlueprintSpec::from_json(p.value("blueprint", Json()));
+  Status on_blueprint(const BlueprintRecord& r) {
+    auto bp = BlueprintSpec::from_json(r.blueprint);
     if (!bp) {
       problem("the recorded blueprint does not parse: " + bp.error().message);
       return {};
     }
-    if (bp->digest().str() != p.value("blueprint_sha256", "")) problem("blueprint_sha256 does not match the blueprint");
-    facts(p).blueprint = std::move(*bp);
+    if (bp->digest() != r.blueprint_sha256) problem("blueprint_sha256 does not match the blueprint");
+    facts(r.run_id).blueprint = std::move(*bp);
     return {};
   }
 
-  Status on_policy(const Json& p) {
-    Json policy_json = p.value("policy", Json());
-    auto canonical = canonicalize(policy_json);
-    std::string digest = p.value("policy_sha256", "");
-    if (!canonical || sha256(*canonical).str() != digest) {
+  Status on_policy(const PolicyRecord& r) {
+    auto canonical = canonicalize(r.policy);
+    if (!canonical || sha256(*canonical) != r.policy_sha256) {
       problem("policy_sha256 does not match the recorded policy");
       return {};
     }
     // The record names the check programs by digest; decisions need only the rules.
-    Json rules = policy_json;
+    Json rules = r.policy;
     rules.erase("programs");
     auto policy = Policy::parse(rules.dump(), "recorded policy");
     if (!policy) {
       problem("the recorded policy does not parse: " + policy.error().message);
       return {};
     }
-    facts(p).policies.emplace(digest, std::move(*policy));
+    facts(r.run_id).policies.emplace(r.policy_sha256.str(), std::move(*policy));
     return {};
   }
 
-  Status on_plan_proposal(const Json& p) {
-    auto plan = BuildPlan::from_json(p.value("plan", Json()));
+  Status on_plan_proposal(const PlanProposalRecord& r) {
+    auto plan = BuildPlan::from_json(r.plan);
     if (!plan) {
       proposal_plans_.emplace(seq_, std::nullopt);  // its refusal is checked below
       return {};
     }
-    if (plan->digest().str() != p.value("plan_sha256", "")) {
+    if (plan->digest() != r.plan_sha256) {
       problem("plan_sha256 does not match the proposed plan");
       return {};
     }
-    RunFacts& run = facts(p);
-    if (p.value("source", "") == "generated") {
+    RunFacts& run = facts(r.run_id);
+    if (r.source == PlanSource::generated) {
       // The kernel's own plan: generated again, it must come out the same.
       if (!run.blueprint || run.policies.empty()) {
         problem("a generated plan without a recorded blueprint and policy");
@@ -176,19 +188,24 @@ class Replayer {
     return it == run.policies.end() ? nullptr : &it->second;
   }
 
-  Status on_plan_verdict(const Json& p, bool committed) {
-    ++report_.plans;
-    RunFacts& run = facts(p);
-    if (!committed && p.contains("proposal_seq") && p["proposal_seq"].is_null()) {
+  Status on_plan_commit(const PlanCommitRecord& r) { return on_plan_verdict(facts(r.run_id), r.proposal_seq, true); }
+
+  Status on_plan_refusal(const PlanRefusalRecord& r) {
+    if (!r.proposal_seq) {
+      ++report_.plans;
+      facts(r.run_id);
       // A replacement plan that was not a plan at all: its text must indeed not parse.
-      auto digest = Digest::parse(p.value("plan_blob", ""));
-      auto text = digest ? snap_.blob(*digest) : Result<std::string>(std::unexpected(Error{Errc::corrupt, ""}));
+      auto text = r.plan_blob ? snap_.blob(*r.plan_blob) : Result<std::string>(std::unexpected(Error{Errc::corrupt, ""}));
       auto json = text ? parse_json(*text) : Result<Json>(std::unexpected(Error{Errc::corrupt, ""}));
       if (!text) problem("a plan refusal without a proposal names no stored plan text");
       else if (json && BuildPlan::from_json(*json)) problem("refused as unreadable, but the recorded text is a plan");
       return {};
     }
-    uint64_t proposal_seq = p.value("proposal_seq", uint64_t{0});
+    return on_plan_verdict(facts(r.run_id), *r.proposal_seq, false);
+  }
+
+  Status on_plan_verdict(RunFacts& run, uint64_t proposal_seq, bool committed) {
+    ++report_.plans;
     auto it = proposal_plans_.find(proposal_seq);
     if (it == proposal_plans_.end()) {
       problem("names plan proposal " + std::to_string(proposal_seq) + ", which is not an earlier plan_proposal");
@@ -208,39 +225,33 @@ class Replayer {
     return {};
   }
 
-  Status on_decision(const Json& p) {
+  Status on_decision(const DecisionRecord& d) {
     ++report_.decisions;
-    RunFacts& run = facts(p);
-    const std::string step_id = p.value("step_id", "");
-    auto plan = run.committed.find(p.value("plan_sha256", ""));
+    RunFacts& run = facts(d.run_id);
+    auto plan = run.committed.find(d.plan_sha256.str());
     if (plan == run.committed.end()) {
       problem("decides against a plan that was never committed in its run");
       return {};
     }
-    const Policy* policy = policy_of(run, p.value("policy_sha256", ""));
+    const Policy* policy = policy_of(run, d.policy_sha256.str());
     if (!policy) {
       problem("decides under a policy that is not recorded in its run");
       return {};
     }
-    Json claimed_completed = p.value("completed_steps", Json::array());
-    Json derived = Json::array();
-    for (const auto& id : run.completed) derived.push_back(id);
-    if (claimed_completed != derived) {
-      problem("completed_steps " + claimed_completed.dump() + " differ from the run's commit records " + derived.dump());
+    const std::vector<std::string> derived(run.completed.begin(), run.completed.end());
+    if (d.completed_steps != derived) {
+      problem("completed_steps " + Json(d.completed_steps).dump() + " differ from the run's commit records " +
+              Json(derived).dump());
       return {};
     }
-    auto evidence = proposal_evidence(p.value("proposal_seq", uint64_t{0}), step_id);
+    auto evidence = proposal_evidence(d.proposal_seq, d.step_id);
     if (!evidence) {
       problem(evidence.error().message);
       return {};
     }
     std::optional<RunResult> run_result;
-    if (p.contains("run_result_seq") && !p["run_result_seq"].is_null()) {
-      if (!p["run_result_seq"].is_number_unsigned()) {
-        problem("run_result_seq is not a sequence number");
-        return {};
-      }
-      auto rr = recorded_run_result(p["run_result_seq"].get<uint64_t>(), step_id);
+    if (d.run_result_seq) {
+      auto rr = recorded_run_result(*d.run_result_seq, d.step_id);
       if (!rr) {
         problem(rr.error().message);
         return {};
@@ -248,8 +259,7 @@ class Replayer {
       run_result = std::move(*rr);
       if (!run.start_tree) run.start_tree = run_result->base_tree;
       if (options_.rerun) {
-        if (Status st = rerun(plan->second, policy->name, p.value("policy_sha256", ""), step_id, run, *evidence,
-                              *run_result);
+        if (Status st = rerun(plan->second, policy->name, d.policy_sha256.str(), d.step_id, run, *evidence, *run_result);
             !st) {
           problem(st.error().message);
           return {};
@@ -262,12 +272,11 @@ class Replayer {
     }
     DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy};
     Verdict again = decide(input);
-    Json recorded = p.value("verdict", Json());
-    if (again.to_json() != recorded) {
-      problem("decide() gives " + again.to_json().dump() + " but the ledger records " + recorded.dump());
+    if (again != d.verdict) {
+      problem("decide() gives " + again.to_json().dump() + " but the ledger records " + d.verdict.to_json().dump());
       return {};
     }
-    run.decisions.emplace(seq_, p);
+    run.decisions.emplace(seq_, d);
     return {};
   }
 
@@ -293,16 +302,25 @@ class Replayer {
     return {};
   }
 
-  Result<ProposalEvidence> proposal_evidence(uint64_t seq, const std::string& step_id) {
+  // The record at `seq`, read as R, when it is an earlier record of R's kind.
+  template <typename R>
+  Result<R> earlier(uint64_t seq, const std::string& field) {
     auto rec = snap_.record(seq);
-    if (!rec || rec->kind != record_kind::proposal || seq >= seq_) {
-      return fail(Errc::corrupt, "proposal_seq " + std::to_string(seq) + " is not an earlier proposal record");
+    if (!rec || rec->kind != R::kind || seq >= seq_) {
+      return fail(Errc::corrupt, field + " " + std::to_string(seq) + " is not an earlier " + std::string(R::kind) + " record");
     }
     auto payload = parse_json(rec->payload);
-    if (!payload || payload->value("step_id", "") != step_id) return fail(Errc::corrupt, "the proposal is for another step");
-    auto blob_digest = Digest::parse(payload->value("evidence_blob", ""));
-    if (!blob_digest) return fail(Errc::corrupt, "the proposal names no evidence blob");
-    auto blob = snap_.blob(*blob_digest);
+    if (!payload) return fail(Errc::corrupt, "record " + std::to_string(seq) + " is not JSON");
+    auto typed = R::from_json(*payload);
+    if (!typed) return fail(Errc::corrupt, "record " + std::to_string(seq) + ": " + typed.error().message);
+    return typed;
+  }
+
+  Result<ProposalEvidence> proposal_evidence(uint64_t seq, const std::string& step_id) {
+    auto proposal = earlier<ProposalRecord>(seq, "proposal_seq");
+    if (!proposal) return std::unexpected(proposal.error());
+    if (proposal->step_id != step_id) return fail(Errc::corrupt, "the proposal is for another step");
+    auto blob = snap_.blob(proposal->evidence_blob);
     if (!blob) return fail(Errc::corrupt, "the proposal's evidence blob is missing: " + blob.error().message);
     auto json = parse_json(*blob);
     if (!json) return fail(Errc::corrupt, "the proposal's evidence is not JSON");
@@ -312,15 +330,12 @@ class Replayer {
   }
 
   Result<RunResult> recorded_run_result(uint64_t seq, const std::string& step_id) {
-    auto rec = snap_.record(seq);
-    if (!rec || rec->kind != record_kind::run_result || seq >= seq_) {
-      return fail(Errc::corrupt, "run_result_seq " + std::to_string(seq) + " is not an earlier run_result record");
-    }
-    auto payload = parse_json(rec->payload);
-    if (!payload || payload->value("step_id", "") != step_id) return fail(Errc::corrupt, "the run result is for another step");
-    auto rr = RunResult::from_json(payload->value("run_result", Json()));
+    auto record = earlier<RunResultRecord>(seq, "run_result_seq");
+    if (!record) return std::unexpected(record.error());
+    if (record->step_id != step_id) return fail(Errc::corrupt, "the run result is for another step");
+    auto rr = RunResult::from_json(record->run_result);
     if (!rr) return fail(Errc::corrupt, "the run result does not parse: " + rr.error().message);
-    if (rr->deterministic_digest().str() != payload->value("run_result_sha256", "")) {
+    if (rr->deterministic_digest() != record->run_result_sha256) {
       return fail(Errc::corrupt, "run_result_sha256 does not match the recorded run result");
     }
     return rr;
@@ -388,46 +403,41 @@ class Replayer {
     o.cache_dir = options_.cache_dir;
     o.use_cache = false;
     o.kernel_release_in_toolchain = kernel_release;
-    auto runner = Runner::create(std::move(*profile), o);
+    auto runner = LocalRunner::create(std::move(*profile), o);
     if (!runner) return std::unexpected(runner.error());
     return &runners_.emplace(key, std::move(*runner)).first->second;
   }
 
-  Status on_commit(const Json& p) {
+  Status on_commit(const CommitRecord& c) {
     ++report_.commits;
-    auto record = CommitRecord::from_json(p);
-    if (!record) {
-      problem(record.error().message);
-      return {};
-    }
-    RunFacts& run = facts(p);
+    const CommitRecord* record = &c;
+    RunFacts& run = facts(record->run_id);
     auto d = run.decisions.find(record->decision_seq);
     if (d == run.decisions.end()) {
       problem("names decision " + std::to_string(record->decision_seq) + ", which is not a replayed decision of its run");
       return {};
     }
-    const Json& decision = d->second;
-    if (!decision["verdict"].value("accepted", false)) {
+    const DecisionRecord& decision = d->second;
+    if (!decision.verdict.accepted) {
       problem("commits a proposal whose decision refused it");
       return {};
     }
-    if (decision.value("step_id", "") != record->step_id || decision.value("attempt", uint64_t{0}) != record->attempt ||
-        decision.value("plan_sha256", "") != record->plan_sha256.str() ||
-        decision.value("policy_sha256", "") != record->policy_sha256.str()) {
+    if (decision.step_id != record->step_id || static_cast<uint64_t>(decision.attempt) != record->attempt ||
+        decision.plan_sha256 != record->plan_sha256 || decision.policy_sha256 != record->policy_sha256) {
       problem("differs from its decision in step, attempt, plan or policy");
       return {};
     }
-    auto evidence = proposal_evidence(decision.value("proposal_seq", uint64_t{0}), record->step_id);
+    auto evidence = proposal_evidence(decision.proposal_seq, record->step_id);
     auto diff = evidence ? Diff::from_json(evidence->diff) : Checked<Diff>(std::unexpected(Refusal{"", "", ""}));
     if (!diff || diff->digest() != record->proposal_sha256) {
       problem("proposal_sha256 is not the decided diff's digest");
       return {};
     }
-    if (!decision.contains("run_result_seq") || !decision["run_result_seq"].is_number_unsigned()) {
+    if (!decision.run_result_seq) {
       problem("commits a proposal that never ran");
       return {};
     }
-    auto rr = recorded_run_result(decision["run_result_seq"].get<uint64_t>(), record->step_id);
+    auto rr = recorded_run_result(*decision.run_result_seq, record->step_id);
     if (!rr || rr->deterministic_digest() != record->run_result_sha256) {
       problem("run_result_sha256 is not the decided run result's digest");
       return {};
@@ -467,7 +477,7 @@ class Replayer {
   ReplayReport& report_;
   std::map<std::string, RunFacts> runs_;
   std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
-  std::map<std::string, Runner> runners_;
+  std::map<std::string, LocalRunner> runners_;
   std::optional<GitRepo> repo_;
   uint64_t seq_ = 0;
   std::string kind_;

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "runner/json_reader.h"
+
 namespace warden::kernel {
 
 namespace {
@@ -53,7 +55,21 @@ std::string_view error_type_name(ErrorType type) {
   return "EXECUTION_ERROR";
 }
 
+std::optional<ErrorType> parse_error_type(std::string_view name) {
+  for (ErrorType t : {ErrorType::planning_error, ErrorType::execution_error, ErrorType::timeout_error, ErrorType::cancelled}) {
+    if (error_type_name(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
 std::string_view run_event_type_name(RunEventType type) { return kEventNames[static_cast<size_t>(type)]; }
+
+std::optional<RunEventType> parse_run_event_type(std::string_view name) {
+  for (size_t i = 0; i < kEventNames.size(); ++i) {
+    if (kEventNames[i] == name) return static_cast<RunEventType>(i);
+  }
+  return std::nullopt;
+}
 
 Json RunEvent::to_json() const {
   Json j = {{"event_id", event_id},
@@ -64,6 +80,31 @@ Json RunEvent::to_json() const {
   if (step_index) j["step_index"] = *step_index;
   if (tool) j["tool_name"] = *tool;
   return j;
+}
+
+Result<RunEvent> RunEvent::from_json(const Json& json) {
+  JsonReader r(json, "run_event record");
+  RunEvent ev;
+  r.string("event_id", ev.event_id);
+  r.string("run_id", ev.run_id);
+  std::string type;
+  r.string("event_type", type);
+  if (auto parsed = parse_run_event_type(type)) ev.type = *parsed;
+  else if (r.ok()) r.fail("event_type", "unknown event type \"" + type + "\"");
+  r.integer("timestamp_ms", ev.timestamp_ms, 0, kMaxCanonicalInteger);
+  if (const Json* data = r.value("data", Json::value_t::object)) ev.data = *data;
+  if (r.has("step_index")) {
+    int64_t index = 0;
+    r.integer("step_index", index, 0, kMaxCanonicalInteger);
+    ev.step_index = index;
+  }
+  if (r.has("tool_name")) {
+    std::string tool;
+    r.string("tool_name", tool);
+    ev.tool = std::move(tool);
+  }
+  if (Status st = r.finish(); !st) return std::unexpected(st.error());
+  return ev;
 }
 
 Status RunLifecycle::move(RunStatus to) {

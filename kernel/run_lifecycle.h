@@ -23,6 +23,7 @@ bool can_move(RunStatus from, RunStatus to);
 
 enum class ErrorType { planning_error, execution_error, timeout_error, cancelled };
 std::string_view error_type_name(ErrorType type);  // PLANNING_ERROR, EXECUTION_ERROR, ...
+std::optional<ErrorType> parse_error_type(std::string_view name);
 
 enum class RunEventType {
   run_started,
@@ -39,6 +40,7 @@ enum class RunEventType {
   heartbeat,
 };
 std::string_view run_event_type_name(RunEventType type);
+std::optional<RunEventType> parse_run_event_type(std::string_view name);
 
 // seeds/002's RunEvent. The id comes from the injected IdSource and the timestamp from the
 // injected Clock, so a golden run's events are byte-identical.
@@ -51,6 +53,7 @@ struct RunEvent {
   std::optional<std::string> tool;    // the executor or check involved
   Json data = Json::object();
   Json to_json() const;  // {"event_id","run_id","event_type","timestamp_ms","step_index"?,"tool_name"?,"data"}
+  static Result<RunEvent> from_json(const Json& json);  // strict, as records.h
 };
 
 // The run as the kernel tracks it; moves are checked.

@@ -9,14 +9,14 @@
 
 #include "common/clock.h"
 #include "common/encoding.h"
-#include "kernel/commit_record.h"
+#include "kernel/records.h"
 #include "kernel/dsse.h"
 #include "kernel/receipt.h"
 #include "kernel/verdict.h"
 #include "ledger/ledger.h"
 #include "tests/support/temp_dir.h"
 
-namespace warden {
+namespace warden::kernel {
 namespace {
 
 constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
@@ -71,7 +71,7 @@ struct TestLedger {
   // Appends an accepting decision about `c`, then `c` naming it (decision_seq is set here).
   uint64_t append_commit(CommitRecord& c) {
     c.decision_seq = append("decision", decision_for(c, true));
-    return append(kCommitRecordKind, c.to_json());
+    return append(CommitRecord::kind, c.to_json());
   }
 
   test::TempDir tmp;
@@ -234,7 +234,7 @@ TEST_F(ReceiptTest, NoReceiptWithoutAnAcceptingDecision) {
   auto expect_no_receipt = [&](const std::function<void(CommitRecord&)>& forge, const std::string& part) {
     CommitRecord c = sample_commit(std::string(39, 'a') + std::to_string(n++));
     forge(c);
-    ledger.append(kCommitRecordKind, c.to_json());
+    ledger.append(CommitRecord::kind, c.to_json());
     auto snap = ledger.ledger->snapshot().value();
     auto made = make_receipt(*ledger.ledger, find_commit_record(snap, c.commit).value(), signer);
     ASSERT_FALSE(made) << "signed a receipt for a commit record expected to fail on " << part;
@@ -374,4 +374,4 @@ TEST_F(ReceiptTest, RefusesAMalformedBundle) {
 }
 
 }  // namespace
-}  // namespace warden
+}  // namespace warden::kernel

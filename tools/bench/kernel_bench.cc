@@ -271,20 +271,19 @@ std::vector<Attempt> warden_build(Scenario& s, const warden::NoteSigner& signer,
   warden::kernel::BuildOptions options;
   options.repo_dir = dir / "repo";
   options.ledger_dir = dir / "ledger";
-  options.cache_dir = dir / "cache";
   options.blueprint_dir = s.blueprint_dir;
   warden::SystemClock clock;
   warden::RandomIdSource ids;
   warden::executor::PlanProposer proposer;
   std::vector<Mark> marks;
-  warden::kernel::BuildEnvironment env{clock, ids, signer, proposer, {}, {}};
-  env.on_event = [&](const warden::kernel::RunEvent& ev) {
+  warden::kernel::KernelSession session{.clock = clock, .ids = ids, .signer = signer, .cache_dir = dir / "cache"};
+  session.on_event = [&](const warden::kernel::RunEvent& ev) {
     marks.push_back({now_ns(), ev.type, ev.tool.value_or(""), ev.data});
   };
 
   children.clear();
   const int64_t start = now_ns();
-  auto summary = warden::kernel::run_build(s.blueprint, options, env);
+  auto summary = warden::kernel::run_build(s.blueprint, options, session, proposer);
   const int64_t end = now_ns();
   if (!summary) die(s.label + ": " + summary.error().message);
   if (summary->status != warden::kernel::RunStatus::completed) {

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/session.h"
+#include "runner/local_runner.h"
 #include "runner/workspace.h"
 #include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   // 2. Workspace preparation, and 3. a cache hit, per repository size.
   warden::RunnerOptions options;
   options.cache_dir = work / "cache";
-  auto runner = warden::Runner::create(*profile, options, host);
+  auto runner = warden::LocalRunner::create(*profile, options, host);
   if (!runner) die(runner.error().message);
   // Every repository and its one-time base checkout first, then a sync, so the measured
   // preparations do not compete with the writeback of those big writes.

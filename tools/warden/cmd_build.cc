@@ -72,12 +72,12 @@ void print_summary(const kernel::BuildSummary& s, const std::filesystem::path& r
   if (s.error_type) std::cout << "  " << kernel::error_type_name(*s.error_type) << ": " << s.error;
   std::cout << "\nsteps      " << s.steps_completed << "/" << s.steps_total << " accepted";
   int64_t refused = 0;
-  for (const auto& v : s.verdicts) refused += v.accepted ? 0 : 1;
+  for (const auto& v : s.verdicts) refused += v.verdict.accepted ? 0 : 1;
   std::cout << ", " << s.verdicts.size() << " proposals, " << refused << " refused";
   if (s.replans) std::cout << ", " << s.replans << " replans";
   std::cout << "\nverdicts  ";
   for (const auto& v : s.verdicts) {
-    std::cout << " " << v.step_id << "#" << v.attempt << "=" << (v.accepted ? "accepted" : "refused");
+    std::cout << " " << v.step_id << "#" << v.attempt << "=" << (v.verdict.accepted ? "accepted" : "refused");
   }
   std::cout << "\nrepository " << repo.string() << "  " << s.branch;
   std::cout << "\ncommit     " << s.commit << "\ntree       " << s.tree;
@@ -107,18 +107,22 @@ int run(const BuildArgs& a) {
   kernel::BuildOptions options;
   options.repo_dir = repo;
   options.ledger_dir = ledger;
-  options.cache_dir = std::filesystem::path(a.cache.empty() ? default_cache_dir() : a.cache);
   options.blueprint_dir = std::filesystem::path(a.blueprint).parent_path();
   options.policy = a.policy;
   if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(std::clamp(a.step_timeout_s, 0.001, 86400.0) * 1000);
   options.run_id = a.run_id;
-  options.host_independent = a.clock == "logical";
 
   CancelOnSignal cancel;
   Progress progress;
   std::optional<kernel::RunRegistration> registration;
-  kernel::BuildEnvironment env{*sources->clock, *sources->ids, *signer, **proposer, {}, cancel.token()};
-  env.on_event = [&](const kernel::RunEvent& ev) {
+  kernel::KernelSession session{.clock = *sources->clock,
+                                .ids = *sources->ids,
+                                .signer = *signer,
+                                .cache_dir = a.cache.empty() ? default_cache_dir() : a.cache,
+                                .stop = cancel.token(),
+                                .on_event = {},
+                                .host_independent = a.clock == "logical"};
+  session.on_event = [&](const kernel::RunEvent& ev) {
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(ledger, ev.run_id)) registration.emplace(std::move(*r));
     }
@@ -132,7 +136,7 @@ int run(const BuildArgs& a) {
     }
     progress(ev);
   };
-  auto summary = kernel::run_build(*blueprint, options, env);
+  auto summary = kernel::run_build(*blueprint, options, session, **proposer);
   if (!summary) return report_error(summary.error(), a.json);
   if (a.json) {
     print_json({{"summary", summary->to_json()}});

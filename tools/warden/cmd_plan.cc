@@ -5,7 +5,7 @@
 #include "common/clock.h"
 #include "common/file.h"
 #include "kernel/plan_generate.h"
-#include "kernel/plan_records.h"
+#include "kernel/plan_commit.h"
 #include "kernel/plan_verify.h"
 #include "tools/warden/cli.h"
 

@@ -50,7 +50,7 @@ int run_make(const MakeOptions& o) {
     in_repo = std::move(*resolved);
   }
   const std::string commit = in_repo ? in_repo->commit : o.commit;
-  if (!is_git_object_id(commit)) {
+  if (!kernel::is_git_object_id(commit)) {
     return report_error(Error{Errc::invalid_argument, "COMMIT \"" + commit +
                                                           "\" is not a 40-hex commit id (pass --repo to resolve a revision)"},
                         false);
@@ -62,7 +62,7 @@ int run_make(const MakeOptions& o) {
   if (!ledger) return report_error(ledger.error(), false);
   auto snap = ledger->snapshot();
   if (!snap) return report_error(snap.error(), false);
-  auto located = find_commit_record(*snap, commit);
+  auto located = kernel::find_commit_record(*snap, commit);
   if (!located) return report_error(located.error(), false);
   // The ledger speaks for the repository only if they agree on what the commit holds.
   if (in_repo && in_repo->tree != located->commit.tree) {
@@ -72,7 +72,7 @@ int run_make(const MakeOptions& o) {
                                                              located->commit.tree},
                         false);
   }
-  auto bundle = make_receipt(*ledger, *located, *signer);
+  auto bundle = kernel::make_receipt(*ledger, *located, *signer);
   if (!bundle) return report_error(bundle.error(), false);
   std::string text = bundle->dump(2) + "\n";
   if (o.out.empty()) {
@@ -93,13 +93,13 @@ int run_verify(const VerifyOptions& o) {
   // A receipt that does not even parse is an invalid receipt, not a usage error.
   auto bundle = parse_json(*text, "receipt " + o.file);
   if (!bundle) return report_error(Error{Errc::verification_failed, bundle.error().message}, o.json);
-  auto verified = verify_receipt(*bundle, *key);
+  auto verified = kernel::verify_receipt(*bundle, *key);
   if (!verified) {
     if (o.json) return report_error(verified.error(), true);
     std::cout << "FAILED: " << verified.error().message << "\n";
     return kVerificationFailed;
   }
-  const CommitRecord& c = verified->commit;
+  const kernel::CommitRecord& c = verified->commit;
   if (o.json) {
     print_json({{"ok", true},
                 {"commit", c.commit},

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "common/file.h"
-#include "runner/session.h"
+#include "runner/local_runner.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 
@@ -132,7 +132,7 @@ int run_run(const Options& o) {
   auto blobs = DirectoryBlobSink::open(o.blobs_dir.empty() ? options.cache_dir / "blobs" : std::filesystem::path(o.blobs_dir));
   if (!blobs) return report_error(blobs.error(), o.json);
   options.blobs = &*blobs;
-  auto runner = Runner::create(std::move(*profile), options);
+  auto runner = LocalRunner::create(std::move(*profile), options);
   if (!runner) return report_error(runner.error(), o.json);
 
   RunRequest request;

@@ -1,8 +1,8 @@
 #include "tools/warden/run_report.h"
 
 #include "common/clock.h"
-#include "kernel/build_records.h"
-#include "kernel/commit_record.h"
+#include "kernel/records.h"
+#include "kernel/records.h"
 #include "kernel/run_lifecycle.h"
 #include "ledger/ledger.h"
 
@@ -66,7 +66,7 @@ Result<RunReport> read_run_report(const std::filesystem::path& ledger_dir, const
       ++report.attempts;
       report.last_verdict = p.value("verdict", Json());
       if (!report.last_verdict.value("accepted", false)) ++report.refused;
-    } else if (kind == kCommitRecordKind) {
+    } else if (kind == kernel::record_kind::commit) {
       ++report.steps_completed;
       report.last_commit = p.value("commit", "");
       report.branch = p.value("branch", "");

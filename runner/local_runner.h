@@ -1,13 +1,15 @@
-// The runner as the kernel calls it, once per proposal: given a repository, the base tree,
-// the tree under test (or a Diff to apply to the base, verified here with resolve_diff), and
-// check specs, it returns a RunResult — from the result cache when the same tree, checks,
-// profile and toolchain were run before, otherwise by running every check in the sandbox on
-// an overlay workspace:
+// LocalRunner: the Runner (runner.h) that evaluates on this host, once per proposal: given
+// a repository, the base tree, the tree under test (or a Diff to apply to the base, verified
+// here with resolve_diff), and check specs, it returns a RunResult — from the result cache
+// when the same tree, checks, profile and toolchain were run before, otherwise by running
+// every check in the bubblewrap sandbox on an overlay workspace:
 //   base checkout   read-only, one per base tree id, materialized once (base_checkout.h)
 //   diff layer      the files the tree under test changes, O(changed files) (diff_layer.h)
 //   upper layer     empty, one per run: every write a check makes lands here and is dropped
 // A sandbox whose preflight fails refuses the whole request (refusal "sandbox_unavailable").
-// Not thread-safe; one Runner per thread.
+// Owns its sandbox, result cache and base checkouts (under RunnerOptions::cache_dir, which
+// several processes may share: the cache is LMDB, base checkouts are written atomically).
+// Not thread-safe: one LocalRunner per thread.
 #pragma once
 
 #include <filesystem>
@@ -16,12 +18,9 @@
 
 #include "runner/base_checkout.h"
 #include "runner/blob_sink.h"
-#include "runner/check_spec.h"
-#include "diff/diff.h"
 #include "runner/diff_layer.h"
-#include "runner/git_repo.h"
 #include "runner/result_cache.h"
-#include "runner/run_result.h"
+#include "runner/runner.h"
 #include "runner/sandbox.h"
 
 namespace warden {
@@ -35,14 +34,6 @@ struct RunnerOptions {
   bool kernel_release_in_toolchain = true;  // toolchain.h: off for golden runs
 };
 
-struct RunRequest {
-  ObjectId base_tree;
-  std::optional<ObjectId> tree;  // the tree under test, when the caller already built it
-  const Diff* diff = nullptr;    // otherwise a diff to apply to base_tree (none: test the base)
-  std::vector<CheckSpec> checks;
-  std::stop_token stop;  // cancels the run: running checks are killed, the rest do not start
-};
-
 // A workspace ready for runs: the layers an overlay stacks (topmost first).
 struct PreparedWorkspace {
   ObjectId base_tree, tree;
@@ -53,21 +44,15 @@ struct PreparedWorkspace {
   std::vector<std::string> lowers() const;
 };
 
-struct RunOutcome {
-  RunResult result;
-  bool cache_hit = false;
-  Digest cache_key;
-};
-
-class Runner {
+class LocalRunner final : public Runner {
  public:
-  static Result<Runner> create(SandboxProfile profile, RunnerOptions options, SandboxHost host = SandboxHost::detect());
+  static Result<LocalRunner> create(SandboxProfile profile, RunnerOptions options, SandboxHost host = SandboxHost::detect());
 
   Sandbox& sandbox() { return *sandbox_; }
   const Json& toolchain() const { return toolchain_; }
   const Digest& toolchain_sha256() const { return toolchain_sha256_; }
 
-  Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request);
+  Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override;
 
   // The steps of run(), public for the CLI and the benchmark.
   Checked<ObjectId> tree_under_test(GitRepo& repo, const RunRequest& request);
@@ -77,7 +62,7 @@ class Runner {
   Result<std::optional<RunResult>> cached(const Digest& key) { return cache_->get(key); }
 
  private:
-  Runner() = default;
+  LocalRunner() = default;
   CheckResult run_check(const PreparedWorkspace& ws, const CheckSpec& spec);
   CheckRun run_once(const PreparedWorkspace& ws, const CheckSpec& spec);
   std::stop_token stop_;  // the current request's

@@ -4,7 +4,7 @@
 // the determinism of the deterministic digest.
 #include <sys/stat.h>
 
-#include "runner/session.h"
+#include "runner/local_runner.h"
 #include "runner/tree_hash.h"
 #include "runner/workspace.h"
 #include "tests/support/git_fixture.h"
@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class RunnerSession : public ::testing::Test {
+class LocalRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     repo_.write("a.txt", "alpha\n");
@@ -46,12 +46,12 @@ class RunnerSession : public ::testing::Test {
     blobs_.emplace(std::move(*blobs));
   }
 
-  Runner make_runner(bool use_cache = true, SandboxHost host = SandboxHost::detect()) {
+  LocalRunner make_runner(bool use_cache = true, SandboxHost host = SandboxHost::detect()) {
     RunnerOptions o;
     o.cache_dir = cache_->path() / "cache";
     o.blobs = &*blobs_;
     o.use_cache = use_cache;
-    auto r = Runner::create(test_profile(), o, host);
+    auto r = LocalRunner::create(test_profile(), o, host);
     if (!r) throw std::runtime_error(r.error().message);
     return std::move(*r);
   }
@@ -77,8 +77,8 @@ class RunnerSession : public ::testing::Test {
 
 CheckSpec shell(std::string name, std::string command) { return CheckSpec::shell(std::move(name), command); }
 
-TEST_F(RunnerSession, ChecksSeeExactlyTheTreeUnderTest) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, ChecksSeeExactlyTheTreeUnderTest) {
+  LocalRunner runner = make_runner(false);
   RunOutcome out = run(runner, {shell("view", "cat a.txt; ls dir; cat new/d.txt; ls; test ! -e dir/c.txt")});
   const CheckResult& c = out.result.checks.at(0);
   EXPECT_EQ(c.verdict, kPassed) << c.runs.at(0).err.head << c.runs.at(0).error;
@@ -93,8 +93,8 @@ TEST_F(RunnerSession, ChecksSeeExactlyTheTreeUnderTest) {
   EXPECT_EQ(read_file(blobs_->path_of(c.runs.at(0).out.blob)), c.runs.at(0).out.head);
 }
 
-TEST_F(RunnerSession, WritesStayInTheirRunAndNeverReachTheBase) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, WritesStayInTheirRunAndNeverReachTheBase) {
+  LocalRunner runner = make_runner(false);
   RunOutcome first = run(runner, {shell("write", "echo scribble > a.txt && rm dir/b.txt && echo x > fresh.txt")});
   EXPECT_EQ(first.result.checks.at(0).verdict, kPassed) << first.result.checks.at(0).runs.at(0).err.head;
   RunOutcome second = run(runner, {shell("look", "cat a.txt dir/b.txt; test ! -e fresh.txt")});
@@ -103,8 +103,8 @@ TEST_F(RunnerSession, WritesStayInTheirRunAndNeverReachTheBase) {
   EXPECT_EQ(read_file(cache_->path() / "cache" / "base" / base_tree_.hex() / "a.txt"), "alpha\n");
 }
 
-TEST_F(RunnerSession, SameCheckSameTreeSameDeterministicDigest) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, SameCheckSameTreeSameDeterministicDigest) {
+  LocalRunner runner = make_runner(false);
   std::vector<CheckSpec> checks = {shell("list", "ls -la --time-style=+ . dir new; env | sort; id"), shell("fail", "exit 3")};
   RunOutcome a = run(runner, checks);
   RunOutcome b = run(runner, checks);
@@ -115,8 +115,8 @@ TEST_F(RunnerSession, SameCheckSameTreeSameDeterministicDigest) {
       << a.result.deterministic_json().dump(1) << b.result.deterministic_json().dump(1);
 }
 
-TEST_F(RunnerSession, CacheHitReturnsTheRecordedResultWithoutRunning) {
-  Runner runner = make_runner(true);
+TEST_F(LocalRunnerTest, CacheHitReturnsTheRecordedResultWithoutRunning) {
+  LocalRunner runner = make_runner(true);
   std::vector<CheckSpec> checks = {shell("ok", "true")};
   RunOutcome miss = run(runner, checks);
   EXPECT_FALSE(miss.cache_hit);
@@ -127,12 +127,12 @@ TEST_F(RunnerSession, CacheHitReturnsTheRecordedResultWithoutRunning) {
   // A different check, profile or tree is a different key.
   EXPECT_FALSE(run(runner, {shell("ok", "true ")}).cache_hit);
   EXPECT_FALSE(run(runner, checks, false).cache_hit);
-  Runner no_cache = make_runner(false);
+  LocalRunner no_cache = make_runner(false);
   EXPECT_FALSE(run(no_cache, checks).cache_hit);
 }
 
-TEST_F(RunnerSession, FailingChecksAreNotCachedAsPassesAndTimeoutsNotAtAll) {
-  Runner runner = make_runner(true);
+TEST_F(LocalRunnerTest, FailingChecksAreNotCachedAsPassesAndTimeoutsNotAtAll) {
+  LocalRunner runner = make_runner(true);
   CheckSpec slow = shell("slow", "sleep 5");
   slow.timeout_ms = 200;
   RunOutcome t = run(runner, {slow});
@@ -141,8 +141,8 @@ TEST_F(RunnerSession, FailingChecksAreNotCachedAsPassesAndTimeoutsNotAtAll) {
   EXPECT_FALSE(run(runner, {slow}).cache_hit);
 }
 
-TEST_F(RunnerSession, DisagreeingRunsAreAFlakyOracle) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, DisagreeingRunsAreAFlakyOracle) {
+  LocalRunner runner = make_runner(false);
   // Each run flips a coin from /dev/urandom: twenty runs all agreeing has odds 2^-19.
   CheckSpec coin = shell("coin", "test $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) -eq 0");
   coin.runs = 20;
@@ -155,8 +155,8 @@ TEST_F(RunnerSession, DisagreeingRunsAreAFlakyOracle) {
   EXPECT_EQ(run(runner, {steady}).result.checks.at(0).verdict, kPassed);
 }
 
-TEST_F(RunnerSession, JUnitFailToPassAndPassToPass) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, JUnitFailToPassAndPassToPass) {
+  LocalRunner runner = make_runner(false);
   std::string xml =
       "<testsuites><testsuite name='s'>"
       "<testcase classname='pkg.test_a' name='test_fixed'/>"
@@ -189,8 +189,8 @@ TEST_F(RunnerSession, JUnitFailToPassAndPassToPass) {
   EXPECT_EQ(bad.result.invariants.at("fixed_bug").check, "tests");
 }
 
-TEST_F(RunnerSession, TapOnStdout) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, TapOnStdout) {
+  LocalRunner runner = make_runner(false);
   CheckSpec spec = shell("tap", "printf '1..3\\nok 1 - adds\\nnot ok 2 - subtracts\\nok 3 - skipped # SKIP no\\n'");
   spec.report_format = "tap";
   RunOutcome out = run(runner, {spec});
@@ -199,8 +199,8 @@ TEST_F(RunnerSession, TapOnStdout) {
   EXPECT_EQ(c.tests, (std::vector<TestCase>{{"adds", "passed"}, {"skipped", "skipped"}, {"subtracts", "failed"}}));
 }
 
-TEST_F(RunnerSession, AReportSymlinkToAHostFileIsNeverFollowed) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, AReportSymlinkToAHostFileIsNeverFollowed) {
+  LocalRunner runner = make_runner(false);
   // /etc/hostname exists on the host; inside the sandbox it does not. The link is the check's.
   CheckSpec spec = shell("link", "ln -s /etc/hostname report.xml; ln -s /etc report-dir");
   spec.report_format = "junit";
@@ -213,8 +213,8 @@ TEST_F(RunnerSession, AReportSymlinkToAHostFileIsNeverFollowed) {
   EXPECT_EQ(through_dir.result.checks.at(0).runs.at(0).report, "missing");
 }
 
-TEST_F(RunnerSession, DeclaredArtifactsAreKeptAsBlobsAndLinksAreNotFollowed) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, DeclaredArtifactsAreKeptAsBlobsAndLinksAreNotFollowed) {
+  LocalRunner runner = make_runner(false);
   CheckSpec spec = shell("build", "mkdir -p out && printf 'BIN' > out/prog && ln -s /etc/hostname out/link");
   spec.artifacts = {{"out/prog", "binary"}, {"out/link", "report"}, {"out/never", "report"}};
   auto round = CheckSpec::from_json(spec.to_json());
@@ -235,8 +235,8 @@ TEST_F(RunnerSession, DeclaredArtifactsAreKeptAsBlobsAndLinksAreNotFollowed) {
   EXPECT_EQ(back->deterministic_digest(), out.result.deterministic_digest());
 }
 
-TEST_F(RunnerSession, RunResultJsonRoundTripsCanonically) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, RunResultJsonRoundTripsCanonically) {
+  LocalRunner runner = make_runner(false);
   CheckSpec spec = shell("out", "printf 'caf\\303\\251 \\377\\n'; echo err >&2");
   RunOutcome out = run(runner, {spec});
   auto bytes = canonicalize(out.result.to_json());
@@ -250,10 +250,10 @@ TEST_F(RunnerSession, RunResultJsonRoundTripsCanonically) {
   EXPECT_FALSE(RunResult::from_json(tampered));
 }
 
-TEST_F(RunnerSession, ASandboxThatCannotProveItselfRunsNothing) {
+TEST_F(LocalRunnerTest, ASandboxThatCannotProveItselfRunsNothing) {
   SandboxHost broken = SandboxHost::detect();
   broken.bwrap = "/nonexistent/bwrap";
-  Runner runner = make_runner(false, broken);
+  LocalRunner runner = make_runner(false, broken);
   RunRequest req;
   req.base_tree = base_tree_;
   req.checks = {shell("ok", "true")};
@@ -263,8 +263,8 @@ TEST_F(RunnerSession, ASandboxThatCannotProveItselfRunsNothing) {
   EXPECT_NE(out.error().detail.find("sandbox_start"), std::string::npos) << out.error().detail;
 }
 
-TEST_F(RunnerSession, ATamperedDiffIsRefusedBeforeAnythingRuns) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, ATamperedDiffIsRefusedBeforeAnythingRuns) {
+  LocalRunner runner = make_runner(false);
   Diff bad = diff_;
   for (auto& f : bad.files) {
     if (f.path == "a.txt") f.before_sha256 = sha256("something else\n");
@@ -278,7 +278,7 @@ TEST_F(RunnerSession, ATamperedDiffIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(out.error().code, "hash_mismatch");
 }
 
-TEST_F(RunnerSession, TreeSha256FollowsItsDocumentedConstruction) {
+TEST_F(LocalRunnerTest, TreeSha256FollowsItsDocumentedConstruction) {
   GitRepoFixture small;
   small.write("a.txt", "alpha\n");
   small.write("bin/run", "#!/bin/sh\n");
@@ -305,8 +305,8 @@ TEST_F(RunnerSession, TreeSha256FollowsItsDocumentedConstruction) {
   EXPECT_NE(*tree_sha256(*git, changed, fresh), *hash);
 }
 
-TEST_F(RunnerSession, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
-  Runner runner = make_runner(false);
+TEST_F(LocalRunnerTest, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
+  LocalRunner runner = make_runner(false);
   auto tree = runner.tree_under_test(*git_, RunRequest{base_tree_, std::nullopt, &diff_, {}, {}});
   ASSERT_TRUE(tree);
   auto first = runner.prepare(*git_, base_tree_, *tree);

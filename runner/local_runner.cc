@@ -1,4 +1,4 @@
-#include "runner/session.h"
+#include "runner/local_runner.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -69,8 +69,8 @@ std::vector<std::string> PreparedWorkspace::lowers() const {
   return out;
 }
 
-Result<Runner> Runner::create(SandboxProfile profile, RunnerOptions options, SandboxHost host) {
-  Runner r;
+Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions options, SandboxHost host) {
+  LocalRunner r;
   auto sandbox = Sandbox::create(std::move(profile), host);
   if (!sandbox) return std::unexpected(sandbox.error());
   r.sandbox_.emplace(std::move(*sandbox));
@@ -87,7 +87,7 @@ Result<Runner> Runner::create(SandboxProfile profile, RunnerOptions options, San
   return r;
 }
 
-Checked<ObjectId> Runner::tree_under_test(GitRepo& repo, const RunRequest& request) {
+Checked<ObjectId> LocalRunner::tree_under_test(GitRepo& repo, const RunRequest& request) {
   if (request.tree) return *request.tree;
   if (!request.diff) return request.base_tree;
   auto base = repo.tree(request.base_tree);
@@ -99,7 +99,7 @@ Checked<ObjectId> Runner::tree_under_test(GitRepo& repo, const RunRequest& reque
   return repo.write_tree(request.base_tree, *files);
 }
 
-Checked<Digest> Runner::tree_hash(GitRepo& repo, const ObjectId& tree) {
+Checked<Digest> LocalRunner::tree_hash(GitRepo& repo, const ObjectId& tree) {
   ResultCache::Memo memo = cache_->memo();
   auto hash = tree_sha256(repo, tree, memo);
   if (!hash) return hash;
@@ -107,7 +107,7 @@ Checked<Digest> Runner::tree_hash(GitRepo& repo, const ObjectId& tree) {
   return hash;
 }
 
-Digest Runner::cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const {
+Digest LocalRunner::cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const {
   Json specs = Json::array();
   for (const auto& c : checks) specs.push_back(c.to_json());
   Json key = {{"tree", tree.hex()},
@@ -118,7 +118,7 @@ Digest Runner::cache_key(const ObjectId& tree, const Digest& tree_sha256, const 
   return sha256(canonicalize(key).value());
 }
 
-Checked<PreparedWorkspace> Runner::prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree) {
+Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree) {
   PreparedWorkspace ws;
   ws.base_tree = base_tree;
   ws.tree = tree;
@@ -143,7 +143,7 @@ Checked<PreparedWorkspace> Runner::prepare(GitRepo& repo, const ObjectId& base_t
   return ws;
 }
 
-CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
+CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
   CheckRun run;
   const SandboxHost& host = sandbox_->host();
   auto dir = ScratchDir::create(host.scratch_root, "warden-run-", 0711);
@@ -237,7 +237,7 @@ CheckRun Runner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
   return run;
 }
 
-CheckResult Runner::run_check(const PreparedWorkspace& ws, const CheckSpec& spec) {
+CheckResult LocalRunner::run_check(const PreparedWorkspace& ws, const CheckSpec& spec) {
   CheckResult c;
   c.name = spec.name;
   c.argv = spec.argv;
@@ -254,7 +254,7 @@ CheckResult Runner::run_check(const PreparedWorkspace& ws, const CheckSpec& spec
   return c;
 }
 
-Checked<RunOutcome> Runner::run(GitRepo& repo, const RunRequest& request) {
+Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> names;
   for (const auto& c : request.checks) {

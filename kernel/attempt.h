@@ -1,0 +1,53 @@
+// One attempt at a build step — one proposal — as values, stage by stage. Each stage of the
+// step pipeline (step_stages.h) takes what the earlier stages produced and returns its own
+// part; nothing else carries an attempt between them.
+//   Proposed   what the executor proposed, the Diff parsed once, and its proposal record
+//   Tested     the tree under test and the runner's result (absent when it never ran)
+//   Decided    decide()'s verdict and its decision record (and the refusal, when refused)
+//   Committed  the git commit on the plan's branch and its commit record
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "diff/diff.h"
+#include "kernel/decide.h"
+#include "kernel/verdict.h"
+#include "ledger/ledger.h"
+#include "runner/workspace.h"
+#include "runner/run_result.h"
+
+namespace warden::kernel {
+
+struct Proposed {
+  int64_t number = 0;         // 1-based within the step
+  ProposalEvidence evidence;  // what decide() judges: the diff as received and its pre-images
+  std::optional<Diff> diff;   // the evidence's diff, parsed; none when it is not a Diff
+  Appended record;            // the proposal record
+};
+
+struct Tested {
+  AppliedDiff applied;  // the diff on the branch tip: the tree under test
+  RunResult run;
+  Appended record;      // the run_result record
+};
+
+struct Decided {
+  Verdict verdict;
+  Appended record;  // the decision record
+};
+
+struct Committed {
+  ObjectId commit;
+  Appended record;  // the commit record
+};
+
+struct Attempt {
+  Proposed proposed;
+  std::optional<Tested> tested;
+  std::optional<Decided> decided;
+  std::optional<Committed> committed;
+  int64_t number() const { return proposed.number; }
+};
+
+}  // namespace warden::kernel

@@ -1,0 +1,86 @@
+#include "kernel/build_setup.h"
+
+#include "kernel/records.h"
+
+namespace warden::kernel {
+namespace {
+
+// Run ids name runs in the ledger; two runs under one id would be one run to replay.
+Result<bool> run_id_taken(const Ledger& ledger, const std::string& run_id) {
+  auto snap = ledger.snapshot();
+  if (!snap) return std::unexpected(snap.error());
+  const std::string needle = "\"run_id\":" + Json(run_id).dump();
+  for (uint64_t seq = 0; seq < snap->size(); ++seq) {
+    auto rec = snap->record(seq);
+    if (!rec) return std::unexpected(rec.error());
+    if (rec->kind == record_kind::run_status && rec->payload.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<Ledger> open_kernel_ledger(const std::filesystem::path& dir, const NoteSigner& signer, Clock& clock) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "data.mdb", ec)) {
+    LedgerCreateOptions create;
+    create.origin = signer.name();
+    create.verifier_key = signer.verifier().encoded();
+    create.max_payload_bytes = uint64_t{8} << 20;
+    if (Status st = Ledger::create(dir, create); !st) return std::unexpected(st.error());
+  }
+  auto ledger = Ledger::open(dir, Ledger::Mode::read_write, clock);
+  if (!ledger) return std::unexpected(ledger.error());
+  if (ledger->verifier_key() != signer.verifier().encoded()) {
+    return fail(Errc::verification_failed, "the ledger " + dir.string() + " is signed by another key than the one given (" +
+                                               ledger->verifier_key() + ")");
+  }
+  return ledger;
+}
+
+Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::string& branch, const Policy& policy,
+                                const BuildOptions& options, KernelSession& session) {
+  auto ledger = open_kernel_ledger(options.ledger_dir, session.signer, session.clock);
+  if (!ledger) return std::unexpected(ledger.error());
+  std::optional<std::filesystem::path> seed;
+  if (blueprint && blueprint->seed) seed = options.blueprint_dir / *blueprint->seed;
+  auto repo = open_or_seed_repository(options.repo_dir, seed, session.clock);
+  if (!repo) return std::unexpected(repo.error());
+  const std::string base_rev = !options.base.empty() ? options.base : blueprint ? blueprint->base : std::string("HEAD");
+  auto base = repo->workspace.repo().resolve_commit(base_rev);
+  if (!base) return fail(Errc::not_found, "base revision: " + base.error().message());
+  // A branch that already moved past the base (an earlier build) would only be refused at
+  // the first commit; say so before anything runs or is recorded.
+  if (auto tip = repo->workspace.repo().resolve_commit("refs/heads/" + branch); tip && !(*tip == *base)) {
+    return fail(Errc::already_exists, "branch " + branch + " in " + options.repo_dir.string() + " is at " + tip->hex() +
+                                          ", not at the base " + base->hex() +
+                                          " (an earlier build?): build into a new repository or delete the branch");
+  }
+
+  std::unique_ptr<LocalRunner> local;
+  if (!session.runner) {
+    auto profile = policy.sandbox_profile_with_programs();
+    if (!profile) return std::unexpected(profile.error());
+    RunnerOptions runner_options;
+    runner_options.cache_dir = session.cache_dir;
+    // Results are not reused across builds: a cached result would name output blobs this
+    // ledger does not hold, and a golden run must record the same bytes cold or warm.
+    runner_options.use_cache = false;
+    runner_options.kernel_release_in_toolchain = !session.host_independent;
+    auto runner = LocalRunner::create(std::move(*profile), runner_options);
+    if (!runner) return std::unexpected(runner.error());
+    local = std::make_unique<LocalRunner>(std::move(*runner));
+  }
+
+  std::string run_id = options.run_id.empty() ? session.ids.next_id("run") : options.run_id;
+  auto taken = run_id_taken(*ledger, run_id);
+  if (!taken) return std::unexpected(taken.error());
+  if (*taken) {
+    return fail(Errc::already_exists, "run " + run_id + " is already in the ledger " + options.ledger_dir.string() +
+                                          " (a logical clock numbers runs from 1 in every process): give --run-id");
+  }
+  Runner* runner = session.runner ? session.runner : local.get();
+  return BuildSite{std::move(*ledger), std::move(*repo), *base, std::move(local), runner, std::move(run_id)};
+}
+
+}  // namespace warden::kernel

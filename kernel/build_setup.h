@@ -1,0 +1,38 @@
+// What a build needs before its first record: the ledger (created when missing, and signed
+// by the session's key), the repository (seeded when new), the base commit, a branch that
+// can still take the run's commits, a runner, and a run id the ledger has not seen. Each
+// refusal here is an Error for the caller — nothing has been recorded yet.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kernel/blueprint.h"
+#include "kernel/build_loop.h"
+#include "kernel/policy.h"
+#include "kernel/repository.h"
+#include "ledger/ledger.h"
+#include "runner/local_runner.h"
+
+namespace warden::kernel {
+
+struct BuildSite {
+  Ledger ledger;
+  OpenedRepository repo;
+  ObjectId base;                              // the commit the run starts from
+  std::unique_ptr<LocalRunner> local_runner;  // when the session gives no runner
+  Runner* runner = nullptr;                   // the session's, or local_runner
+  std::string run_id;
+};
+
+// `branch` is the branch the run's commits go on; `blueprint` (may be null) names the seed
+// and the default base.
+Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::string& branch, const Policy& policy,
+                                const BuildOptions& options, KernelSession& session);
+
+// The ledger at `dir`, created (with the signer's origin and key) when missing; refused when
+// another key signs it.
+Result<Ledger> open_kernel_ledger(const std::filesystem::path& dir, const NoteSigner& signer, Clock& clock);
+
+}  // namespace warden::kernel

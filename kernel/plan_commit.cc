@@ -1,0 +1,44 @@
+#include "kernel/plan_commit.h"
+
+#include "kernel/plan_verify.h"
+
+namespace warden::kernel {
+
+Result<PlanDecision> propose_plan(const RecordAppender& append, const BuildPlan& plan, const Policy& policy,
+                                  const std::optional<std::string>& run_id, PlanSource source) {
+  PlanDecision d;
+  d.plan_sha256 = plan.digest();
+  PlanProposalRecord proposed{run_id, source, d.plan_sha256, plan.to_json()};
+  auto proposal = append(PlanProposalRecord::kind, proposed.to_json());
+  if (!proposal) return std::unexpected(proposal.error().with_context("recording the plan proposal"));
+  d.proposal_seq = proposal->seq;
+  d.reasons = verify_plan(plan, policy);
+  auto decision = d.committed()
+                      ? append(PlanCommitRecord::kind,
+                               PlanCommitRecord{run_id, d.plan_sha256, plan.blueprint_sha256, d.proposal_seq}.to_json())
+                      : append(PlanRefusalRecord::kind,
+                               PlanRefusalRecord{run_id, d.plan_sha256, d.proposal_seq, std::nullopt, d.reasons}.to_json());
+  if (!decision) return std::unexpected(decision.error().with_context("recording the plan decision"));
+  d.decision = *decision;
+  return d;
+}
+
+Result<PlanDecision> propose_plan(Ledger& ledger, const BuildPlan& plan, const Policy& policy,
+                                  const std::optional<std::string>& run_id, PlanSource source) {
+  Result<PlanDecision> out = fail(Errc::internal, "the ledger write did not run");
+  Status st = ledger.write([&](LedgerWriter& writer) -> Status {
+    out = propose_plan(
+        [&](std::string_view kind, const Json& payload) -> Result<Appended> {
+          auto canonical = canonicalize(payload);
+          if (!canonical) return std::unexpected(canonical.error());
+          return writer.append(kind, *canonical);
+        },
+        plan, policy, run_id, source);
+    if (!out) return std::unexpected(out.error());
+    return {};
+  });
+  if (!st) return std::unexpected(st.error());
+  return out;
+}
+
+}  // namespace warden::kernel

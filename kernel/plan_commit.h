@@ -1,0 +1,42 @@
+// A plan's way into the ledger: propose_plan() writes the plan_proposal record, verifies the
+// plan (plan_verify.h) and writes the verdict right after it — plan_commit, or a refusal
+// with subject "plan" (PLANNING_ERROR). A plan is committed only with its proposal before
+// it; the records are records.h's PlanProposalRecord, PlanCommitRecord, PlanRefusalRecord.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "kernel/build_plan.h"
+#include "kernel/policy.h"
+#include "kernel/records.h"
+#include "kernel/verdict.h"
+#include "ledger/ledger.h"
+
+namespace warden::kernel {
+
+struct PlanDecision {
+  Digest plan_sha256;
+  uint64_t proposal_seq = 0;
+  Appended decision;            // the plan_commit record, or the refusal
+  std::vector<Reason> reasons;  // empty when committed
+  bool committed() const { return reasons.empty(); }
+};
+
+// Appends one record and says where it landed (Ledger::append, KernelLedger::record, ...).
+using RecordAppender = std::function<Result<Appended>(std::string_view kind, const Json& payload)>;
+
+Result<PlanDecision> propose_plan(const RecordAppender& append, const BuildPlan& plan, const Policy& policy,
+                                  const std::optional<std::string>& run_id, PlanSource source);
+// Both records in one ledger transaction: a crash leaves neither or both.
+Result<PlanDecision> propose_plan(Ledger& ledger, const BuildPlan& plan, const Policy& policy,
+                                  const std::optional<std::string>& run_id, PlanSource source);
+
+}  // namespace warden::kernel

@@ -1,0 +1,156 @@
+#include "kernel/propose.h"
+
+#include <set>
+
+#include "diff/diff.h"
+#include "diff/patch.h"
+#include "executor/proposer.h"
+#include "runner/workspace.h"
+
+namespace warden::kernel {
+namespace {
+
+// The given proposal, once: there is no executor to ask for another.
+class GivenProposal final : public executor::Proposer {
+ public:
+  GivenProposal(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {}
+  std::string name() const override { return name_; }
+  Result<std::string> propose(const executor::ProposalRequest&) override {
+    if (given_) return fail(Errc::invalid_argument, "warden propose has one proposal only");
+    given_ = true;
+    return text_;
+  }
+  void learn(const Json&) override {}
+
+ private:
+  std::string name_, text_;
+  bool given_ = false;
+};
+
+struct Touched {
+  std::vector<std::string> paths;  // sorted, unique: the step's targets
+  std::string diff_step_id;        // a Diff JSON's own step id; empty for a patch
+};
+
+// The paths a Diff JSON or a patch names, read without the base: whether it applies there is
+// for the kernel to decide (and record).
+Result<Touched> touched_paths(const std::string& text, const std::string& what) {
+  Touched out;
+  std::set<std::string> paths;
+  if (auto json = parse_json(text); json && json->is_object()) {
+    auto diff = Diff::from_json(*json);
+    if (!diff) return fail(Errc::invalid_argument, what + ": not a valid Diff: " + diff.error().message());
+    for (const auto& f : diff->files) {
+      paths.insert(f.path);
+      if (f.old_path) paths.insert(*f.old_path);
+    }
+    out.diff_step_id = diff->step_id;
+  } else {
+    auto files = parse_patch(text);
+    if (!files) return fail(Errc::invalid_argument, what + ": neither a Diff JSON nor a patch: " + files.error().message());
+    for (const auto& f : *files) {
+      for (const std::string* p : {&f.old_path, &f.new_path}) {
+        if (!p->empty()) paths.insert(*p);
+      }
+    }
+  }
+  if (paths.empty()) return fail(Errc::invalid_argument, what + ": the proposal changes no file");
+  out.paths.assign(paths.begin(), paths.end());
+  return out;
+}
+
+Policy permissive_policy(const std::vector<CheckSpec>& checks) {
+  Policy p;
+  p.name = "propose";
+  p.language = "any";
+  p.description = "warden propose without --policy: the --check commands must pass; .git and .warden are protected";
+  for (const auto& c : checks) p.required_checks.push_back(c.name);
+  p.protected_paths = {".git/**", ".warden/**"};
+  return p;
+}
+
+BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const Policy& policy) {
+  BuildPlan plan;
+  plan.name = "propose";
+  plan.language = policy.language;
+  plan.policy = policy.name;
+  plan.branch = r.branch;
+  plan.allowed_paths = {"**"};
+  BuildStep step;
+  step.id = !r.step_id.empty() ? r.step_id : !touched.diff_step_id.empty() ? touched.diff_step_id : "propose";
+  step.action = StepAction::modify;
+  step.description = "proposal " + std::filesystem::path(r.source).filename().string();
+  step.targets = touched.paths;
+  plan.steps.push_back(std::move(step));
+  // One step completes the plan, so the policy's end-of-plan invariants apply to it too.
+  for (const auto& [name, program] : policy.invariants) plan.invariants.push_back(name);
+  plan.checks = r.checks;
+  plan.max_retries = 1;
+  plan.max_replans = 0;
+  return plan;
+}
+
+Error branch_refusal(const Refusal& r) {
+  Errc code = r.code == "revision_not_found" || r.code == "repository_not_found" ? Errc::not_found : Errc::invalid_argument;
+  std::string hint = r.code == "branch_moved" ? " (propose on top of it with --base, or name another --branch)" : "";
+  return Error{code, r.message() + hint};
+}
+
+// Refuses before anything is recorded when the commit could never land.
+Status check_branch(const ProposeRequest& r) {
+  auto workspace = Workspace::open(r.repo);
+  if (!workspace) return std::unexpected(branch_refusal(workspace.error()));
+  auto base = workspace->repo().resolve_commit(r.base);
+  if (!base) return std::unexpected(branch_refusal(base.error()));
+  if (auto ok = workspace->check_branch(r.branch, r.base); !ok) return std::unexpected(branch_refusal(ok.error()));
+  // check_branch lets a tip whose parent is the base through (it may be this very commit,
+  // made again); a second proposal on the same base would be a different commit.
+  if (auto tip = workspace->repo().resolve_commit("refs/heads/" + r.branch); tip && !(*tip == *base)) {
+    return std::unexpected(
+        branch_refusal(Refusal{"branch_moved", r.branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()}));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& r) {
+  if (!r.ledger.empty()) return r.ledger;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(r.repo / ".git", ec)) {
+    return fail(Errc::invalid_argument, r.repo.string() + " has no .git directory to keep the ledger in: give --ledger");
+  }
+  return r.repo / ".git" / "warden-ledger";
+}
+
+Status check_proposal(const ProposeRequest& r) {
+  auto touched = touched_paths(r.proposal, r.source);
+  if (!touched) return std::unexpected(touched.error());
+  if (!r.policy && r.checks.empty()) {
+    return fail(Errc::invalid_argument, "nothing would judge the proposal: give --check 'CMD' or --policy");
+  }
+  auto ledger = propose_ledger_dir(r);
+  if (!ledger) return std::unexpected(ledger.error());
+  return check_branch(r);
+}
+
+Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) {
+  if (Status st = check_proposal(r); !st) return std::unexpected(st.error());
+  auto touched = touched_paths(r.proposal, r.source);
+  auto ledger = propose_ledger_dir(r);
+  if (!touched || !ledger) return fail(Errc::internal, "the proposal changed while it was checked");
+  const Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
+
+  GivenProposal proposer("file:" + std::filesystem::path(r.source).filename().string(), r.proposal);
+  BuildOptions options;
+  options.repo_dir = r.repo;
+  options.ledger_dir = *ledger;
+  options.base = r.base;
+  options.step_timeout_ms = r.step_timeout_ms;
+  options.run_id = r.run_id;
+  auto summary = run_plan(one_step_plan(r, *touched, policy), policy, options, session, proposer);
+  if (!summary) return std::unexpected(summary.error());
+  return ProposeOutcome{std::move(*summary), *ledger};
+}
+
+}  // namespace warden::kernel

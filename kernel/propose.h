@@ -1,0 +1,60 @@
+// `warden propose`: one proposal (a Diff JSON or a git patch) judged against an existing
+// repository by that repository's own checks. It is the build loop with a one-step plan —
+// a `modify` step whose targets are the paths the proposal touches and whose checks are the
+// given commands — so the proposal gets everything a build step gets: the sandboxed run,
+// decide(), a commit with trailers on the branch when accepted, and every record in the
+// ledger either way.
+//
+// Without a policy, the checks must pass, .git/** and .warden/** are protected and the
+// kernel's dangerous-operation scan runs; nothing else is assumed about the project.
+//
+// Errors (std::expected) are refusals before anything is recorded: the proposal is neither
+// a Diff nor a patch, nothing would judge it, the branch cannot take it, the repository or
+// ledger cannot be opened. Everything about the proposal itself is in the outcome.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernel/build_loop.h"
+#include "kernel/policy.h"
+#include "kernel/session.h"
+#include "runner/check_spec.h"
+
+namespace warden::kernel {
+
+struct ProposeRequest {
+  std::string proposal;     // the bytes: a Diff JSON, or a git patch / unified diff
+  std::string source;       // the file it came from, as given: errors name it, the step and executor its file name
+  std::filesystem::path repo;
+  std::string base;                 // the revision the proposal applies to
+  std::vector<CheckSpec> checks;    // the repository's own checks (may be empty with a policy)
+  std::optional<Policy> policy;     // none: the permissive policy over `checks`
+  std::filesystem::path ledger;     // empty: <repo>/.git/warden-ledger
+  std::string branch = "warden/propose";
+  std::string step_id;              // empty: the Diff's own step id, else "propose"
+  std::optional<int64_t> step_timeout_ms;
+  std::string run_id;
+};
+
+struct ProposeOutcome {
+  BuildSummary summary;  // the run; its last verdict is the proposal's
+  std::filesystem::path ledger;
+  bool accepted() const { return summary.status == RunStatus::completed; }
+  // The decision, every reason with its detail; none when the run ended before one.
+  const Verdict* verdict() const { return summary.verdicts.empty() ? nullptr : &summary.verdicts.back().verdict; }
+};
+
+// The ledger a proposal is recorded in: `request.ledger`, else <repo>/.git/warden-ledger.
+Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& request);
+
+// Everything propose() refuses before it records anything: the proposal is neither a Diff
+// nor a patch (or changes nothing), nothing would judge it, there is no ledger directory,
+// the branch cannot take the commit. Callers may ask first (before creating keys).
+Status check_proposal(const ProposeRequest& request);
+
+Result<ProposeOutcome> propose(const ProposeRequest& request, KernelSession& session);
+
+}  // namespace warden::kernel

@@ -1,0 +1,258 @@
+// The ledger records the kernel writes, one struct per kind, each with its one to_json and
+// from_json. The build loop writes them, replay and run reports read them back, receipts are
+// built from the commit record: one definition, so writer and auditor cannot drift apart.
+//
+// Payloads are canonical JSON objects (the ledger canonicalizes), so only field names,
+// presence and values matter, never their order. from_json is strict — every field typed,
+// unknown fields refused, the error names the JSON path ("decision record.attempt: ...") —
+// because a record that does not read back exactly is evidence of tampering or of a bug, and
+// replay reports it at its seq. Values are plain data: copy them freely, share none.
+//
+//   kind            struct                  notes
+//   run_status      RunStatusRecord         every lifecycle move (run_lifecycle.h)
+//   run_event       RunEvent                run_lifecycle.h; what clients see, recorded
+//   blueprint       BlueprintRecord
+//   policy          PolicyRecord            the policy's JSON names its programs by digest
+//   plan_proposal   PlanProposalRecord      then plan_commit, or refusal with subject "plan"
+//   plan_commit     PlanCommitRecord
+//   refusal         PlanRefusalRecord       subject "plan": PLANNING_ERROR
+//                   ProposalRefusalRecord   subject "proposal": the RefusalReport an executor hears
+//   proposal        ProposalRecord          the evidence (ProposalEvidence) is a blob
+//   run_result      RunResultRecord         the deterministic part of the RunResult
+//   decision        DecisionRecord          decide()'s verdict and the seqs of its inputs
+//   commit          CommitRecord            an accepted change on the branch
+//   step_evidence   StepEvidenceRecord      seeds/002's RunEvidence, one per step
+// Pipeline transitions (pipeline_run, transition, ...) are the executor's records
+// (executor/run_records.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "kernel/run_lifecycle.h"
+#include "kernel/verdict.h"
+
+namespace warden::kernel {
+
+namespace record_kind {
+inline constexpr std::string_view run_status = "run_status";
+inline constexpr std::string_view run_event = "run_event";
+inline constexpr std::string_view blueprint = "blueprint";
+inline constexpr std::string_view policy = "policy";
+inline constexpr std::string_view plan_proposal = "plan_proposal";
+inline constexpr std::string_view plan_commit = "plan_commit";
+inline constexpr std::string_view proposal = "proposal";
+inline constexpr std::string_view run_result = "run_result";
+inline constexpr std::string_view decision = "decision";
+inline constexpr std::string_view refusal = "refusal";
+inline constexpr std::string_view commit = "commit";
+inline constexpr std::string_view step_evidence = "step_evidence";
+}  // namespace record_kind
+
+struct RunStatusRecord {
+  static constexpr std::string_view kind = record_kind::run_status;
+  std::string run_id;
+  RunStatus status = RunStatus::queued;
+  std::optional<ErrorType> error_type;  // with `error`, once the run failed
+  std::string error;
+
+  Json to_json() const;
+  static Result<RunStatusRecord> from_json(const Json& json);
+};
+
+struct BlueprintRecord {
+  static constexpr std::string_view kind = record_kind::blueprint;
+  std::string run_id;
+  Digest blueprint_sha256;
+  Json blueprint;  // BlueprintSpec JSON; replay parses it and checks the digest
+
+  Json to_json() const;
+  static Result<BlueprintRecord> from_json(const Json& json);
+};
+
+struct PolicyRecord {
+  static constexpr std::string_view kind = record_kind::policy;
+  std::string run_id;
+  Digest policy_sha256;
+  Json policy;  // Policy JSON, programs by digest
+
+  Json to_json() const;
+  static Result<PolicyRecord> from_json(const Json& json);
+};
+
+enum class PlanSource { generated, file, executor };
+std::string_view plan_source_name(PlanSource source);
+
+struct PlanProposalRecord {
+  static constexpr std::string_view kind = record_kind::plan_proposal;
+  std::optional<std::string> run_id;  // none: a plan committed outside a run (warden plan commit)
+  PlanSource source = PlanSource::file;
+  Digest plan_sha256;
+  Json plan;  // BuildPlan JSON, kept as recorded: replay judges whether it parses
+
+  Json to_json() const;
+  static Result<PlanProposalRecord> from_json(const Json& json);
+};
+
+struct PlanCommitRecord {
+  static constexpr std::string_view kind = record_kind::plan_commit;
+  std::optional<std::string> run_id;
+  Digest plan_sha256;
+  std::optional<Digest> blueprint_sha256;
+  uint64_t proposal_seq = 0;
+
+  Json to_json() const;
+  static Result<PlanCommitRecord> from_json(const Json& json);
+};
+
+// A plan the kernel would not commit: refused by verify_plan (proposal_seq names its
+// plan_proposal), or a replacement plan that was not even a plan (no proposal_seq; its text
+// is the blob plan_blob and plan_sha256 is the digest of that text).
+struct PlanRefusalRecord {
+  static constexpr std::string_view kind = record_kind::refusal;
+  static constexpr std::string_view subject = "plan";
+  std::optional<std::string> run_id;
+  Digest plan_sha256;
+  std::optional<uint64_t> proposal_seq;
+  std::optional<Digest> plan_blob;
+  std::vector<Reason> reasons;
+
+  Json to_json() const;
+  static Result<PlanRefusalRecord> from_json(const Json& json);
+};
+
+// A refused proposal: what the executor is told before it tries again.
+struct ProposalRefusalRecord {
+  static constexpr std::string_view kind = record_kind::refusal;
+  static constexpr std::string_view subject = "proposal";
+  std::string run_id;
+  RefusalReport report;
+
+  Json to_json() const;
+  static Result<ProposalRefusalRecord> from_json(const Json& json);
+};
+
+// The subject of a refusal record ("plan", "proposal"), empty when it names none.
+std::string refusal_subject(const Json& payload);
+
+struct ProposalRecord {
+  static constexpr std::string_view kind = record_kind::proposal;
+  std::string run_id;
+  std::string step_id;
+  int64_t attempt = 0;  // 1-based within the step
+  std::string executor;
+  Digest evidence_blob;                // ProposalEvidence JSON in the blob store
+  std::optional<Digest> diff_sha256;   // none: the proposal was not a Diff
+  std::optional<std::string> error;    // why the executor's answer was not a proposal
+
+  Json to_json() const;
+  static Result<ProposalRecord> from_json(const Json& json);
+};
+
+struct RunResultRecord {
+  static constexpr std::string_view kind = record_kind::run_result;
+  std::string run_id;
+  std::string step_id;
+  int64_t attempt = 0;
+  Digest run_result_sha256;  // RunResult::deterministic_digest()
+  Json run_result;           // RunResult::deterministic_json(); RunResult::from_json reads it
+
+  Json to_json() const;
+  static Result<RunResultRecord> from_json(const Json& json);
+};
+
+struct DecisionRecord {
+  static constexpr std::string_view kind = record_kind::decision;
+  std::string run_id;
+  std::string step_id;
+  int64_t attempt = 0;
+  Digest plan_sha256;
+  Digest policy_sha256;
+  std::vector<std::string> completed_steps;  // sorted: what decide() was told was done
+  uint64_t proposal_seq = 0;
+  std::optional<uint64_t> run_result_seq;    // none: the proposal never reached the runner
+  Verdict verdict;
+
+  Json to_json() const;
+  static Result<DecisionRecord> from_json(const Json& json);
+};
+
+// The payload of a ledger record of kind "commit": what the build loop appends for every
+// accepted change (the git commit it made, and the digests of everything the decision was
+// made from). Acceptance receipts are built from, and checked against, this record.
+struct CommitRecord {
+  static constexpr std::string_view kind = record_kind::commit;
+  std::string run_id;
+  std::string step_id;
+  uint64_t attempt = 0;
+  std::string commit;  // git ids: 40 lowercase hex
+  std::string tree;
+  std::string parent;
+  std::string branch;  // full ref name, refs/heads/...
+  Digest plan_sha256;
+  Digest proposal_sha256;  // the accepted Diff's diff_sha256
+  Digest run_result_sha256;
+  Digest policy_sha256;
+  uint64_t decision_seq = 0;  // ledger seq of the decision record
+
+  Json to_json() const;
+  static Result<CommitRecord> from_json(const Json& json, std::string_view where = "commit record");
+  bool operator==(const CommitRecord&) const = default;
+};
+
+// A file a step produced: written by the accepted change, or left by a check that declared
+// it. Its bytes are a blob named by `digest`.
+struct Artifact {
+  std::string artifact_id;
+  std::string type;  // the step's `produces`, "file", or what the check declared
+  std::string mime_type;
+  std::string path;
+  uint64_t size_bytes = 0;
+  Digest digest;
+  std::optional<std::string> check;  // the check that left it
+  int64_t created_at = 0;
+
+  Json to_json() const;  // seeds/002 spelling: artifactId, mimeType, sizeBytes, createdAt
+  static Result<Artifact> from_json(const Json& json);
+};
+
+// seeds/002's RunEvidence for one step.
+struct StepEvidenceRecord {
+  static constexpr std::string_view kind = record_kind::step_evidence;
+  std::string run_id;
+  std::string step_id;
+  std::string tool_name;  // the executor
+  Digest step_sha256;     // input: the step as the executor was given it
+  std::optional<std::string> commit;  // output when accepted
+  int64_t refusals = 0;               // output otherwise
+  std::string request_id;
+  int64_t duration_ms = 0;
+  int64_t retry_count = 0;
+  std::vector<std::string> replan_events;
+  bool completed = false;  // status "completed" | "failed"
+  std::vector<Artifact> artifacts;
+  std::optional<std::string> error_stack;
+
+  Json to_json() const;
+  static Result<StepEvidenceRecord> from_json(const Json& json);
+};
+
+// Reads a record's payload as R, checking that the kind is R's.
+template <typename R>
+Result<R> read_record(std::string_view kind, const Json& payload) {
+  if (kind != R::kind) {
+    return fail(Errc::corrupt, "a " + std::string(kind) + " record where a " + std::string(R::kind) + " record belongs");
+  }
+  return R::from_json(payload);
+}
+
+// 40 lowercase hex characters: a SHA-1 git object id as Warden spells it.
+bool is_git_object_id(std::string_view text);
+
+}  // namespace warden::kernel

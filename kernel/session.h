@@ -1,0 +1,39 @@
+// KernelSession: what every kernel entry point (build, propose, replay --rerun, pipeline)
+// runs with, given once by its caller — the kernel's signing key, the clock and id source
+// (system, or logical for golden runs), the runner's cache, a cancellation token and where
+// progress goes. The kernel never reads time, randomness or ids from anywhere else, so a
+// run's ledger bytes depend only on these and the run's inputs.
+//
+// The session holds references: the caller owns the clock, id source, signer and (when
+// given) runner, and keeps them alive while the kernel runs. Not thread-safe: one kernel
+// run at a time per session (clocks and id sources are not synchronized).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <stop_token>
+
+#include "common/clock.h"
+#include "kernel/run_lifecycle.h"
+#include "ledger/note.h"
+#include "runner/runner.h"
+
+namespace warden::kernel {
+
+struct KernelSession {
+  Clock& clock;
+  IdSource& ids;
+  const NoteSigner& signer;  // signs the ledger's checkpoints
+  // The runner's base checkouts (searchable by the sandbox's uid); see RunnerOptions.
+  std::filesystem::path cache_dir;
+  std::stop_token stop;                           // a stop request cancels the run
+  std::function<void(const RunEvent&)> on_event;  // progress for people and machines
+  // Golden runs leave the host kernel's release out of the recorded toolchain, so their
+  // ledgers are byte-identical on any host with the same packages.
+  bool host_independent = false;
+  // Who evaluates proposals. None: a LocalRunner (bwrap on this host) with the policy's
+  // sandbox profile. Tests give a fake; remote runners will be given here.
+  Runner* runner = nullptr;
+};
+
+}  // namespace warden::kernel

@@ -1,0 +1,246 @@
+#include "kernel/step_stages.h"
+
+#include "common/encoding.h"
+#include "kernel/records.h"
+#include "kernel/step_checks.h"
+
+namespace warden::kernel {
+namespace {
+
+Error stage_error(std::string message) { return Error{Errc::internal, std::move(message)}; }
+
+// The head tree, read once per proposal: the targets the executor is shown and the
+// pre-images decide() judges come from it.
+std::optional<GitTree> head_tree(const StepContext& ctx) {
+  auto tree_id = ctx.workspace.repo().tree_of(ctx.head);
+  if (!tree_id) return std::nullopt;
+  auto tree = ctx.workspace.repo().tree(*tree_id);
+  if (!tree) return std::nullopt;
+  return std::move(*tree);
+}
+
+// The current content of the step's targets, for the executor.
+Json target_files(const StepContext& ctx, std::optional<GitTree>& tree) {
+  Json files = Json::object();
+  if (!tree) return files;
+  for (const auto& path : ctx.step.targets) {
+    auto file = tree->read(path);
+    if (!file || !*file) continue;
+    const std::string& content = (*file)->content;
+    files[path] = {{"sha256", sha256(content).str()}};
+    if (is_valid_utf8(content)) files[path]["content"] = content;
+    else files[path]["content_base64"] = base64_encode(content);
+  }
+  return files;
+}
+
+// What the executor's answer is: a Diff JSON stays JSON (judged as received); anything else
+// is tried as a git patch against the head. A proposal that is neither is kept as text (when
+// it is short UTF-8): decide() refuses it as malformed.
+struct Parsed {
+  Json diff_json;  // null when nothing usable was received
+  std::optional<Diff> diff;
+  std::optional<std::string> error;
+};
+
+Parsed parse_proposal(const StepContext& ctx, const std::string& text) {
+  Parsed out;
+  auto json = parse_json(text);
+  if (json && json->is_object()) {
+    out.diff_json = std::move(*json);
+    if (auto diff = Diff::from_json(out.diff_json)) out.diff = std::move(*diff);
+    return out;
+  }
+  auto diff = ctx.workspace.diff_from_patch(text, ctx.head.hex(), ctx.step.id);
+  if (diff) {
+    out.diff_json = diff->to_json();
+    out.diff = std::move(*diff);
+    return out;
+  }
+  if (text.size() <= 65536 && is_valid_utf8(text)) out.diff_json = text;
+  out.error = diff.error().message();
+  return out;
+}
+
+// The pre-images of every path the diff names, read from the head tree, and what the real
+// tree says about applying it (structural rules decide() cannot see).
+void gather_base(const StepContext& ctx, const Diff& diff, std::optional<GitTree>& tree, ProposalEvidence& evidence) {
+  if (!tree) return;
+  for (const auto& f : diff.files) {
+    for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
+      if (!p || evidence.base.contains(*p)) continue;
+      BaseFileImage image;
+      if (auto file = tree->read(*p); file && *file) {
+        image.content = (*file)->content;
+        image.mode = (*file)->mode;
+      }
+      evidence.base.emplace(*p, std::move(image));
+    }
+  }
+  if (auto checked = ctx.workspace.check(diff, ctx.head.hex()); !checked) evidence.workspace_refusal = checked.error();
+}
+
+}  // namespace
+
+Result<Proposed> propose(const StepContext& ctx, int64_t number) {
+  Proposed out;
+  out.number = number;
+  std::optional<GitTree> tree = head_tree(ctx);
+  executor::ProposalRequest request;
+  request.step = ctx.step.to_json();
+  request.context = {{"attempt", number},
+                     {"plan_sha256", ctx.plan_sha256.str()},
+                     {"base_commit", ctx.head.hex()},
+                     {"files", target_files(ctx, tree)},
+                     {"refusals", ctx.refusals}};
+  request.timeout = ctx.time_left();
+  request.stop = ctx.stop;
+  ctx.rec.emit(RunEventType::tool_called, ctx.index, ctx.proposer.name(), {{"step_id", ctx.step.id}, {"attempt", number}});
+  auto text = ctx.proposer.propose(request);
+
+  std::optional<std::string> executor_error;
+  out.evidence.step_id = ctx.step.id;
+  out.evidence.diff = nullptr;
+  if (!text) {
+    executor_error = text.error().message;
+  } else {
+    Parsed parsed = parse_proposal(ctx, *text);
+    out.evidence.diff = std::move(parsed.diff_json);
+    out.diff = std::move(parsed.diff);
+    executor_error = std::move(parsed.error);
+  }
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the executor was proposing"));
+  if (out.diff) gather_base(ctx, *out.diff, tree, out.evidence);
+
+  auto evidence_bytes = canonicalize(out.evidence.to_json());
+  if (!evidence_bytes) return std::unexpected(stage_error("recording the proposal: " + evidence_bytes.error().message));
+  auto blob = ctx.rec.ledger().put_blob(*evidence_bytes);
+  if (!blob) return std::unexpected(blob.error());
+  ProposalRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.attempt = number;
+  record.executor = ctx.proposer.name();
+  record.evidence_blob = Digest::parse(*blob).value();
+  if (out.diff) record.diff_sha256 = out.diff->digest();
+  record.error = std::move(executor_error);
+  auto rec = ctx.rec.record(record);
+  if (!rec) return std::unexpected(rec.error());
+  out.record = *rec;
+  return out;
+}
+
+Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed) {
+  if (!proposed.diff || proposed.evidence.workspace_refusal) return std::optional<Tested>();
+  // The tree under test is the diff on the branch tip; the runner layers it over the run's
+  // start tree, whose checkout it materializes once per run: a step costs O(what the run
+  // changed so far), not O(repository).
+  auto applied = ctx.workspace.apply(*proposed.diff, ctx.head.hex());
+  if (!applied) return std::unexpected(stage_error("applying the diff: " + applied.error().message()));
+  RunRequest request;
+  request.base_tree = ctx.start_tree;
+  request.tree = applied->tree;
+  request.diff = &*proposed.diff;
+  request.checks = checks_for_step(ctx.plan, ctx.policy, ctx.step, ctx.completed);
+  request.stop = ctx.stop;
+  auto ran = ctx.runner.run(ctx.workspace.repo(), request);
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the checks ran"));
+  // The diff applied above, so this is the sandbox or the repository failing.
+  if (!ran) return std::unexpected(stage_error("runner: " + ran.error().message()));
+
+  Tested out{*applied, std::move(ran->result), {}};
+  RunResultRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.attempt = proposed.number;
+  record.run_result_sha256 = out.run.deterministic_digest();
+  record.run_result = out.run.deterministic_json();
+  auto rec = ctx.rec.record(record);
+  if (!rec) return std::unexpected(rec.error());
+  out.record = *rec;
+  Json verdicts = Json::object();
+  for (const auto& c : out.run.checks) verdicts[c.name] = c.verdict;
+  ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
+               {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"checks", verdicts}});
+  return std::optional<Tested>(std::move(out));
+}
+
+Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested) {
+  DecisionInput input{ctx.plan, ctx.completed, proposed.evidence, tested ? &tested->run : nullptr, ctx.policy};
+  Verified out;
+  DecisionRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.attempt = proposed.number;
+  record.plan_sha256 = ctx.plan_sha256;
+  record.policy_sha256 = ctx.policy_sha256;
+  record.completed_steps.assign(ctx.completed.begin(), ctx.completed.end());
+  record.proposal_seq = proposed.record.seq;
+  if (tested) record.run_result_seq = tested->record.seq;
+  record.verdict = decide(input);
+  auto rec = ctx.rec.record(record);
+  if (!rec) return std::unexpected(rec.error());
+  out.decided = Decided{record.verdict, *rec};
+  const Verdict& verdict = out.decided.verdict;
+  ctx.rec.emit(RunEventType::tool_output, ctx.index, "kernel",
+               {{"step_id", ctx.step.id},
+                {"attempt", proposed.number},
+                {"accepted", verdict.accepted},
+                {"reasons", verdict.reason_codes()}});
+  if (verdict.accepted) {
+    // Durable before the branch moves: a commit on the branch always has its decision.
+    if (Status st = ctx.rec.flush(); !st) return std::unexpected(st.error());
+    return out;
+  }
+
+  ProposalRefusalRecord refusal;
+  refusal.run_id = ctx.rec.run_id();
+  RefusalReport& report = refusal.report;
+  report.run_id = ctx.rec.run_id();
+  report.seed_sha256 = ctx.plan_sha256;
+  report.step_id = ctx.step.id;
+  report.attempt = proposed.number;
+  report.reasons = verdict.reasons;
+  report.evidence.push_back(proposed.record.hash);
+  if (tested) report.evidence.push_back(tested->record.hash);
+  report.evidence.push_back(rec->hash);
+  for (const auto& r : report.reasons) report.policy_suggestions.push_back(suggestion_for(r));
+  if (auto recorded = ctx.rec.record(refusal); !recorded) return std::unexpected(recorded.error());
+  // Durable before the executor hears of it and tries again.
+  if (Status st = ctx.rec.flush(); !st) return std::unexpected(st.error());
+  out.refusal_report = report.to_json();
+  ctx.proposer.learn(*out.refusal_report);
+  return out;
+}
+
+Result<Committed> commit(const StepContext& ctx, const Attempt& attempt) {
+  if (!attempt.tested || !attempt.proposed.diff || !attempt.decided) {
+    return std::unexpected(stage_error("an accepted diff without a tested tree"));
+  }
+  const AppliedDiff& applied = attempt.tested->applied;
+  CommitOptions options;
+  options.branch = ctx.plan.branch;
+  options.message = "warden: " + ctx.step.id + " " + std::string(step_action_name(ctx.step.action)) +
+                    (ctx.step.description.empty() ? "" : ": " + ctx.step.description);
+  options.record = attempt.decided->record.hash;
+  auto made = ctx.workspace.commit(*attempt.proposed.diff, applied, options, ctx.rec.clock());
+  if (!made) return std::unexpected(stage_error("committing: " + made.error().message()));
+  CommitRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.attempt = static_cast<uint64_t>(attempt.number());
+  record.commit = made->hex();
+  record.tree = applied.tree.hex();
+  record.parent = ctx.head.hex();
+  record.branch = "refs/heads/" + ctx.plan.branch;
+  record.plan_sha256 = ctx.plan_sha256;
+  record.proposal_sha256 = attempt.proposed.diff->digest();
+  record.run_result_sha256 = attempt.tested->run.deterministic_digest();
+  record.policy_sha256 = ctx.policy_sha256;
+  record.decision_seq = attempt.decided->record.seq;
+  auto rec = ctx.rec.record(record);
+  if (!rec) return std::unexpected(rec.error());
+  return Committed{*made, *rec};
+}
+
+}  // namespace warden::kernel

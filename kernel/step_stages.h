@@ -1,0 +1,61 @@
+// The four stages of a build step, as functions over an Attempt (attempt.h):
+//   propose     ask the executor, parse what it sent once, read the pre-images, record it
+//   run_checks  apply the diff on the branch tip and run the step's checks on the runner
+//   verify      decide() on the recorded evidence; a refusal is recorded and reported to
+//               the executor (durably first)
+//   commit      the accepted change as a git commit on the plan's branch, then its record
+// Each stage records what it did through the RunRecorder and returns its result; an Error
+// means the stage itself failed (the ledger, the repository, the sandbox, a stop request),
+// which ends the step as an execution error — a refusal is a result, not an error. The
+// build loop (build_loop.cc) drives the stages on the pipeline executor.
+#pragma once
+
+#include <chrono>
+#include <set>
+#include <stop_token>
+#include <string>
+
+#include "executor/proposer.h"
+#include "kernel/attempt.h"
+#include "kernel/build_plan.h"
+#include "kernel/policy.h"
+#include "kernel/run_recorder.h"
+#include "runner/runner.h"
+#include "runner/workspace.h"
+
+namespace warden::kernel {
+
+// What a step's stages work with. The references outlive the step; the plan, the completed
+// steps and the head only change between steps.
+struct StepContext {
+  RunRecorder& rec;
+  Workspace& workspace;
+  Runner& runner;
+  executor::Proposer& proposer;
+  const BuildPlan& plan;
+  const Policy& policy;
+  const BuildStep& step;
+  int64_t index = 0;  // the step's position in the plan (events name it)
+  const std::set<std::string>& completed;
+  const ObjectId& head;        // the branch tip the step builds on
+  const ObjectId& start_tree;  // the run's base: trees under test are layered over it
+  const Digest& plan_sha256;
+  const Digest& policy_sha256;
+  const Json& refusals;  // this step's earlier refusal reports, for the executor
+  std::stop_token stop;  // the step's: its watchdog or the run's cancellation
+  std::function<std::chrono::milliseconds()> time_left;  // the watchdog's remaining budget
+};
+
+Result<Proposed> propose(const StepContext& ctx, int64_t number);
+// None: the proposal is not a Diff or the workspace refused it; the checks did not run.
+Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed);
+// On refusal, also records the RefusalReport, flushes, and tells the executor (learn); the
+// report is returned for the next proposal's context.
+struct Verified {
+  Decided decided;
+  std::optional<Json> refusal_report;
+};
+Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested);
+Result<Committed> commit(const StepContext& ctx, const Attempt& attempt);
+
+}  // namespace warden::kernel

@@ -1,0 +1,50 @@
+// Runner: what the kernel asks of whoever evaluates a proposal — "run these checks on this
+// base + diff (or this tree), give me a RunResult". It is the seam between the authority
+// (the kernel decides) and the evaluator (the runner only reports), in the spirit of Ninja's
+// CommandRunner: LocalRunner (local_runner.h) runs the checks in a bubblewrap sandbox on this
+// host; a remote runner or the parallel engine are other implementations, and kernel tests
+// may use a fake.
+//
+// Nothing a runner returns is trusted by the kernel: decide() re-derives what it can and
+// judges the rest as evidence. A Refusal means the request could not be evaluated (the diff
+// does not apply, the sandbox is unavailable, the repository failed, the run was stopped);
+// a check that fails is a RunResult, not an error. Implementations say whether they are
+// thread-safe; none promised here.
+#pragma once
+
+#include <optional>
+#include <stop_token>
+#include <vector>
+
+#include "common/sha256.h"
+#include "diff/diff.h"
+#include "diff/refusal.h"
+#include "runner/check_spec.h"
+#include "runner/git_repo.h"
+#include "runner/run_result.h"
+
+namespace warden {
+
+struct RunRequest {
+  ObjectId base_tree;
+  std::optional<ObjectId> tree;  // the tree under test, when the caller already built it
+  const Diff* diff = nullptr;    // otherwise a diff to apply to base_tree (none: test the base)
+  std::vector<CheckSpec> checks;
+  std::stop_token stop;  // cancels the run: running checks are killed, the rest do not start
+};
+
+struct RunOutcome {
+  RunResult result;
+  bool cache_hit = false;
+  Digest cache_key;
+};
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Evaluates `request` against objects read from `repo` (the base tree, the tree under
+  // test); the repository is only read.
+  virtual Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) = 0;
+};
+
+}  // namespace warden
