@@ -12,7 +12,7 @@
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
-#include "tools/warden/run_report.h"
+#include "kernel/run_report.h"
 
 namespace warden::cli {
 
@@ -24,7 +24,7 @@ struct ControlArgs {
   bool json = false;
 };
 
-void print_report(const RunReport& r, bool live) {
+void print_report(const kernel::RunReport& r, bool live) {
   std::cout << "run        " << r.run_id << "  " << r.status << (live ? "  (live)" : "") << "\n";
   if (!r.error_type.empty()) std::cout << "error      " << r.error_type << ": " << r.error << "\n";
   std::cout << "steps      " << r.steps_completed << "/" << r.steps_total << " accepted\n";
@@ -33,7 +33,7 @@ void print_report(const RunReport& r, bool live) {
 }
 
 int run_status(const ControlArgs& a) {
-  auto report = read_run_report(a.ledger, a.run_id);
+  auto report = kernel::read_run_report(a.ledger, a.run_id);
   if (!report) return report_error(report.error(), a.json);
   const bool live = kernel::live_run_process(a.ledger, a.run_id).has_value();
   if (a.json) {
@@ -58,7 +58,7 @@ int run_cancel(const ControlArgs& a) {
   // The build records its terminal status before it lets go of the run; poll for it.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.wait_s);
   for (;;) {
-    auto report = read_run_report(a.ledger, a.run_id);
+    auto report = kernel::read_run_report(a.ledger, a.run_id);
     if (!report) return report_error(report.error(), a.json);
     if (report->terminal()) {
       if (a.json) {

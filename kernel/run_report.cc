@@ -1,16 +1,15 @@
-#include "tools/warden/run_report.h"
+#include "kernel/run_report.h"
 
 #include "common/clock.h"
-#include "kernel/records.h"
 #include "kernel/records.h"
 #include "kernel/run_lifecycle.h"
 #include "ledger/ledger.h"
 
-namespace warden::cli {
+namespace warden::kernel {
 
 bool RunReport::terminal() const {
-  auto s = kernel::parse_run_status(status);
-  return s && kernel::is_terminal(*s);
+  auto s = parse_run_status(status);
+  return s && is_terminal(*s);
 }
 
 Json RunReport::to_json() const {
@@ -53,27 +52,36 @@ Result<RunReport> read_run_report(const std::filesystem::path& ledger_dir, const
     auto payload = parse_json(record->payload);
     if (!payload || !payload->is_object() || payload->value("run_id", std::string()) != run_id) continue;
     ++report.records;
-    const Json& p = *payload;
     const std::string& kind = record->kind;
-    if (kind == kernel::record_kind::run_status) {
-      report.status = p.value("status", "");
-      report.error_type = p.value("error_type", "");
-      report.error = p.value("error", "");
-    } else if (kind == kernel::record_kind::run_event) {
-      const Json data = p.value("data", Json::object());
-      if (p.value("event_type", "") == "step_started") report.steps_total = data.value("steps_total", report.steps_total);
-    } else if (kind == kernel::record_kind::decision) {
+    auto unreadable = [&](const Error& e) {
+      return fail(Errc::corrupt, "ledger " + ledger_dir.string() + " record " + std::to_string(seq) + ": " + e.message);
+    };
+    if (kind == record_kind::run_status) {
+      auto r = RunStatusRecord::from_json(*payload);
+      if (!r) return unreadable(r.error());
+      report.status = run_status_name(r->status);
+      report.error_type = r->error_type ? std::string(error_type_name(*r->error_type)) : std::string();
+      report.error = r->error;
+    } else if (kind == record_kind::run_event) {
+      auto ev = RunEvent::from_json(*payload);
+      if (!ev) return unreadable(ev.error());
+      if (ev->type == RunEventType::step_started) report.steps_total = ev->data.value("steps_total", report.steps_total);
+    } else if (kind == record_kind::decision) {
+      auto d = DecisionRecord::from_json(*payload);
+      if (!d) return unreadable(d.error());
       ++report.attempts;
-      report.last_verdict = p.value("verdict", Json());
-      if (!report.last_verdict.value("accepted", false)) ++report.refused;
-    } else if (kind == kernel::record_kind::commit) {
+      report.last_verdict = d->verdict.to_json();
+      if (!d->verdict.accepted) ++report.refused;
+    } else if (kind == record_kind::commit) {
+      auto c = CommitRecord::from_json(*payload);
+      if (!c) return unreadable(c.error());
       ++report.steps_completed;
-      report.last_commit = p.value("commit", "");
-      report.branch = p.value("branch", "");
+      report.last_commit = c->commit;
+      report.branch = c->branch;
     }
   }
   if (report.records == 0) return fail(Errc::not_found, "no run " + run_id + " in the ledger " + ledger_dir.string());
   return report;
 }
 
-}  // namespace warden::cli
+}  // namespace warden::kernel

@@ -1,7 +1,9 @@
-// What a ledger says about one run, gathered from the records that name it (payload.run_id):
+// What a ledger says about one run, read from the typed records that name it (records.h):
 // its latest status and error, steps done of total, attempts, the latest verdict and the
-// last commit. `warden run status` prints it, `warden run cancel` waits on its status, and
-// `warden propose` reads its verdict back (every reason with its detail) after the build.
+// last commit. `warden run status` prints it and `warden run cancel` waits on its status —
+// from another process than the one driving the run, so from the ledger. (The process that
+// ran the build has all of this in its BuildSummary.) Reads a snapshot: safe beside a
+// writer, and the report is as of that snapshot.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include "common/canonical_json.h"
 #include "common/error.h"
 
-namespace warden::cli {
+namespace warden::kernel {
 
 struct RunReport {
   std::string run_id;
@@ -27,7 +29,8 @@ struct RunReport {
   Json to_json() const;
 };
 
-// not_found when the ledger does not exist or no record names `run_id`.
+// not_found when the ledger does not exist or no record names `run_id`; corrupt when a
+// record of the run does not read back as its kind.
 Result<RunReport> read_run_report(const std::filesystem::path& ledger_dir, const std::string& run_id);
 
-}  // namespace warden::cli
+}  // namespace warden::kernel

@@ -1,0 +1,160 @@
+// The build loop through its Runner seam: a real repository and a real ledger, with a fake
+// runner standing in for the sandbox (as Ninja's tests swap the CommandRunner). It shows
+// what the kernel asks a runner for and that the verdict is the kernel's own: a runner that
+// reports success on a tree other than the one asked for, or without a working sandbox,
+// does not get the proposal accepted.
+#include <gtest/gtest.h>
+
+#include "kernel/propose.h"
+#include "kernel/records.h"
+#include "ledger/ledger.h"
+#include "tests/support/git_fixture.h"
+
+namespace warden::kernel {
+namespace {
+
+// Answers every request with the checks' verdicts it is told to give; remembers requests.
+class FakeRunner final : public Runner {
+ public:
+  std::string verdict = kPassed;
+  bool preflight_ok = true;
+  bool wrong_diff = false;  // claim to have tested another diff
+  std::vector<RunRequest> requests;
+  std::vector<ObjectId> trees;
+
+  Checked<RunOutcome> run(GitRepo&, const RunRequest& request) override {
+    requests.push_back(request);
+    RunOutcome out;
+    RunResult& r = out.result;
+    r.tree = request.tree ? request.tree->hex() : request.base_tree.hex();
+    r.base_tree = request.base_tree.hex();
+    if (request.diff) r.diff_sha256 = wrong_diff ? sha256("another diff") : request.diff->digest();
+    r.profile = "fake";
+    r.preflight.ok = preflight_ok;
+    for (const CheckSpec& spec : request.checks) {
+      CheckResult c;
+      c.name = spec.name;
+      c.argv = spec.argv;
+      c.verdict = verdict;
+      r.checks.push_back(std::move(c));
+    }
+    return out;
+  }
+};
+
+class BuildLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_.write("lib/ops.py", "def add(a, b):\n    return a + b\n");
+    base_ = repo_.commit_all("base");
+    signer_ = NoteSigner::generate("warden.test/build-loop").value();
+  }
+
+  ProposeRequest request() {
+    ProposeRequest r;
+    r.proposal = R"(--- a/lib/ops.py
++++ b/lib/ops.py
+@@ -1,2 +1,2 @@
+ def add(a, b):
+-    return a + b
++    return b + a
+)";
+    r.source = "swap.patch";
+    r.repo = repo_.repo();
+    r.base = base_;
+    r.checks = {CheckSpec::shell("check1", "python3 -m unittest")};
+    r.ledger = repo_.scratch("ledger");
+    return r;
+  }
+
+  Result<ProposeOutcome> run(FakeRunner& runner) {
+    KernelSession session{.clock = clock_, .ids = ids_, .signer = signer_, .cache_dir = repo_.scratch("cache")};
+    session.runner = &runner;
+    return propose(request(), session);
+  }
+
+  std::vector<std::string> kinds() {
+    SystemClock clock;
+    auto ledger = Ledger::open(repo_.scratch("ledger"), Ledger::Mode::read_only, clock).value();
+    auto snap = ledger.snapshot().value();
+    std::vector<std::string> out;
+    for (uint64_t seq = 0; seq < snap.size(); ++seq) out.push_back(snap.record(seq).value().kind);
+    return out;
+  }
+
+  GitRepoFixture repo_;
+  std::string base_;
+  LogicalClock clock_;
+  SequentialIdSource ids_;
+  NoteSigner signer_ = NoteSigner::generate("unused").value();
+};
+
+TEST_F(BuildLoopTest, TheRunnerIsAskedForTheTreeUnderTestAndTheStepsChecks) {
+  FakeRunner runner;
+  auto outcome = run(runner);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_TRUE(outcome->accepted()) << outcome->summary.to_json().dump(2);
+  ASSERT_EQ(runner.requests.size(), 1u);
+  const RunRequest& asked = runner.requests.front();
+  EXPECT_EQ(asked.base_tree.hex(), repo_.git_line({"rev-parse", base_ + "^{tree}"}));
+  ASSERT_TRUE(asked.tree.has_value());
+  // The tree under test is the commit's tree: what was checked is what landed.
+  EXPECT_EQ(asked.tree->hex(), repo_.git_line({"rev-parse", "refs/heads/warden/propose^{tree}"}));
+  ASSERT_EQ(asked.checks.size(), 1u);
+  EXPECT_EQ(asked.checks.front().name, "check1");
+  // Every record of the attempt is there, typed and in order.
+  auto k = kinds();
+  for (std::string_view want : {record_kind::proposal, record_kind::run_result, record_kind::decision, record_kind::commit}) {
+    EXPECT_NE(std::find(k.begin(), k.end(), want), k.end()) << want;
+  }
+}
+
+TEST_F(BuildLoopTest, AFailingCheckIsRefusedWithItsReason) {
+  FakeRunner runner;
+  runner.verdict = kFailed;
+  auto outcome = run(runner);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->accepted());
+  ASSERT_NE(outcome->verdict(), nullptr);
+  EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"required_checks_failed"});
+  EXPECT_FALSE(repo_.try_git({"rev-parse", "--verify", "refs/heads/warden/propose"}).exited_with(0));
+}
+
+// The runner only reports; the kernel judges. A runner claiming success for another diff,
+// or without a working sandbox, is not believed.
+TEST_F(BuildLoopTest, ARunnerCannotVouchForAnotherDiffOrABrokenSandbox) {
+  FakeRunner liar;
+  liar.wrong_diff = true;
+  auto outcome = run(liar);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->accepted());
+  ASSERT_NE(outcome->verdict(), nullptr);
+  EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"hash_mismatch"});
+}
+
+TEST_F(BuildLoopTest, NoSandboxNoAcceptance) {
+  FakeRunner broken;
+  broken.preflight_ok = false;
+  auto outcome = run(broken);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->accepted());
+  ASSERT_NE(outcome->verdict(), nullptr);
+  EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"sandbox_unavailable"});
+}
+
+// The summary carries the verdict with every reason's detail: no one rereads the ledger.
+TEST_F(BuildLoopTest, TheSummaryCarriesTheFullVerdict) {
+  FakeRunner runner;
+  runner.verdict = kFailed;
+  auto outcome = run(runner);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  ASSERT_EQ(outcome->summary.verdicts.size(), 1u);
+  const Verdict& v = outcome->summary.verdicts.front().verdict;
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons.front().detail, "check1: failed");
+  Json j = outcome->summary.to_json();
+  EXPECT_EQ(j["verdicts"][0]["verdict"], v.to_json());
+}
+
+}  // namespace
+}  // namespace warden::kernel
