@@ -34,6 +34,7 @@
 #include "common/canonical_json.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "kernel/schema_fields.h"
 #include "runner/check_spec.h"
 
 namespace warden {
@@ -113,20 +114,8 @@ struct BlueprintSpec {
   Digest digest() const;  // of the canonical to_json()
 };
 
-// Field rules the kernel's schemas share (blueprint, plan, policy).
-// A path a blueprint or plan may name: relative, normalized, not under .git
-// (diff/path_safety.h's rule). Returns why not, or an empty string.
-std::string unsafe_path_reason(std::string_view path);
-// Step ids, names and symbols: 1-128 of [A-Za-z0-9_.-].
-bool valid_identifier(std::string_view id);
-// Calls item(reader) for each object of the array `key` ("where.key[i]" in errors); nested
-// errors surface through `parent`. An absent optional array calls nothing.
-void for_each_object(JsonReader& parent, const std::string& key, bool required,
-                     const std::function<void(JsonReader&, size_t)>& item);
 // An optional, nullable "intent" object, and its JSON form (null when absent).
 void read_intent(JsonReader& parent, std::optional<Intent>& out);
 Json intent_json(const std::optional<Intent>& intent);
-// An optional array of CheckSpecs with unique names.
-void read_checks(JsonReader& parent, const std::string& key, std::vector<CheckSpec>& out);
 
 }  // namespace warden::kernel

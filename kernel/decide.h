@@ -14,31 +14,12 @@
 
 #include "common/canonical_json.h"
 #include "kernel/build_plan.h"
+#include "kernel/proposal_evidence.h"
 #include "kernel/policy.h"
 #include "kernel/verdict.h"
-#include "diff/refusal.h"
 #include "runner/run_result.h"
 
 namespace warden::kernel {
-
-// A path's content in the base tree; nullopt content: the path does not exist there.
-struct BaseFileImage {
-  std::optional<std::string> content;
-  uint32_t mode = 0100644;
-  bool operator==(const BaseFileImage&) const = default;
-};
-
-struct ProposalEvidence {
-  std::string step_id;                       // the step the executor says it implements
-  Json diff;                                 // the Diff JSON as received (diff.h), untrusted
-  std::map<std::string, BaseFileImage> base; // every path the diff names (path and old_path)
-  // What applying the diff to the real base tree said (structural rules that need the whole
-  // tree: case collisions, symlinked parents, file/directory clashes). None: it applied.
-  std::optional<Refusal> workspace_refusal;
-
-  Json to_json() const;  // base contents as base64 when not UTF-8
-  static Result<ProposalEvidence> from_json(const Json& json);
-};
 
 struct DecisionInput {
   const BuildPlan& plan;

@@ -1,11 +1,4 @@
-// ProposalEvidence as the ledger records it:
-//   {"step_id": "s1", "diff": {...} | "the executor's raw text" | null,
-//    "base": {"src/a.py": {"content": "..." | null, "mode": "100644"},
-//             "bin/x": {"content_base64": "...", "mode": "100755"}},
-//    "workspace_refusal": null | {"code": "...", "path": "...", "detail": "..."}}
-// A base entry has exactly one of content (UTF-8 text, or null: the path is absent from the
-// base) and content_base64 (bytes that are not UTF-8), so every content has one spelling.
-#include "kernel/decide.h"
+#include "kernel/proposal_evidence.h"
 
 #include "common/encoding.h"
 #include "diff/diff.h"

@@ -21,6 +21,8 @@
 namespace warden::kernel {
 
 struct KernelSession {
+  KernelSession(Clock& clock, IdSource& ids, const NoteSigner& signer) : clock(clock), ids(ids), signer(signer) {}
+
   Clock& clock;
   IdSource& ids;
   const NoteSigner& signer;  // signs the ledger's checkpoints

@@ -147,6 +147,12 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the checks ran"));
   // The diff applied above, so this is the sandbox or the repository failing.
   if (!ran) return std::unexpected(stage_error("runner: " + ran.error().message()));
+  // A runner only reports; one that reports on another tree than it was asked to test (a
+  // bug, or a remote runner that lies) is not evidence about this proposal at all.
+  if (ran->result.tree != applied->tree.hex()) {
+    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the tree under test " +
+                                       applied->tree.hex()));
+  }
 
   Tested out{*applied, std::move(ran->result), {}};
   RunResultRecord record;

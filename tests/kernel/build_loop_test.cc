@@ -19,6 +19,7 @@ class FakeRunner final : public Runner {
   std::string verdict = kPassed;
   bool preflight_ok = true;
   bool wrong_diff = false;  // claim to have tested another diff
+  bool wrong_tree = false;  // claim to have tested another tree
   std::vector<RunRequest> requests;
   std::vector<ObjectId> trees;
 
@@ -26,7 +27,7 @@ class FakeRunner final : public Runner {
     requests.push_back(request);
     RunOutcome out;
     RunResult& r = out.result;
-    r.tree = request.tree ? request.tree->hex() : request.base_tree.hex();
+    r.tree = wrong_tree ? request.base_tree.hex() : request.tree ? request.tree->hex() : request.base_tree.hex();
     r.base_tree = request.base_tree.hex();
     if (request.diff) r.diff_sha256 = wrong_diff ? sha256("another diff") : request.diff->digest();
     r.profile = "fake";
@@ -68,7 +69,8 @@ class BuildLoopTest : public ::testing::Test {
   }
 
   Result<ProposeOutcome> run(FakeRunner& runner) {
-    KernelSession session{.clock = clock_, .ids = ids_, .signer = signer_, .cache_dir = repo_.scratch("cache")};
+    KernelSession session(clock_, ids_, signer_);
+    session.cache_dir = repo_.scratch("cache");
     session.runner = &runner;
     return propose(request(), session);
   }
@@ -82,7 +84,7 @@ class BuildLoopTest : public ::testing::Test {
     return out;
   }
 
-  GitRepoFixture repo_;
+  test::GitRepoFixture repo_;
   std::string base_;
   LogicalClock clock_;
   SequentialIdSource ids_;
@@ -130,6 +132,19 @@ TEST_F(BuildLoopTest, ARunnerCannotVouchForAnotherDiffOrABrokenSandbox) {
   EXPECT_FALSE(outcome->accepted());
   ASSERT_NE(outcome->verdict(), nullptr);
   EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"hash_mismatch"});
+}
+
+// A result about another tree is no evidence about this proposal: the step fails as an
+// execution error, nothing is committed.
+TEST_F(BuildLoopTest, AResultAboutAnotherTreeEndsTheRunWithoutACommit) {
+  FakeRunner liar;
+  liar.wrong_tree = true;
+  auto outcome = run(liar);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->accepted());
+  EXPECT_EQ(outcome->summary.status, RunStatus::failed);
+  EXPECT_NE(outcome->summary.error.find("not the tree under test"), std::string::npos) << outcome->summary.error;
+  EXPECT_FALSE(repo_.try_git({"rev-parse", "--verify", "refs/heads/warden/propose"}).exited_with(0));
 }
 
 TEST_F(BuildLoopTest, NoSandboxNoAcceptance) {

@@ -276,7 +276,8 @@ std::vector<Attempt> warden_build(Scenario& s, const warden::NoteSigner& signer,
   warden::RandomIdSource ids;
   warden::executor::PlanProposer proposer;
   std::vector<Mark> marks;
-  warden::kernel::KernelSession session{.clock = clock, .ids = ids, .signer = signer, .cache_dir = dir / "cache"};
+  warden::kernel::KernelSession session(clock, ids, signer);
+  session.cache_dir = dir / "cache";
   session.on_event = [&](const warden::kernel::RunEvent& ev) {
     marks.push_back({now_ns(), ev.type, ev.tool.value_or(""), ev.data});
   };

@@ -115,13 +115,10 @@ int run(const BuildArgs& a) {
   CancelOnSignal cancel;
   Progress progress;
   std::optional<kernel::RunRegistration> registration;
-  kernel::KernelSession session{.clock = *sources->clock,
-                                .ids = *sources->ids,
-                                .signer = *signer,
-                                .cache_dir = a.cache.empty() ? default_cache_dir() : a.cache,
-                                .stop = cancel.token(),
-                                .on_event = {},
-                                .host_independent = a.clock == "logical"};
+  kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
+  session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
+  session.stop = cancel.token();
+  session.host_independent = a.clock == "logical";
   session.on_event = [&](const kernel::RunEvent& ev) {
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(ledger, ev.run_id)) registration.emplace(std::move(*r));
