@@ -2,6 +2,11 @@
 // code units, no whitespace, minimal string escapes. Hashed objects hold integers, strings,
 // booleans, null, arrays and objects only: a floating-point number is refused with the path
 // to it, and so is an integer outside +-(2^53-1), which JCS could not represent exactly.
+//
+// Pure functions with no shared state: safe from any thread. An error always means the input
+// is not acceptable (invalid_argument, or limit_exceeded for nesting deeper than 256); it
+// names the JSON pointer or byte offset and retrying cannot help. nlohmann exceptions are
+// caught inside and never escape.
 #pragma once
 
 #include <string>

@@ -1,5 +1,11 @@
 // Time and identifiers enter Warden only through these interfaces, so a golden run can
 // swap in a logical clock and sequential ids and get byte-identical ledgers.
+//
+// Callers borrow a Clock or IdSource by reference; whoever built it (a session, a test) owns
+// it and must keep it alive. SystemClock and RandomIdSource hold no state and are safe to
+// share between threads. LogicalClock and SequentialIdSource are plain counters with no lock:
+// not thread-safe, and that is deliberate — a golden run is single-threaded, and only a fixed
+// call order gives the same sequence.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +48,8 @@ class IdSource {
   virtual std::string next_id(std::string_view prefix) = 0;
 };
 
-// 64 random bits from OpenSSL's CSPRNG per id.
+// 64 random bits from OpenSSL's CSPRNG per id. Throws std::runtime_error if OpenSSL cannot
+// produce random bytes: the process cannot mint unique ids and should not go on.
 class RandomIdSource final : public IdSource {
  public:
   std::string next_id(std::string_view prefix) override;

@@ -1,5 +1,11 @@
 // Ed25519 (RFC 8032) signing and verification through OpenSSL. Keys are handled as raw
 // 32-byte seeds and public keys, the form note-style key strings carry.
+//
+// An Ed25519PrivateKey owns its OpenSSL key (freed on destruction; move-only). Once built it
+// is never mutated, and sign() uses a fresh OpenSSL context per call, so one key may be shared
+// by threads for signing. An error from from_seed() means the seed is not 32 bytes
+// (invalid_argument); any other error (internal) means OpenSSL failed, not that the input was
+// bad. ed25519_verify() returns false for any bad key, signature or message: it never says why.
 #pragma once
 
 #include <array>

@@ -1,4 +1,5 @@
 // Whole-file reads and crash-safe whole-file writes, with errors that name the path.
+// Stateless functions; errors carry Errc::not_found, already_exists or io_error from errno.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,9 @@ class UniqueFd {
 Result<std::string> read_file(const std::filesystem::path& path, uint64_t max_bytes = uint64_t{1} << 30);
 
 // Writes to a temporary sibling, fsyncs it, renames it over `path` and fsyncs the
-// directory: readers see the old file or the new one, never a torn write.
+// directory: readers see the old file or the new one, never a torn write. On success the
+// data is durable. On error `path` is untouched (the temporary is removed). The temporary is
+// named `<path>.tmp-<pid>`, so two threads of one process must not write the same path at once.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode = 0644);
 
 // "path: strerror(errno)" as an Error with a code that fits errno.

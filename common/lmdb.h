@@ -1,5 +1,20 @@
 // RAII handles for LMDB: an environment, a transaction that aborts unless committed, and a
 // cursor. Every failure comes back as an Error naming what was being done.
+//
+// Ownership: each handle owns its LMDB object and closes or aborts it on destruction; all are
+// move-only. A Txn borrows its Env and a Cursor borrows its Txn: destroy them first. The
+// string_views that get(), view() and for_each() hand out point into LMDB's map and are valid
+// only until the transaction ends (or, in a write transaction, until the next write).
+//
+// Threads follow LMDB's rules: an Env may be shared by threads; a Txn and its cursors belong
+// to one thread at a time (and to exactly one thread unless the Env was opened with MDB_NOTLS,
+// which Warden's ledger and result cache use); only one write Txn per environment at a time.
+//
+// Errors: the Errc says what the caller can do — not_found (absent key), already_exists
+// (MDB_NOOVERWRITE), corrupt (the file is damaged or of another version: stop),
+// limit_exceeded (map or reader table full), io_error otherwise. Nothing written in a Txn is
+// durable until commit() succeeds; a failed commit or a destroyed Txn leaves the database as
+// it was.
 #pragma once
 
 #include <lmdb.h>

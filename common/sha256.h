@@ -1,5 +1,10 @@
 // SHA-256 through OpenSSL's EVP interface, and the Digest value type that carries its
 // output. `sha256:<64 lowercase hex>` is the one spelling of a digest in JSON and on the CLI.
+//
+// Digest is a plain value. A Sha256 owns one OpenSSL context: not thread-safe, use one per
+// thread (the shared EVP_MD it reads is fetched once and immutable). OpenSSL failing to hash
+// throws std::runtime_error rather than returning an Error: the process cannot be trusted to
+// go on. Digest's parse functions return invalid_argument for malformed input.
 #pragma once
 
 #include <array>

@@ -1,5 +1,12 @@
 // Read access to the tree a diff applies to. The git workspace implements it over a
 // libgit2 tree; tests and the fuzzer use MemoryFileTree. Paths are '/'-separated, relative.
+//
+// Callers borrow a BaseTree for the call (resolve_diff, build_diff); it owns its content and
+// hands back copies. Reads are not const and implementations keep no lock: use one tree from
+// one thread at a time (GitTree is also bound to its repository's thread). An absent path is
+// not an error (EntryKind::none, nullopt, empty list); a Refusal from a BaseTree means the
+// tree could not be read (code "repository_error" for GitTree) — a storage fault, not a
+// fault of the diff being checked.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +41,7 @@ class BaseTree {
 // git's object id of a blob: SHA-1 over "blob <size>\0" and the bytes.
 std::string git_blob_id(std::string_view content);
 
-// A tree held in memory: path -> (content, mode).
+// A tree held in memory: path -> (content, mode). Its reads never fail.
 class MemoryFileTree final : public BaseTree {
  public:
   void put(std::string path, std::string content, uint32_t mode = 0100644);

@@ -13,6 +13,11 @@
 // A hunk line is its op (' ', '-', '+') and its exact bytes, with the newline when it has one:
 // a line without one is the last line of its side ("\ No newline at end of file").
 // Content that is not valid UTF-8 travels as after_content_base64, never as hunks.
+//
+// Diff, FileChange and Hunk are plain values: they own their strings, hold no handles, and
+// are safe to share read-only between threads. from_json() refuses (a Refusal, usually code
+// "malformed_diff") input that is not a well-formed, self-consistent Diff: the proposal is
+// wrong, and nothing was read or written to decide that.
 #pragma once
 
 #include <cstdint>

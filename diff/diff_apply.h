@@ -2,6 +2,12 @@
 // pre-image hashes, exact hunks, post-image hashes, modes, and every path rule. Either
 // every file passes and the full set of writes comes back, or the first refusal does;
 // nothing is written anywhere by this step.
+//
+// resolve_diff() borrows `base` for the call only and returns values the caller owns. A
+// Refusal names why the diff does not apply to this base (hash_mismatch, path_*, hunk_*,
+// duplicate_path, ...): the executor's proposal is at fault and it may propose again; a
+// "repository_error" refusal is passed through from `base` and means the base could not be
+// read. Stateless: safe from several threads, each with its own BaseTree.
 #pragma once
 
 #include <optional>

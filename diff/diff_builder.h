@@ -1,6 +1,10 @@
 // Turns parsed patch text into the canonical Diff, reading the base tree for pre-images:
 // every before/after hash is computed here, and the patch's own index lines (git blob ids)
 // must agree with the base and with the computed result.
+//
+// Borrows `base` for the call only; the returned Diff is the caller's. Stateless. A Refusal
+// means the patch text is malformed or does not describe a change to this base (or, as
+// "repository_error", that the base could not be read); nothing is written either way.
 #pragma once
 
 #include <string>

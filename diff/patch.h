@@ -1,6 +1,10 @@
 // Parsing patch text: `git diff` (with --full-index --binary), `git format-patch` mails and
 // plain unified diffs, into per-file records that still need the base tree to become a
 // canonical Diff (diff/diff_builder.h). Strict: counts must match, nothing is guessed.
+//
+// Pure functions over the text (no file or tree access): thread-safe. PatchFile owns its
+// copies of the text. A Refusal (malformed_patch and the like) means the text itself is
+// wrong; texts longer than kMaxPatchBytes are refused (patch_too_large) without being parsed.
 #pragma once
 
 #include <cstdint>

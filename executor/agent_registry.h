@@ -1,6 +1,13 @@
 // Which agent runs each stage: a registry maps a stage `kind` to a factory, and binding a
 // config makes one agent per stage (checking each stage's params as it goes). The kernel
 // registers its own kinds next to the standard ones.
+//
+// Ownership: the registry owns its factories (and whatever they capture); bind() returns an
+// AgentSet the caller owns, one agent per stage, independent of the registry afterwards.
+// Threads: add() mutates an unguarded map, so fill a registry first, then share it; bind()
+// and the other const calls are then safe from several threads. Errors: bind() fails with
+// invalid_argument (or a factory's error) naming the stage — the config is wrong, and no
+// agent of a failed binding survives.
 #pragma once
 
 #include <filesystem>

@@ -4,6 +4,10 @@
 //
 // Times are integer milliseconds from the injected Clock (never wall-clock reads here), so
 // an envelope and its JSON are deterministic under a LogicalClock.
+//
+// Threads: a plain struct with no lock. Concurrent const reads are safe (parallel stages share
+// one read-only envelope); any write needs the run's driving thread to have the envelope to
+// itself. Nothing here is durable: the run journal records envelopes.
 #pragma once
 
 #include <cstdint>
@@ -152,7 +156,8 @@ struct Envelope {
 // milliseconds, absent optionals as null. Lossless: envelope_from_json(envelope_to_json(e)) == e.
 Json envelope_to_json(const Envelope& envelope);
 // The inverse. Missing fields take their defaults; unknown or mistyped fields are refused
-// with the field named.
+// with the field named. The error carries `code` (invalid_argument for input, corrupt when
+// the caller is reading back its own records): the JSON is wrong, nothing was changed.
 Result<Envelope> envelope_from_json(const Json& json, std::string_view what = "envelope",
                                     Errc code = Errc::invalid_argument);
 

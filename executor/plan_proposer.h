@@ -3,6 +3,11 @@
 // blueprint rehearses); the plan executor proposes them first, one per attempt, and the
 // step's content once the drafts are used up — which is how an example shows a refusal, the
 // feedback and an accepted retry deterministically.
+//
+// PlanProposer keeps a per-step refusal count with no lock: one per build, called from the
+// build loop's thread. It reads nothing but the request (no files, no processes). An error
+// (invalid_argument) means the plan step itself has no usable content, so retrying the same
+// step cannot help.
 #pragma once
 
 #include <cstdint>

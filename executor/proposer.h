@@ -4,6 +4,12 @@
 // of the step's targets, the refusals so far, the attempt number), and an answer that is a
 // canonical Diff JSON or a git patch. The kernel trusts none of it: it parses, re-hashes and
 // checks every byte (kernel/decide.h).
+//
+// Ownership and threads: the build loop borrows a Proposer for the whole build (the caller
+// owns it and keeps it alive) and calls it from one thread, in order: propose, then learn
+// for that proposal's refusal. Implementations need no locking for that use and should not
+// be shared between concurrent builds. A Proposer writes nothing durable; whatever it answers
+// is recorded by the kernel.
 #pragma once
 
 #include <chrono>

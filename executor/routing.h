@@ -1,6 +1,7 @@
 // Routing: which successor a stage's output selects. Rules are tried in config order and the
 // first whose condition holds wins; otherwise default_next. Pure functions of the config and
-// the output, so a replay routes exactly as the live run did.
+// the output, so a replay routes exactly as the live run did. No state: thread-safe.
+// The returned pointers borrow from `output` and `stage`; they are valid as long as those are.
 #pragma once
 
 #include "common/canonical_json.h"

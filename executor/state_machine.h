@@ -5,6 +5,22 @@
 // iteration limit bound them), checkpoint before each cycle, record everything to the journal
 // and publish events. Decisions depend only on the config, the stage results and the
 // injected Clock and IdSource, so the same inputs give the same run, byte for byte.
+//
+// Ownership: a PipelineExecutor owns its agents; it borrows the config, clock, id source and
+// journal (set_journal takes a raw pointer), which must outlive it. The RunState belongs to
+// the caller. Threads: not thread-safe — it reuses scratch vectors across steps, so drive one
+// run at a time from one thread. It starts its own worker threads only inside a step, for
+// stages that run together, and joins them before the step goes on; agents must therefore
+// tolerate being called from those threads (stage.h). Events reach subscribers on the
+// driving thread, before the step is journaled.
+//
+// Durability: each step is appended to the journal and committed; the journal may batch
+// ordinary steps and must make everything durable when the run ends, pauses on an interrupt,
+// resumes or rolls back. An Error from resume() that is invalid_argument (not waiting) or
+// from rollback() that is not_found (no such checkpoint) rejects the request and changes
+// nothing. Any other Error is a journal failure (or agents that do not match the config):
+// the RunState in memory may already be ahead of what was recorded, so continue from the
+// journal, not from that RunState.
 #pragma once
 
 #include <stop_token>

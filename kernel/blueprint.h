@@ -22,6 +22,13 @@
 // blueprint the kernel commits (and its digest) always carries the bytes themselves.
 // `drafts` are earlier versions the plan executor proposes before `content`: a blueprint can
 // rehearse a refusal and a retry without any AI in the loop.
+//
+// A BlueprintSpec is a plain value that owns every byte it names (content files are read in
+// by from_json/load, not kept open); safe to share read-only between threads. Nothing here is
+// durable: committing a blueprint is the kernel's job. An Error from from_json()/load() names
+// the JSON path and means the blueprint (or a content file it names: missing, too large, not
+// UTF-8, an unsafe path) must be fixed; load() also passes on read_file()'s errors for the
+// blueprint file itself.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,11 @@
 //    "verification_checkpoints": [{"id": "final", "after": ["s1", "s2"], "checks": ["tests"],
 //                                  "invariants": ["all_functions_have_tests"]}],
 //    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000}
+//
+// BuildPlan and BuildStep are plain values, safe to share read-only; find() returns a pointer
+// into `steps`, valid while the plan is alive and unchanged. from_json() checks the shape
+// only (an Error names the JSON path: the plan text is malformed); whether a plan is
+// acceptable for its blueprint and policy is plan_verify.h's question.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,11 @@
 // if it verifies under the trusted key.
 //
 //   {"payloadType": TYPE, "payload": base64(BODY), "signatures": [{"keyid": ID, "sig": base64(SIG)}]}
+//
+// Values and pure functions: no I/O, thread-safe (a NoteSigner may be shared for signing).
+// from_json() refuses a malformed envelope; dsse_verify() returns verification_failed when
+// no signature verifies under the trusted key — do not use the payload then. An error from
+// dsse_sign() is OpenSSL failing, not bad input.
 #pragma once
 
 #include <string>

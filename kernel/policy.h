@@ -13,6 +13,13 @@
 //                                         "description": "..."}}}
 // Each invariant maps to a check program in policies/checks/ (embedded in the binary too), run
 // in the sandbox as `python3 /warden/checks/<program> <args...>` with the workspace as cwd.
+//
+// A Policy is a plain value that owns its check programs' bytes (read once by load()); safe
+// to share read-only. The builtin tables are static and immutable. Errors: parse() refuses
+// malformed JSON with invalid_argument naming the field; load() adds not_found for an unknown
+// name or a missing check program and file errors from read_file(); invariant_check() returns
+// not_found for an invariant the policy does not define. Any of them means the policy or its
+// name must be fixed; nothing is retried or cached.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,17 @@
 //    "envelope": {DSSE, payloadType application/vnd.in-toto+json},
 //    "ledger": {"record": {...}, "seq": N, "tree_size": M, "inclusion_proof": [hex...],
 //               "checkpoint": "<signed note for size M>"}}
+//
+// Ownership and durability: find_commit_record() borrows a snapshot; make_receipt() borrows
+// the Ledger and the signer, and the returned JSON is the caller's. make_receipt() writes to
+// the ledger only when no stored checkpoint covers the record: it then appends a signed
+// checkpoint (durable, like every ledger write) even if a later step of the receipt fails.
+// verify_receipt() does no I/O and trusts nothing but `key`. Thread safety follows the
+// ledger's (ledger/ledger.h); the functions keep no state of their own.
+// Errors: verification_failed means "no receipt" — for make_receipt, the commit record lacks
+// a matching accepting decision; for verify_receipt, the receipt must not be trusted.
+// invalid_argument is a bad request (a malformed commit id, the wrong signer key); corrupt
+// means the ledger contradicts itself.
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,13 @@
 //     names the same digests; with a repository, the commit exists with that tree and parent.
 // With `rerun`, each recorded run result is produced again by the runner in the sandbox and
 // its deterministic digest compared. The first difference names its record.
+//
+// What it writes: the ledger is opened read-only; an export is first imported into a
+// temporary directory (removed afterwards). With `rerun`, replay writes git objects into
+// `repo` (the re-derived trees, never a reference) and runs the sandbox with base checkouts
+// and a result store under `cache_dir` (cached results are not used). Replay keeps no state
+// between calls; one call drives one replay on the calling thread (ledger verification
+// hashes on worker threads of its own).
 #pragma once
 
 #include <cstdint>
@@ -48,7 +55,9 @@ struct ReplayReport {
 };
 
 // `path` is a ledger directory or an export. Errors are for what stops replay from starting
-// (unreadable input); differences are in the report.
+// (unreadable input); differences are in the report. A ReplayProblem means the recorded
+// decisions cannot be trusted from that record on. Note that with `rerun`, a failure of this
+// host to rerun (no sandbox, a missing policy program) is also reported as a problem.
 Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptions& options);
 
 }  // namespace warden::kernel

@@ -2,6 +2,13 @@
 // not one yet and the blueprint names a seed — a new one whose first commit holds the seed's
 // files (on branch main, HEAD pointing at it, the files checked out). The first commit is
 // deterministic: same seed, same clock, same commit id.
+//
+// The returned Workspace is the caller's (one thread at a time, see runner/workspace.h); the
+// clock is borrowed for the call. Errors: not_found (no repository and no seed, or no seed
+// directory), already_exists (a non-empty directory that is not a repository: Warden will not
+// write into it), invalid_argument (a symlink in the seed, and every git refusal, I/O
+// failures included). Seeding is not atomic: a failure after the repository was initialized
+// leaves an empty repository behind, which a later call opens as is — remove `dir` first.
 #pragma once
 
 #include <filesystem>

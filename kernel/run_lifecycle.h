@@ -3,6 +3,11 @@
 // Every run ends in exactly one terminal state; the lifecycle refuses any other move, so a
 // bug that would skip a state or leave a run dangling fails loudly instead. Typed events
 // (run_started, step_started, ...) are what clients see and what the ledger records.
+//
+// RunLifecycle and RunEvent are plain values with no lock and no I/O: one lifecycle per run,
+// moved by the thread that drives the run; recording events durably is the caller's job. An
+// Error from move() or fail() (Errc::internal) is a bug in the caller — a move the lifecycle
+// forbids — and the state is left unchanged. RunEvent::from_json() refuses malformed JSON.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,9 @@
 // and linear; a lexer good enough for pattern checks, not a parser. Known gaps: Python
 // f-string replacement fields are treated as string text; C++ raw strings (R"x(...)x"),
 // shell heredocs and line continuations inside strings are not recognized.
+//
+// The free functions are pure. A CodeStripper carries state from line to line: one per file,
+// fed in order from one thread. split_lines() returns views into `text`, valid while it is.
 #pragma once
 
 #include <string>

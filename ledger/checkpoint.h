@@ -1,5 +1,9 @@
 // C2SP tlog-checkpoint note bodies: origin, tree size, base64 root hash, then optional
 // extension lines. Signing and verifying them is note.h's job.
+//
+// A plain value with pure functions: thread-safe, nothing durable. parse_body() returns
+// invalid_argument for a body that is not a well-formed checkpoint; that says nothing about
+// signatures, which are checked before the body is trusted.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,17 @@
 //   OUT/blobs/<sha256 hex>     blob bytes
 //
 // An export re-imported gives a ledger with the same records, root and checkpoints.
+//
+// Ownership: export_ledger() borrows an open Ledger and reads one snapshot of it, so it
+// sees a consistent ledger even while others append. ExportReader owns only the directory
+// path and the parsed manifest; each call re-reads the files and keeps no open handle, so a
+// reader may be shared by threads. It does not verify what it reads; import_ledger() runs
+// verify_export_dir() first.
+//
+// Errors: already_exists means the target is taken and was left alone; verification_failed
+// or corrupt from import_ledger() means the export is not faithful to its own records and
+// signatures (do not use it); invalid_argument from ExportReader means a malformed file;
+// io_error means the disk failed and a retry may succeed.
 #pragma once
 
 #include <cstdint>
@@ -53,12 +64,17 @@ struct ExportSummary {
 };
 
 // Writes into a sibling temporary directory and renames it to `out`: a crash leaves no
-// half-written export under that name. `out` must not exist.
+// half-written export under that name. `out` must not exist. The work directory is
+// `<out>.partial`, removed first, so two exports to the same `out` must not run at once.
+// Durability: checkpoint, blob and manifest files are fsynced, but records.jsonl and the
+// final rename are not, so after a power loss run verify on the export before relying on it.
 Result<ExportSummary> export_ledger(const Ledger& ledger, const std::filesystem::path& out);
 
 // Verifies the export completely (with `keys`, or its own key if empty), then builds a
 // new ledger at `dir` in a single transaction. `dir` must not hold a ledger; on failure
-// nothing is left behind.
+// nothing is left behind. The import is one LMDB write transaction: once it returns, the new
+// ledger is durable; before then a reader sees at most the empty ledger, never part of the
+// import. `dir` must not be open as a ledger elsewhere in this process.
 Result<ExportSummary> import_ledger(const std::filesystem::path& export_dir, const std::filesystem::path& dir,
                                     const std::vector<NoteVerifier>& keys);
 

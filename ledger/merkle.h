@@ -6,6 +6,14 @@
 // [i*2^L, (i+1)*2^L) is written once, when its last leaf arrives, at its post-order
 // position. Appending leaves in order therefore produces nodes in increasing position,
 // so an LMDB store can use MDB_APPEND, and any subtree root is a single read.
+//
+// Nothing here is durable or shared: the free functions are pure, and MerkleHasher,
+// CompactRange and MemoryTree are values that own their state with no lock — not
+// thread-safe, one per thread. Proof functions borrow the NodeReader for the call only.
+// Errors: invalid_argument means the caller asked for an impossible range or size (a bug or
+// bad input, not worth retrying); any other error is the NodeReader's, passed through
+// unchanged (for MemoryTree, not_found for a node it does not hold). The verify_* functions
+// return false for any proof that does not check; they never say why.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +29,7 @@
 namespace warden {
 
 // Hashes with a reusable context: hot loops own one instead of paying for a fresh
-// OpenSSL context per node.
+// OpenSSL context per node. Owns one Sha256, so one per thread.
 class MerkleHasher {
  public:
   Digest leaf(std::string_view data);                    // SHA-256(0x00 || data)
@@ -63,6 +71,8 @@ bool verify_consistency(uint64_t size1, uint64_t size2, const Digest& root1, con
 // The right edge of a growing tree: the roots of the perfect subtrees that the binary
 // decomposition of `size` names, largest first. Appending is O(log n) hashing worst case,
 // O(1) amortized, and reports each newly completed perfect subtree for storage.
+// append*() cannot fail: storing what the sink is handed is the caller's job, and a range
+// whose sink failed no longer matches the store (reload it with load()).
 class CompactRange {
  public:
   using NodeSink = std::function<void(unsigned level, uint64_t index, const Digest& hash)>;

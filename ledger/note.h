@@ -5,6 +5,13 @@
 //   signer key:   PRIVATE+KEY+<name>+<keyhash hex8>+base64(0x01 || seed32)
 //   verifier key: <name>+<keyhash hex8>+base64(0x01 || pubkey32)
 //   key hash:     first 4 bytes, big-endian, of SHA-256(name || "\n" || 0x01 || pubkey32)
+//
+// NoteVerifier is a plain value. NoteSigner owns its private key (move-only) and is
+// immutable after parse()/generate(), so it may be shared by threads for signing. Nothing
+// here touches disk: keeping a generated signer key secret and durable is the caller's job.
+// Errors: invalid_argument (or limit_exceeded) means a malformed key or note — the input is
+// wrong; verification_failed from open_note() means the note is well-formed but a known key's
+// signature is bad or no known key signed it: do not trust its text.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,16 @@
 // Merkle node, the root at every checkpoint, checkpoint signatures and blob digests. A
 // failure names the first bad sequence number or object; nothing is trusted that can be
 // recomputed.
+//
+// Verification only reads: verify_ledger_dir() opens the ledger read-only, and nothing on
+// disk changes. verify_ledger() borrows an open Ledger, reads one snapshot and hashes records
+// on up to hardware_concurrency() threads of its own, each with its own read transaction; it
+// joins them before returning.
+//
+// What an outcome means: an Error is "could not check" (missing directory, unreadable file
+// or store, an unusable recorded key) and says nothing about the ledger's integrity; a
+// VerifyReport with a problem is "checked and found bad" — treat the data as untrusted from
+// that object on; a report without a problem is "every recomputable fact held".
 #pragma once
 
 #include <cstdint>

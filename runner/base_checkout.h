@@ -5,6 +5,17 @@
 // through the overlay), and renamed into place, so a directory named by a tree id is always
 // complete. Nothing ever writes into one afterwards:
 // overlayfs sends every write to the run's upper layer.
+//
+// Ownership: BaseCheckouts owns only its directory path and host identity; the checkouts on
+// disk outlive it and are never removed by it. get() borrows `repo` for the call and returns
+// a path the caller reads but must not write. Threads and processes: get() changes no member
+// state and makes each checkout under a random temporary name, so several threads (each with
+// its own GitRepo) and several processes may share one directory; if two make the same
+// checkout, the first rename wins and the other's copy is discarded.
+// Errors: a "workspace_error" Refusal is a filesystem failure in `dir`; refusals from reading
+// the tree (repository_error) pass through. Either way no directory named by the tree id is
+// left behind, and a retry starts over. Durability: nothing is fsynced; the name promises
+// completeness against crashes of this process, not against a power loss.
 #pragma once
 
 #include <filesystem>

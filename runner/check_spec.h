@@ -2,6 +2,9 @@
 // quorum for flaky oracles), where its test report is (JUnit XML or TAP), which test ids
 // must go from failing to passing and which must keep passing, and which invariants it
 // proves. A spec's digest is part of the result cache key.
+//
+// Plain values, safe to share read-only. from_json() refuses (invalid_argument, naming the
+// field under `where`) a spec that is malformed or inconsistent; the input must be fixed.
 #pragma once
 
 #include <cstdint>

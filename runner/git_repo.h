@@ -1,6 +1,25 @@
 // A git repository through libgit2, with RAII for every handle: resolve revisions, read
 // trees as a BaseTree, write a post-diff tree touching only the changed directories, make
 // deterministic commits, move a branch only from the commit it was built on, check out.
+//
+// Ownership: GitRepo owns its git_repository handle and a LibGit2 reference (move-only in
+// effect). GitTree owns its git_tree but borrows the repository: the GitRepo must outlive
+// every GitTree it hands out. get() lends the raw handle; do not free it.
+//
+// Threads: libgit2 forbids using one git_repository from several threads at once, and
+// nothing here locks. Use a GitRepo and its trees from one thread at a time; open one GitRepo
+// per thread for parallel work (separate handles may share one repository on disk).
+//
+// Errors are Refusals. "repository_error" means libgit2 failed (I/O, a missing or corrupt
+// object): the repository, not the request, is at fault. branch_moved means another writer
+// owns the branch's tip: re-read the branch and rebuild on its new tip. revision_not_found,
+// invalid_branch and repository_not_found mean the caller's input names nothing usable.
+// Objects written by write_tree()/commit() stay in the object database even when a later
+// step refuses (git garbage-collects unreferenced ones).
+//
+// Durability: objects, references and the index go through libgit2's default writes, which
+// do not fsync; a branch move is atomic (lock file and rename) but not guaranteed to survive
+// a power loss.
 #pragma once
 
 #include <git2.h>
@@ -17,7 +36,8 @@
 
 namespace warden {
 
-// libgit2's process-wide initialization, reference counted by libgit2 itself.
+// libgit2's process-wide initialization, reference counted by libgit2 itself. Constructing
+// one also turns off libgit2's strict object creation for the whole process.
 class LibGit2 {
  public:
   LibGit2();

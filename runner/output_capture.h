@@ -2,6 +2,10 @@
 // (they become the stored blob), the last tail_bytes are kept in a ring for display, and
 // past max_bytes the stream is over its limit (the sandbox then kills the run). Memory is
 // bounded by keep_bytes + tail_bytes however much a program writes.
+//
+// A StreamCapture is a value owned by the code reading one stream: not thread-safe, one per
+// stream, and finish() is called once (it hands over `kept` and resets the hash). Nothing is
+// written anywhere and nothing can fail; storing the evidence is the caller's job.
 #pragma once
 
 #include <cstdint>

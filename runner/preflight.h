@@ -6,6 +6,11 @@
 // read-only, host secrets (/root, /home, /run, ...) are absent, /tmp is private and the
 // workspace is writable through the overlay. Any failing part makes the sandbox refuse to
 // run, naming the part; there is no weaker fallback.
+//
+// This file is values and pure functions: judge_preflight() only reads its arguments, and
+// own_namespaces()/overflow_uid() only read /proc. Running the probe, and remembering its
+// report, is Sandbox's job (sandbox.h). A failed PreflightReport is not an Error: it is the
+// finding that this host cannot sandbox with this profile.
 #pragma once
 
 #include <map>

@@ -4,6 +4,19 @@
 // tree that shares most of its objects with a hashed one costs only the changed part.
 // Only results whose every check ended passed or failed are stored: a timeout, an error or
 // a flaky oracle says something about the machine or the test, not about the tree.
+//
+// Ownership and threads: a ResultCache owns its LMDB environment; open a directory once per
+// process (LMDB forbids opening an environment twice) and share it. get() and put() each use
+// their own transaction, so threads may call them at once; several processes may share the
+// directory (LMDB's lock file serializes writers). A Memo borrows the cache by pointer: the
+// ResultCache must outlive it and must not be moved meanwhile. A Memo is one thread's, and
+// its read transaction pins the snapshot it first read until store() or destruction.
+//
+// Errors and durability: put() and store() are durable once they return (LMDB commit with
+// fsync); on error nothing of that call was written. get() returns nullopt for a miss and
+// corrupt for a stored result that no longer parses (discard the cache). Memo::get() treats
+// any read failure as a miss: a cache that cannot be read is recomputed, never trusted.
+// Hashes a Memo computed and did not store() are lost, which costs time, not correctness.
 #pragma once
 
 #include <filesystem>

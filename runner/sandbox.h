@@ -13,6 +13,19 @@
 // the reaper has exited. On timeout or an output flood the reaper SIGKILLs bwrap's process
 // group. Not thread-safe: one run at a time per Sandbox, and the thread that calls run()
 // must live until it returns (the reaper's parent-death signal follows the spawning thread).
+// Use one Sandbox per worker thread; distinct Sandboxes share nothing.
+//
+// Ownership: a Sandbox owns its scratch directory of generated profile files (removed when
+// the Sandbox is destroyed) and its cached preflight report. run() borrows the request; the
+// workspace directory or overlay layers belong to the caller and must exist for the run.
+// request.live is called on run()'s thread while the run is in progress.
+//
+// What a result means: a command that fails, times out or floods its output is a SandboxRun
+// (exit_code, timed_out, output_limit_exceeded), not an Error. An Error means nothing was
+// judged: invalid_argument (no command), verification_failed (the preflight failed — it is
+// run once and remembered, so this Sandbox refuses every later run(); create a new one to
+// re-probe), internal (a process outlived its sandbox: distrust the host), or an errno error
+// from starting bwrap. Nothing here is durable; the run's writes go where the request put them.
 #pragma once
 
 #include <sys/types.h>

@@ -3,6 +3,10 @@
 // limits, output caps and the seccomp policy. Profiles are JSON files in
 // policies/sandbox/; a profile's digest (SHA-256 of its canonical JSON) goes into every
 // result it produces, so two results are comparable only when their profiles are equal.
+//
+// Profiles are plain values, safe to share read-only. An Error from from_json()/parse()
+// (invalid_argument, naming the field) means the profile text is wrong; load() adds
+// not_found for an unknown built-in name and the file errors of read_file().
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,12 @@
 // files, preflight workspaces) and removes with everything in them, whatever a sandboxed
 // program left there: read-only or 0000 directories (overlayfs makes one) are opened up
 // first, and symlinks are removed, never followed.
+//
+// A ScratchDir owns its directory: the destructor (and move-assignment over it) removes the
+// tree; moving transfers the ownership. It holds no lock; different ScratchDirs may be used
+// from different threads. Removal is best effort and reports nothing: a tree that cannot be
+// removed is left behind silently. An Error from create() or make_owned_dir() names the path
+// and errno; nothing was left behind by create().
 #pragma once
 
 #include <sys/types.h>

@@ -2,6 +2,10 @@
 // check's outcome on this host — the runner's format, the bwrap binary, the kernel release,
 // the OS release and the files the profile names as its toolchain (compilers, interpreters),
 // each by content digest. Part of the result cache key and of every RunResult.
+//
+// toolchain_identity() reads and hashes every named file on each call (no cache, no shared
+// state: thread-safe) and cannot fail: a file that cannot be resolved or read is recorded as
+// "absent", so an unreadable file and a missing one give the same identity.
 #pragma once
 
 #include "common/canonical_json.h"

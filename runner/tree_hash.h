@@ -8,6 +8,13 @@
 //                     "<octal mode> <name>\0" + the entry's 32-byte hash
 // Hashes are memoized by git object id (the same id always has the same content), so
 // unchanged subtrees and files cost one lookup.
+//
+// tree_sha256() borrows `repo` and `memo` for the call; it writes nothing to the repository.
+// Neither a GitRepo nor a memo is thread-safe (MemoryHashMemo is a plain map), so one of each
+// per thread. A memo is trusted: a wrong entry gives a wrong hash, so fill one only through
+// tree_sha256. A Refusal ("repository_error") means an object could not be read: the tree
+// is missing or the repository damaged; no hash is returned and the memo keeps what was
+// computed before the failure.
 #pragma once
 
 #include <git2.h>

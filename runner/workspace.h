@@ -1,6 +1,14 @@
 // The git workspace the kernel works in: turns patches into canonical Diffs against a base
 // revision, verifies and applies Diffs to produce trees (no working directory involved),
 // commits accepted changes with Warden's trailers, and checks trees out for runners.
+//
+// A Workspace owns its GitRepo and inherits its rules: not thread-safe (libgit2 handles), so
+// one Workspace per thread; repo() lends the GitRepo, which lives as long as the Workspace.
+// Errors are Refusals: a diff that does not apply (hash_mismatch, path_*, ...) is the
+// proposal's fault; repository_error is the repository's; branch_moved means another writer
+// moved the branch. check() writes nothing; apply() writes only unreferenced objects, so a
+// refusal after it leaves no visible change; only commit() moves a branch (see git_repo.h on
+// durability).
 #pragma once
 
 #include <filesystem>
@@ -19,6 +27,7 @@ struct AppliedDiff {
 };
 
 struct CommitOptions {
+  // The default is filled in by the caller: Workspace::commit() refuses an empty branch.
   std::string branch;                   // default: warden/<run id>
   std::string message;                  // default: "warden: step <id>"
   std::optional<Digest> record;         // the ledger record that accepted it, if any
