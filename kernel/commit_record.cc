@@ -1,6 +1,6 @@
 #include "kernel/commit_record.h"
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "common/encoding.h"
 #include "diff/diff.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {

@@ -1,6 +1,6 @@
 #include "runner/check_spec.h"
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden {
 namespace {

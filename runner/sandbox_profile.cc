@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "common/file.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden {
 namespace {
