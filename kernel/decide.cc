@@ -61,7 +61,7 @@ std::string_view reason_for_refusal(std::string_view code) {
 }
 
 void add_refusal(const Refusal& refusal, Reasons& reasons) {
-  reasons.add(reason_for_refusal(refusal.code), refusal.message());
+  reasons.add(reason_for_refusal(refusal_code_name(refusal.code)), refusal.message());
 }
 
 bool contains(const std::vector<std::string>& items, std::string_view item) {

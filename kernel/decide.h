@@ -16,7 +16,7 @@
 #include "kernel/build_plan.h"
 #include "kernel/policy.h"
 #include "kernel/verdict.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 #include "runner/run_result.h"
 
 namespace warden::kernel {

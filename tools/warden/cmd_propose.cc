@@ -112,8 +112,8 @@ kernel::BuildPlan one_step_plan(const ProposeArgs& a, const Touched& touched, co
 }
 
 int refuse_branch(const Refusal& r, bool json) {
-  Errc code = r.code == "revision_not_found" || r.code == "repository_not_found" ? Errc::not_found : Errc::invalid_argument;
-  std::string hint = r.code == "branch_moved" ? " (propose on top of it with --base, or name another --branch)" : "";
+  Errc code = r.code == RefusalCode::revision_not_found || r.code == RefusalCode::repository_not_found ? Errc::not_found : Errc::invalid_argument;
+  std::string hint = r.code == RefusalCode::branch_moved ? " (propose on top of it with --base, or name another --branch)" : "";
   return report_error(Error{code, r.message() + hint}, json);
 }
 
@@ -172,7 +172,7 @@ int run(ProposeArgs a) {
     // check_branch lets a tip whose parent is the base through (it may be this very commit,
     // made again); a second proposal on the same base would be a different commit.
     if (auto tip = workspace->repo().resolve_commit("refs/heads/" + a.branch); tip && !(*tip == *base)) {
-      return refuse_branch(Refusal{"branch_moved", a.branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()},
+      return refuse_branch(Refusal{RefusalCode::branch_moved, a.branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()},
                            a.json);
     }
   }
