@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/strings.h"
 #include "diff/hunk_apply.h"
 #include "diff/path_safety.h"
 
@@ -16,7 +17,7 @@ struct PathPlan {
 };
 
 Checked<void> check_components(const std::string& path, BaseTree& base, const PathPlan& plan) {
-  auto parts = path_components(path);
+  auto parts = split_path(path);
   std::string prefix;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     prefix += (i ? "/" : "") + std::string(parts[i]);
@@ -41,7 +42,7 @@ class CaseChecker {
   explicit CaseChecker(BaseTree& base) : base_(base) {}
 
   Checked<void> check(const std::string& path, const PathPlan& plan) {
-    auto parts = path_components(path);
+    auto parts = split_path(path);
     std::string dir;
     for (size_t i = 0; i < parts.size(); ++i) {
       auto listing = folded(dir, plan);

@@ -5,6 +5,7 @@
 
 #include "common/sha256.h"
 #include "common/json_reader.h"
+#include "common/strings.h"
 #include "executor/names.h"
 
 namespace warden::executor {
@@ -34,15 +35,10 @@ constexpr NameTable<ConditionOp, 8> kOps{{
     {ConditionOp::gte, "gte"},
 }};
 
-std::vector<std::string> split_path(std::string_view field) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t dot = field.find('.', start);
-    out.emplace_back(field.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) return out;
-    start = dot + 1;
-  }
+// A field path's keys: "output.score" -> {"output", "score"}.
+std::vector<std::string> field_keys(std::string_view field) {
+  auto parts = split(field, '.');
+  return {parts.begin(), parts.end()};
 }
 
 }  // namespace
@@ -179,7 +175,7 @@ class ConfigParser {
     Condition& c = out.when;
     c.field = when.string("field");
     if (when.ok() && c.field.empty()) when.fail("field", "must name an output field");
-    c.path = split_path(c.field);
+    c.path = field_keys(c.field);
     if (when.ok() && std::any_of(c.path.begin(), c.path.end(), [](const auto& p) { return p.empty(); })) {
       when.fail("field", "\"" + c.field + "\" has an empty path segment");
     }
