@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 

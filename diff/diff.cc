@@ -7,7 +7,7 @@
 namespace warden {
 namespace {
 
-Refusal bad(const std::string& where, const std::string& why) { return Refusal{"malformed_diff", "", where + ": " + why}; }
+Refusal bad(const std::string& where, const std::string& why) { return Refusal{RefusalCode::malformed_diff, "", where + ": " + why}; }
 
 const Json* field(const Json& obj, const char* name) {
   auto it = obj.find(name);
@@ -75,7 +75,7 @@ Checked<Hunk> hunk_from_json(const Json& j, const std::string& where) {
     h.lines.push_back(text);
   }
   if (old_count != h.old_lines || new_count != h.new_lines) {
-    return std::unexpected(Refusal{"hunk_count_mismatch", "",
+    return std::unexpected(Refusal{RefusalCode::hunk_count_mismatch, "",
                                    where + ": header says -" + std::to_string(h.old_lines) + " +" +
                                        std::to_string(h.new_lines) + ", lines give -" + std::to_string(old_count) +
                                        " +" + std::to_string(new_count)});
@@ -268,7 +268,7 @@ Checked<Diff> Diff::from_json(const Json& json) {
     auto parsed = claimed->is_string() ? Digest::parse(claimed->get<std::string>()) : fail(Errc::invalid_argument, "");
     if (!parsed) return std::unexpected(bad("diff_sha256", "must be sha256:<64 hex>"));
     if (*parsed != d.digest()) {
-      return std::unexpected(Refusal{"hash_mismatch", "", "diff_sha256 " + parsed->str() +
+      return std::unexpected(Refusal{RefusalCode::hash_mismatch, "", "diff_sha256 " + parsed->str() +
                                                               " does not match the diff's content (" + d.digest().str() + ")"});
     }
   }

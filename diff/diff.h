@@ -28,7 +28,7 @@
 #include "common/canonical_json.h"
 #include "common/error.h"
 #include "common/sha256.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 

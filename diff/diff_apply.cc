@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/strings.h"
 #include "diff/hunk_apply.h"
 #include "diff/path_safety.h"
 
@@ -16,20 +17,20 @@ struct PathPlan {
 };
 
 Checked<void> check_components(const std::string& path, BaseTree& base, const PathPlan& plan) {
-  auto parts = path_components(path);
+  auto parts = split_path(path);
   std::string prefix;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     prefix += (i ? "/" : "") + std::string(parts[i]);
     if (auto w = plan.written.find(prefix); w != plan.written.end()) {
-      return refuse(w->second == kModeSymlink ? "path_through_symlink" : "path_conflict", path,
+      return refuse(w->second == kModeSymlink ? RefusalCode::path_through_symlink : RefusalCode::path_conflict, path,
                     "\"" + prefix + "\" is written as a " + (w->second == kModeSymlink ? "symlink" : "file") +
                         " by the same diff");
     }
     if (plan.removed.contains(prefix)) continue;
     auto kind = base.kind(prefix);
     if (!kind) return std::unexpected(kind.error());
-    if (*kind == EntryKind::symlink) return refuse("path_through_symlink", path, "\"" + prefix + "\" is a symlink");
-    if (*kind == EntryKind::file) return refuse("path_conflict", path, "\"" + prefix + "\" is a file");
+    if (*kind == EntryKind::symlink) return refuse(RefusalCode::path_through_symlink, path, "\"" + prefix + "\" is a symlink");
+    if (*kind == EntryKind::file) return refuse(RefusalCode::path_conflict, path, "\"" + prefix + "\" is a file");
   }
   return {};
 }
@@ -41,7 +42,7 @@ class CaseChecker {
   explicit CaseChecker(BaseTree& base) : base_(base) {}
 
   Checked<void> check(const std::string& path, const PathPlan& plan) {
-    auto parts = path_components(path);
+    auto parts = split_path(path);
     std::string dir;
     for (size_t i = 0; i < parts.size(); ++i) {
       auto listing = folded(dir, plan);
@@ -49,7 +50,7 @@ class CaseChecker {
       std::string name(parts[i]);
       auto it = (*listing)->find(fold_case(name));
       if (it != (*listing)->end() && it->second != name) {
-        return refuse("path_case_collision", path,
+        return refuse(RefusalCode::path_case_collision, path,
                       "\"" + name + "\" differs only by case from \"" + it->second + "\"" +
                           (dir.empty() ? "" : " in " + dir));
       }
@@ -129,7 +130,7 @@ Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base
       if (auto st = check_path_syntax(*p); !st) return std::unexpected(st.error());
     }
     auto removes = [&](const std::string& path) -> Checked<void> {
-      if (!plan.removed.insert(path).second) return refuse("duplicate_path", path, "the diff removes this path twice");
+      if (!plan.removed.insert(path).second) return refuse(RefusalCode::duplicate_path, path, "the diff removes this path twice");
       return {};
     };
     if (f.op == FileOp::remove) {
@@ -140,15 +141,15 @@ Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base
       if (auto st = removes(*f.old_path); !st) return std::unexpected(st.error());
     }
     if (f.op == FileOp::modify && plan.removed.contains(f.path)) {
-      return refuse("duplicate_path", f.path, "the diff both modifies and removes this path");
+      return refuse(RefusalCode::duplicate_path, f.path, "the diff both modifies and removes this path");
     }
     if (!plan.written.emplace(f.path, *f.new_mode).second) {
-      return refuse("duplicate_path", f.path, "the diff writes this path twice");
+      return refuse(RefusalCode::duplicate_path, f.path, "the diff writes this path twice");
     }
   }
   for (const FileChange& f : diff.files) {
     if (f.op == FileOp::modify && plan.removed.contains(f.path)) {
-      return refuse("duplicate_path", f.path, "the diff both modifies and removes this path");
+      return refuse(RefusalCode::duplicate_path, f.path, "the diff both modifies and removes this path");
     }
   }
 
@@ -160,13 +161,13 @@ Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base
       const std::string& source = f.source_path();
       auto entry = base.read(source);
       if (!entry) return std::unexpected(entry.error());
-      if (!*entry) return refuse("path_not_found", source, "not in the base tree");
+      if (!*entry) return refuse(RefusalCode::path_not_found, source, "not in the base tree");
       if (sha256((*entry)->content) != *f.before_sha256) {
-        return refuse("hash_mismatch", source, "pre-image is " + sha256((*entry)->content).str() + ", the diff expects " +
+        return refuse(RefusalCode::hash_mismatch, source, "pre-image is " + sha256((*entry)->content).str() + ", the diff expects " +
                                                    f.before_sha256->str());
       }
       if (*f.old_mode != (*entry)->mode) {
-        return refuse("mode_mismatch", source, "base mode is " + mode_string((*entry)->mode) + ", the diff expects " +
+        return refuse(RefusalCode::mode_mismatch, source, "base mode is " + mode_string((*entry)->mode) + ", the diff expects " +
                                                    mode_string(*f.old_mode));
       }
       pre = std::move((*entry)->content);
@@ -185,13 +186,13 @@ Checked<std::vector<ResolvedFile>> resolve_diff(const Diff& diff, BaseTree& base
         if (!emptied) return std::unexpected(emptied.error());
         free = *emptied;
       }
-      if (!free) return refuse("path_exists", f.path, "already exists in the base tree");
+      if (!free) return refuse(RefusalCode::path_exists, f.path, "already exists in the base tree");
     }
     if (auto st = check_components(f.path, base, plan); !st) return std::unexpected(st.error());
     auto post = post_image(f, pre);
     if (!post) return std::unexpected(post.error());
     if (sha256(*post) != *f.after_sha256) {
-      return refuse("after_hash_mismatch", f.path, "post-image is " + sha256(*post).str() + ", the diff promises " +
+      return refuse(RefusalCode::after_hash_mismatch, f.path, "post-image is " + sha256(*post).str() + ", the diff promises " +
                                                        f.after_sha256->str());
     }
     if (*f.new_mode == kModeSymlink) {

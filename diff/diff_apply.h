@@ -16,7 +16,7 @@
 
 #include "diff/base_tree.h"
 #include "diff/diff.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 

@@ -41,13 +41,13 @@ Checked<Built> build_change(const PatchFile& p, const std::optional<BaseFile>& p
   if (f.op == FileOp::rename || f.op == FileOp::copy) f.old_path = p.old_path;
   std::string pre_content;
   if (f.op != FileOp::add) {
-    if (!pre) return refuse("path_not_found", p.old_path, "the patch changes a file the base tree does not have");
+    if (!pre) return refuse(RefusalCode::path_not_found, p.old_path, "the patch changes a file the base tree does not have");
     if (!index_agrees(p.old_index, pre->blob_id)) {
-      return refuse("hash_mismatch", p.old_path, "the patch's index line names blob " + p.old_index + ", the base has " +
+      return refuse(RefusalCode::hash_mismatch, p.old_path, "the patch's index line names blob " + p.old_index + ", the base has " +
                                                      pre->blob_id);
     }
     if (p.old_mode && *p.old_mode != pre->mode) {
-      return refuse("mode_mismatch", p.old_path, "the patch says mode " + mode_string(*p.old_mode) + ", the base has " +
+      return refuse(RefusalCode::mode_mismatch, p.old_path, "the patch says mode " + mode_string(*p.old_mode) + ", the base has " +
                                                      mode_string(pre->mode));
     }
     f.old_mode = pre->mode;
@@ -58,14 +58,14 @@ Checked<Built> build_change(const PatchFile& p, const std::optional<BaseFile>& p
     if (!p.hunks.empty()) {
       auto rest = apply_hunks(pre_content, p.hunks, f.path);
       if (!rest) return std::unexpected(rest.error());
-      if (!rest->empty()) return refuse("hunk_mismatch", f.path, "a deletion must remove the whole file");
+      if (!rest->empty()) return refuse(RefusalCode::hunk_mismatch, f.path, "a deletion must remove the whole file");
     }
     return b;
   }
   f.new_mode = p.new_mode ? *p.new_mode : f.old_mode ? *f.old_mode : kModeFile;
   switch (p.binary) {
     case PatchFile::Binary::without_data:
-      return refuse("binary_without_data", f.path, "\"Binary files differ\" carries no content; make the patch with --binary");
+      return refuse(RefusalCode::binary_without_data, f.path, "\"Binary files differ\" carries no content; make the patch with --binary");
     case PatchFile::Binary::literal:
       b.post = p.binary_payload;
       f.after_content = b.post;
@@ -87,7 +87,7 @@ Checked<Built> build_change(const PatchFile& p, const std::optional<BaseFile>& p
     }
   }
   if (!index_agrees(p.new_index, git_blob_id(b.post))) {
-    return refuse("after_hash_mismatch", f.path, "the patch's index line names blob " + p.new_index +
+    return refuse(RefusalCode::after_hash_mismatch, f.path, "the patch's index line names blob " + p.new_index +
                                                      ", applying it gives " + git_blob_id(b.post));
   }
   f.after_sha256 = sha256(b.post);
@@ -162,7 +162,7 @@ Checked<Diff> build_diff(const std::vector<PatchFile>& files, BaseTree& base, st
     std::optional<BaseFile> pre;
     if (!p.is_new) {
       if (deleted.contains(p.old_path) && !p.is_rename && !p.is_copy) {
-        return with_path(Refusal{"path_not_found", p.old_path, "an earlier section of the patch deleted it"});
+        return with_path(Refusal{RefusalCode::path_not_found, p.old_path, "an earlier section of the patch deleted it"});
       }
       auto entry = base.read(p.old_path);
       if (!entry) return with_path(entry.error());

@@ -19,7 +19,7 @@ constexpr std::array<int8_t, 256> make_table() {
 }
 constexpr auto kTable = make_table();
 
-Refusal binary_error(std::string detail) { return Refusal{"malformed_patch", "", "binary patch: " + std::move(detail)}; }
+Refusal binary_error(std::string detail) { return Refusal{RefusalCode::malformed_patch, "", "binary patch: " + std::move(detail)}; }
 
 // Git's variable-length sizes: 7 bits a byte, least significant first.
 bool read_varint(std::string_view data, size_t& at, uint64_t& value) {
@@ -58,7 +58,7 @@ Checked<void> decode_base85_line(std::string_view line, std::string& out) {
 }
 
 Checked<std::string> inflate_exact(std::string_view compressed, uint64_t expected_size) {
-  if (expected_size > kMaxInflated) return std::unexpected(Refusal{"patch_too_large", "", "binary payload over 1 GiB"});
+  if (expected_size > kMaxInflated) return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "binary payload over 1 GiB"});
   // Deflate cannot expand more than about 1032:1; a larger claim is a lie, refused before
   // anything is allocated for it.
   if (expected_size > compressed.size() * 1032 + 64) {
@@ -89,10 +89,10 @@ Checked<std::string> apply_git_delta(std::string_view base, std::string_view del
     return std::unexpected(binary_error("delta header truncated"));
   }
   if (base_size != base.size()) {
-    return std::unexpected(Refusal{"hunk_mismatch", "", "binary delta expects a " + std::to_string(base_size) +
+    return std::unexpected(Refusal{RefusalCode::hunk_mismatch, "", "binary delta expects a " + std::to_string(base_size) +
                                                             "-byte pre-image, the file has " + std::to_string(base.size())});
   }
-  if (result_size > kMaxInflated) return std::unexpected(Refusal{"patch_too_large", "", "delta result over 1 GiB"});
+  if (result_size > kMaxInflated) return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "delta result over 1 GiB"});
   std::string out;
   out.reserve(result_size);
   while (at < delta.size()) {

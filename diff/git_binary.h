@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 

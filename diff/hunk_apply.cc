@@ -30,7 +30,7 @@ Checked<std::string> apply_hunks(std::string_view pre_image, const std::vector<H
     // A pure insertion goes after line old_start; otherwise the hunk starts at it.
     size_t at = hunk.old_lines == 0 ? hunk.old_start : hunk.old_start - 1;
     if ((hunk.old_lines > 0 && hunk.old_start == 0) || at < cursor || at > pre.size()) {
-      return refuse("hunk_mismatch", path, where + " starts outside the file or before the previous hunk ends");
+      return refuse(RefusalCode::hunk_mismatch, path, where + " starts outside the file or before the previous hunk ends");
     }
     bool old_ended = false, new_ended = false;  // a line without "\n" must be its side's last
     size_t old_seen = 0;
@@ -40,9 +40,9 @@ Checked<std::string> apply_hunks(std::string_view pre_image, const std::vector<H
       std::string_view content = std::string_view(line).substr(1);
       bool terminated = !content.empty() && content.back() == '\n';
       if (op != '+') {
-        if (old_ended) return refuse("hunk_mismatch", path, where + " continues after a line with no newline");
+        if (old_ended) return refuse(RefusalCode::hunk_mismatch, path, where + " continues after a line with no newline");
         if (at + old_seen >= pre.size() || pre[at + old_seen] != content) {
-          return refuse("hunk_mismatch", path, where + ": line " + std::to_string(at + old_seen + 1) +
+          return refuse(RefusalCode::hunk_mismatch, path, where + ": line " + std::to_string(at + old_seen + 1) +
                                                    " does not match the hunk's " + (op == '-' ? "removed" : "context") +
                                                    " line");
         }
@@ -50,20 +50,20 @@ Checked<std::string> apply_hunks(std::string_view pre_image, const std::vector<H
         old_ended = !terminated;
       }
       if (op != '-') {
-        if (new_ended) return refuse("hunk_mismatch", path, where + " adds after a line with no newline");
+        if (new_ended) return refuse(RefusalCode::hunk_mismatch, path, where + " adds after a line with no newline");
         added += content;
         new_ended = !terminated;
       }
     }
-    if (old_seen != hunk.old_lines) return refuse("hunk_count_mismatch", path, where + ": line counts disagree");
+    if (old_seen != hunk.old_lines) return refuse(RefusalCode::hunk_count_mismatch, path, where + ": line counts disagree");
     if (old_ended && at + old_seen != pre.size()) {
-      return refuse("hunk_mismatch", path, where + ": a line with no newline is not the file's last");
+      return refuse(RefusalCode::hunk_mismatch, path, where + ": a line with no newline is not the file's last");
     }
     for (; cursor < at; ++cursor) out += pre[cursor];
     out += added;
     cursor = at + old_seen;
     if (new_ended && (h + 1 != hunks.size() || cursor != pre.size())) {
-      return refuse("hunk_mismatch", path, where + ": a line with no newline would not end the file");
+      return refuse(RefusalCode::hunk_mismatch, path, where + ": a line with no newline would not end the file");
     }
   }
   for (; cursor < pre.size(); ++cursor) out += pre[cursor];

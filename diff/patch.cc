@@ -8,7 +8,7 @@ namespace warden {
 namespace {
 
 Refusal malformed(uint64_t line, std::string detail) {
-  return Refusal{"malformed_patch", "", "line " + std::to_string(line) + ": " + std::move(detail)};
+  return Refusal{RefusalCode::malformed_patch, "", "line " + std::to_string(line) + ": " + std::move(detail)};
 }
 
 // Walks the patch a line at a time; a line includes its '\n' when it has one.
@@ -126,7 +126,7 @@ void header_names(std::string_view s, std::string& a, std::string& b) {
 }
 
 Checked<uint32_t> mode_field(std::string_view text, uint64_t line) {
-  if (text == "160000") return std::unexpected(Refusal{"unsupported_change", "", "submodules (mode 160000) are not supported"});
+  if (text == "160000") return std::unexpected(Refusal{RefusalCode::unsupported_change, "", "submodules (mode 160000) are not supported"});
   auto m = parse_mode(text);
   if (!m) return std::unexpected(malformed(line, "unknown file mode \"" + std::string(text) + "\""));
   return *m;
@@ -157,7 +157,7 @@ Checked<Hunk> parse_hunk(LineReader& r) {
   r.next();
   uint64_t old_left = hunk.old_lines, new_left = hunk.new_lines;
   auto count_error = [&](uint64_t line, const std::string& what) {
-    return std::unexpected(Refusal{"hunk_count_mismatch", "",
+    return std::unexpected(Refusal{RefusalCode::hunk_count_mismatch, "",
                                    "line " + std::to_string(line) + ": " + what + " (hunk at line " +
                                        std::to_string(header_line) + " declares -" + std::to_string(hunk.old_lines) +
                                        " +" + std::to_string(hunk.new_lines) + ")"});
@@ -417,7 +417,7 @@ Checked<PatchFile> parse_plain_section(LineReader& r) {
 }  // namespace
 
 Checked<std::string> unquote_c_path(std::string_view text, size_t& consumed) {
-  auto bad = [](const std::string& why) { return std::unexpected(Refusal{"malformed_patch", "", "quoted path: " + why}); };
+  auto bad = [](const std::string& why) { return std::unexpected(Refusal{RefusalCode::malformed_patch, "", "quoted path: " + why}); };
   if (text.empty() || text[0] != '"') return bad("missing opening quote");
   std::string out;
   for (size_t i = 1; i < text.size(); ++i) {
@@ -460,7 +460,7 @@ Checked<std::string> unquote_c_path(std::string_view text, size_t& consumed) {
 
 Checked<std::vector<PatchFile>> parse_patch(std::string_view text) {
   if (text.size() > kMaxPatchBytes) {
-    return std::unexpected(Refusal{"patch_too_large", "", "patch is " + std::to_string(text.size()) +
+    return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "patch is " + std::to_string(text.size()) +
                                                               " bytes; the limit is " + std::to_string(kMaxPatchBytes)});
   }
   LineReader r(text);
@@ -485,7 +485,7 @@ Checked<std::vector<PatchFile>> parse_patch(std::string_view text) {
       r.next();  // mail headers, commit message, diffstat, signature: not part of any file
     }
   }
-  if (files.empty()) return std::unexpected(Refusal{"malformed_patch", "", "no file changes found"});
+  if (files.empty()) return std::unexpected(Refusal{RefusalCode::malformed_patch, "", "no file changes found"});
   return files;
 }
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "diff/diff.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 

@@ -1,18 +1,8 @@
 #include "diff/path_safety.h"
 
-namespace warden {
+#include "common/strings.h"
 
-std::vector<std::string_view> path_components(std::string_view path) {
-  std::vector<std::string_view> out;
-  size_t at = 0;
-  while (true) {
-    size_t slash = path.find('/', at);
-    out.push_back(path.substr(at, slash == std::string_view::npos ? std::string_view::npos : slash - at));
-    if (slash == std::string_view::npos) break;
-    at = slash + 1;
-  }
-  return out;
-}
+namespace warden {
 
 std::string fold_case(std::string_view name) {
   std::string out(name);
@@ -28,14 +18,14 @@ Checked<void> check_path_syntax(std::string_view path) {
     for (auto& c : shown) {
       if (c == '\0') c = '?';
     }
-    return refuse("path_nul_byte", shown, "paths cannot contain NUL bytes");
+    return refuse(RefusalCode::path_nul_byte, shown, "paths cannot contain NUL bytes");
   }
-  if (path.empty()) return refuse("path_malformed", "", "empty path");
-  if (path.front() == '/') return refuse("path_absolute", shown, "paths are relative to the repository root");
-  for (std::string_view c : path_components(path)) {
-    if (c == "..") return refuse("path_traversal", shown, "\"..\" would leave the repository");
-    if (fold_case(c) == ".git") return refuse("path_in_git_dir", shown, "git's own metadata is not writable");
-    if (c.empty() || c == ".") return refuse("path_malformed", shown, "empty or \".\" path component");
+  if (path.empty()) return refuse(RefusalCode::path_malformed, "", "empty path");
+  if (path.front() == '/') return refuse(RefusalCode::path_absolute, shown, "paths are relative to the repository root");
+  for (std::string_view c : split_path(path)) {
+    if (c == "..") return refuse(RefusalCode::path_traversal, shown, "\"..\" would leave the repository");
+    if (fold_case(c) == ".git") return refuse(RefusalCode::path_in_git_dir, shown, "git's own metadata is not writable");
+    if (c.empty() || c == ".") return refuse(RefusalCode::path_malformed, shown, "empty or \".\" path component");
   }
   return {};
 }
@@ -43,17 +33,17 @@ Checked<void> check_path_syntax(std::string_view path) {
 Checked<void> check_symlink_target(std::string_view link_path, std::string_view target) {
   std::string shown(link_path);
   if (target.empty() || target.find('\0') != std::string_view::npos) {
-    return refuse("symlink_escapes_tree", shown, "empty or NUL-containing symlink target");
+    return refuse(RefusalCode::symlink_escapes_tree, shown, "empty or NUL-containing symlink target");
   }
-  if (target.front() == '/') return refuse("symlink_escapes_tree", shown, "absolute target \"" + std::string(target) + "\"");
+  if (target.front() == '/') return refuse(RefusalCode::symlink_escapes_tree, shown, "absolute target \"" + std::string(target) + "\"");
   // Resolve lexically from the link's directory; going above the root escapes.
-  auto parts = path_components(link_path);
+  auto parts = split_path(link_path);
   int64_t depth = static_cast<int64_t>(parts.size()) - 1;
-  for (std::string_view c : path_components(target)) {
+  for (std::string_view c : split_path(target)) {
     if (c == "..") {
-      if (--depth < 0) return refuse("symlink_escapes_tree", shown, "target \"" + std::string(target) + "\" leaves the tree");
+      if (--depth < 0) return refuse(RefusalCode::symlink_escapes_tree, shown, "target \"" + std::string(target) + "\" leaves the tree");
     } else if (!c.empty() && c != ".") {
-      if (fold_case(c) == ".git") return refuse("path_in_git_dir", shown, "symlink into git's metadata");
+      if (fold_case(c) == ".git") return refuse(RefusalCode::path_in_git_dir, shown, "symlink into git's metadata");
       ++depth;
     }
   }

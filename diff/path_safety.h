@@ -9,14 +9,13 @@
 #include <string_view>
 #include <vector>
 
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 
 Checked<void> check_path_syntax(std::string_view path);
 Checked<void> check_symlink_target(std::string_view link_path, std::string_view target);
 
-std::vector<std::string_view> path_components(std::string_view path);
 // ASCII case folding, as case-insensitive file systems (macOS, Windows defaults) fold.
 std::string fold_case(std::string_view name);
 

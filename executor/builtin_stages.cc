@@ -4,7 +4,7 @@
 #include <cctype>
 #include <utility>
 
-#include "executor/field_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::executor {
 namespace {
@@ -73,7 +73,7 @@ class JoinStage final : public StageAgent {
 };
 
 AgentResult make_constant(const PipelineConfig&, const StageSpec& spec, const AgentEnvironment&) {
-  FieldReader p(spec.params, "params");
+  JsonReader p(spec.params, "params", JsonDialect::null_is_absent);
   if (!p.has("output")) p.fail("output", "is required for kind constant (the JSON object to answer)");
   Json output = p.object_or_empty("output");
   int64_t calls = p.integer_or("llm_calls", 0, 0, 1'000'000);
@@ -82,7 +82,7 @@ AgentResult make_constant(const PipelineConfig&, const StageSpec& spec, const Ag
 }
 
 AgentResult make_approval(const PipelineConfig&, const StageSpec& spec, const AgentEnvironment&) {
-  FieldReader p(spec.params, "params");
+  JsonReader p(spec.params, "params", JsonDialect::null_is_absent);
   std::string question = p.string_or("question", "Approve stage " + spec.name + "?");
   std::vector<std::string> approve = p.string_list("approve");
   if (auto st = p.finish(); !st) return std::unexpected(st.error());
@@ -92,7 +92,7 @@ AgentResult make_approval(const PipelineConfig&, const StageSpec& spec, const Ag
 }
 
 AgentResult make_join(const PipelineConfig& config, const StageSpec& spec, const AgentEnvironment&) {
-  FieldReader p(spec.params, "params");
+  JsonReader p(spec.params, "params", JsonDialect::null_is_absent);
   if (auto st = p.finish(); !st) return std::unexpected(st.error());
   if (spec.required.empty()) return fail(Errc::invalid_argument, "requires: a join must require the stages it joins");
   std::vector<std::string> inputs;

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "common/canonical_json.h"
-#include "executor/subprocess.h"
+#include "common/subprocess.h"
 
 namespace warden::executor {
 namespace {

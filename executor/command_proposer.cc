@@ -1,6 +1,6 @@
 #include "executor/command_proposer.h"
 
-#include "executor/subprocess.h"
+#include "common/subprocess.h"
 
 namespace warden::executor {
 

@@ -2,7 +2,7 @@
 #include <utility>
 
 #include "executor/envelope.h"
-#include "executor/field_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::executor {
 namespace {
@@ -25,7 +25,7 @@ Json record_to_json(const ProcessingRecord& r) {
               {"llm_calls", r.llm_calls}};
 }
 
-ProcessingRecord record_from(FieldReader& r) {
+ProcessingRecord record_from(JsonReader& r) {
   ProcessingRecord out;
   out.agent = r.string("agent");
   out.stage_order = r.integer("stage_order", 0, kMaxInt);
@@ -38,7 +38,7 @@ ProcessingRecord record_from(FieldReader& r) {
   return out;
 }
 
-FlowInterrupt interrupt_from(FieldReader& r) {
+FlowInterrupt interrupt_from(JsonReader& r) {
   FlowInterrupt out;
   out.id = r.string("id");
   out.kind = r.string("kind");
@@ -114,7 +114,7 @@ Json envelope_to_json(const Envelope& e) {
 }
 
 Result<Envelope> envelope_from_json(const Json& json, std::string_view what, Errc code) {
-  FieldReader r(json, std::string(what), code);
+  JsonReader r(json, std::string(what), JsonDialect::null_is_absent, code);
   Envelope e;
   e.envelope_id = r.string_or("envelope_id", "");
   e.request_id = r.string_or("request_id", "");
@@ -123,7 +123,7 @@ Result<Envelope> envelope_from_json(const Json& json, std::string_view what, Err
   e.raw_input = r.string_or("raw_input", "");
   e.received_at = r.optional_integer("received_at", -kMaxInt, kMaxInt);
   {
-    FieldReader outputs = r.child("outputs", false);
+    JsonReader outputs = r.child("outputs", false);
     if (const Json* all = r.get("outputs")) {
       for (const auto& [stage, output] : all->items()) {
         if (!output.is_object()) outputs.fail(stage, "must be a JSON object");
@@ -149,7 +149,7 @@ Result<Envelope> envelope_from_json(const Json& json, std::string_view what, Err
   e.termination_reason = r.optional_string("termination_reason");
   e.interrupt_pending = r.boolean_or("interrupt_pending", false);
   if (r.has("interrupt")) {
-    FieldReader interrupt = r.child("interrupt");
+    JsonReader interrupt = r.child("interrupt");
     e.interrupt = interrupt_from(interrupt);
     (void)interrupt.finish();
   } else {
@@ -169,7 +169,7 @@ Result<Envelope> envelope_from_json(const Json& json, std::string_view what, Err
   e.loop_feedback = r.string_list("loop_feedback");
   const Json& history = r.array("processing_history");
   for (size_t i = 0; i < history.size() && r.ok(); ++i) {
-    FieldReader item = r.element("processing_history", history, i);
+    JsonReader item = r.element("processing_history", history, i);
     e.processing_history.push_back(record_from(item));
     (void)item.finish();
   }

@@ -4,7 +4,8 @@
 #include <utility>
 
 #include "common/sha256.h"
-#include "executor/field_reader.h"
+#include "common/json_reader.h"
+#include "common/strings.h"
 #include "executor/names.h"
 
 namespace warden::executor {
@@ -34,15 +35,10 @@ constexpr NameTable<ConditionOp, 8> kOps{{
     {ConditionOp::gte, "gte"},
 }};
 
-std::vector<std::string> split_path(std::string_view field) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t dot = field.find('.', start);
-    out.emplace_back(field.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) return out;
-    start = dot + 1;
-  }
+// A field path's keys: "output.score" -> {"output", "score"}.
+std::vector<std::string> field_keys(std::string_view field) {
+  auto parts = split(field, '.');
+  return {parts.begin(), parts.end()};
 }
 
 }  // namespace
@@ -50,7 +46,7 @@ std::vector<std::string> split_path(std::string_view field) {
 // Reads a config top to bottom; see PipelineConfig::parse.
 class ConfigParser {
  public:
-  ConfigParser(const Json& source, PipelineConfig& out) : r_(source, ""), c_(out) {}
+  ConfigParser(const Json& source, PipelineConfig& out) : r_(source, "", JsonDialect::null_is_absent), c_(out) {}
 
   Status run() {
     c_.name = r_.string("name");
@@ -83,7 +79,7 @@ class ConfigParser {
 
  private:
   void declare(const Json& stages, size_t i) {
-    FieldReader s = r_.element("stages", stages, i);
+    JsonReader s = r_.element("stages", stages, i);
     const Json* name = s.get("name");
     if (!name || !name->is_string()) {
       s.fail("name", "is required and must be a string");
@@ -104,7 +100,7 @@ class ConfigParser {
     c_.index_.emplace(std::move(n), id);
   }
 
-  StageId resolve(FieldReader& r, std::string_view key, const std::string& name, bool allow_end) {
+  StageId resolve(JsonReader& r, std::string_view key, const std::string& name, bool allow_end) {
     if (name == kEndName) {
       if (!allow_end) r.fail(key, "\"end\" is not a stage here");
       return kEnd;
@@ -117,7 +113,7 @@ class ConfigParser {
   }
 
   // A successor: one stage name, "end", or a list of stage names to run next (fan-out).
-  std::vector<StageId> parse_next(FieldReader& r, std::string_view key, const Json& value) {
+  std::vector<StageId> parse_next(JsonReader& r, std::string_view key, const Json& value) {
     if (value.is_string()) return {resolve(r, key, value.get<std::string>(), true)};
     if (!value.is_array() || value.empty()) {
       r.fail(key, "must be a stage name or a non-empty list of stage names");
@@ -138,7 +134,7 @@ class ConfigParser {
   }
 
   void parse_stage(const Json& stages, size_t i) {
-    FieldReader s = r_.element("stages", stages, i);
+    JsonReader s = r_.element("stages", stages, i);
     StageSpec& spec = c_.stages[i];
     s.get("name");
     spec.kind = s.string("kind");
@@ -166,20 +162,20 @@ class ConfigParser {
     if (auto err = s.optional_string("error_next")) spec.error_next = resolve(s, "error_next", *err, true);
     const Json& rules = s.array("routing");
     for (size_t k = 0; k < rules.size() && s.ok(); ++k) {
-      FieldReader rule = s.element("routing", rules, k);
+      JsonReader rule = s.element("routing", rules, k);
       spec.routing.push_back(parse_rule(rule));
       if (auto st = rule.finish(); !st) return;
     }
     (void)s.finish();
   }
 
-  RoutingRule parse_rule(FieldReader& rule) {
+  RoutingRule parse_rule(JsonReader& rule) {
     RoutingRule out;
-    FieldReader when = rule.child("when");
+    JsonReader when = rule.child("when");
     Condition& c = out.when;
     c.field = when.string("field");
     if (when.ok() && c.field.empty()) when.fail("field", "must name an output field");
-    c.path = split_path(c.field);
+    c.path = field_keys(c.field);
     if (when.ok() && std::any_of(c.path.begin(), c.path.end(), [](const auto& p) { return p.empty(); })) {
       when.fail("field", "\"" + c.field + "\" has an empty path segment");
     }
@@ -229,7 +225,7 @@ class ConfigParser {
   void parse_edge_limits() {
     const Json& limits = r_.array("edge_limits");
     for (size_t i = 0; i < limits.size() && r_.ok(); ++i) {
-      FieldReader e = r_.element("edge_limits", limits, i);
+      JsonReader e = r_.element("edge_limits", limits, i);
       EdgeLimit limit;
       std::string from = e.string("from"), to = e.string("to");
       if (e.ok()) limit.from = resolve(e, "from", from, false);
@@ -242,7 +238,7 @@ class ConfigParser {
     }
   }
 
-  FieldReader r_;
+  JsonReader r_;
   PipelineConfig& c_;
 };
 

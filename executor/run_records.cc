@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/sha256.h"
-#include "executor/field_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::executor {
 namespace {
@@ -36,7 +36,7 @@ Result<Json> read_blob_json(const StoredRun& stored, const std::string& digest, 
 }
 
 // The inverse of put_value: the inline value, or the blob parsed back.
-Result<Json> get_value(FieldReader& r, const StoredRun& stored, std::string_view key) {
+Result<Json> get_value(JsonReader& r, const StoredRun& stored, std::string_view key) {
   if (const Json* inline_value = r.get(key)) return *inline_value;
   std::string blob_key = std::string(key) + "_blob";
   auto digest = r.optional_string(blob_key);
@@ -44,7 +44,7 @@ Result<Json> get_value(FieldReader& r, const StoredRun& stored, std::string_view
     r.fail(key, "is required");
     return Json();
   }
-  return read_blob_json(stored, *digest, r.path_of(blob_key));
+  return read_blob_json(stored, *digest, r.path(blob_key));
 }
 
 std::string where(const StoredRecord& record) {
@@ -134,7 +134,7 @@ Result<RunStart> parse_run_start(const StoredRun& stored) {
     return fail(Errc::corrupt, "run " + stored.run_id + " has no pipeline_run record");
   }
   const StoredRecord& record = stored.records.front();
-  FieldReader r(record.payload, where(record), Errc::corrupt);
+  JsonReader r(record.payload, where(record), JsonDialect::null_is_absent, Errc::corrupt);
   RunStart start;
   start.run_id = r.string("run");
   start.at = r.integer("at", -kMaxInt, kMaxInt);
@@ -154,7 +154,7 @@ Result<RunStart> parse_run_start(const StoredRun& stored) {
 
 Result<std::vector<StageOutcome>> parse_step_outcomes(const PipelineConfig& config, const StoredRun& stored,
                                                       const StoredRecord& record, uint64_t& step, int64_t& at) {
-  FieldReader r(record.payload, where(record), Errc::corrupt);
+  JsonReader r(record.payload, where(record), JsonDialect::null_is_absent, Errc::corrupt);
   r.string("run");
   step = static_cast<uint64_t>(r.integer("step", 1, kMaxInt));
   at = r.integer("at", -kMaxInt, kMaxInt);
@@ -162,7 +162,7 @@ Result<std::vector<StageOutcome>> parse_step_outcomes(const PipelineConfig& conf
   if (r.ok() && stages.empty()) r.fail("stages", "lists no stage");
   std::vector<StageOutcome> out;
   for (size_t i = 0; i < stages.size() && r.ok(); ++i) {
-    FieldReader s = r.element("stages", stages, i);
+    JsonReader s = r.element("stages", stages, i);
     StageOutcome o;
     std::string name = s.string("stage");
     auto id = config.find(name);
@@ -173,7 +173,7 @@ Result<std::vector<StageOutcome>> parse_step_outcomes(const PipelineConfig& conf
     auto result_json = get_value(s, stored, "result");
     if (!result_json) return std::unexpected(result_json.error());
     if (!s.finish()) break;
-    auto result = stage_result_from_json(*result_json, s.path_of("result"), Errc::corrupt);
+    auto result = stage_result_from_json(*result_json, s.path("result"), Errc::corrupt);
     if (!result) return std::unexpected(result.error());
     o.result = std::move(*result);
     out.push_back(std::move(o));
@@ -189,7 +189,7 @@ Result<Transition> parse_transition(const StoredRecord& record) {
 }
 
 Result<CheckpointRecord> parse_checkpoint(const StoredRecord& record) {
-  FieldReader r(record.payload, where(record), Errc::corrupt);
+  JsonReader r(record.payload, where(record), JsonDialect::null_is_absent, Errc::corrupt);
   r.string("run");
   CheckpointRecord cp;
   cp.id = r.string("id");
@@ -203,7 +203,7 @@ Result<CheckpointRecord> parse_checkpoint(const StoredRecord& record) {
 }
 
 Result<ControlRecord> parse_control(const StoredRecord& record) {
-  FieldReader r(record.payload, where(record), Errc::corrupt);
+  JsonReader r(record.payload, where(record), JsonDialect::null_is_absent, Errc::corrupt);
   r.string("run");
   ControlRecord c;
   c.step = static_cast<uint64_t>(r.integer("step", 0, kMaxInt));

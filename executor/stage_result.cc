@@ -1,6 +1,6 @@
 #include "executor/stage_result.h"
 
-#include "executor/field_reader.h"
+#include "common/json_reader.h"
 #include "executor/names.h"
 
 namespace warden::executor {
@@ -33,13 +33,13 @@ Json stage_result_to_json(const StageResult& r) {
 
 Result<StageResult> stage_result_from_json(const Json& json, std::string_view what, Errc code) {
   if (auto st = check_canonical_numbers(json, what); !st) return std::unexpected(Error{code, st.error().message});
-  FieldReader r(json, std::string(what), code);
+  JsonReader r(json, std::string(what), JsonDialect::null_is_absent, code);
   StageResult out;
   out.output = r.object_or_empty("output");
   out.llm_calls = r.integer_or("llm_calls", 0, 0, kMaxLlmCalls);
   out.error = r.optional_string("error");
   if (r.has("interrupt")) {
-    FieldReader i = r.child("interrupt");
+    JsonReader i = r.child("interrupt");
     InterruptRequest req;
     req.kind = i.string("kind");
     if (i.ok() && !is_lower_identifier(req.kind)) i.fail("kind", "\"" + req.kind + "\" is not a kind (1-64 of a-z 0-9 _)");

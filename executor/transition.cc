@@ -1,6 +1,6 @@
 #include "executor/transition.h"
 
-#include "executor/field_reader.h"
+#include "common/json_reader.h"
 #include "executor/names.h"
 
 namespace warden::executor {
@@ -34,7 +34,7 @@ Json transition_to_json(const Transition& t) {
 }
 
 Result<Transition> transition_from_json(const Json& json, std::string_view what, Errc code) {
-  FieldReader r(json, std::string(what), code);
+  JsonReader r(json, std::string(what), JsonDialect::null_is_absent, code);
   Transition t;
   t.step = static_cast<uint64_t>(r.integer("step", 0, kMaxCanonicalInteger));
   t.from = r.string("from");

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/file.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 #include "diff/path_safety.h"
 
 namespace warden::kernel {

@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {

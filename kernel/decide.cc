@@ -17,6 +17,7 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
 #include "kernel/glob.h"
@@ -61,7 +62,7 @@ std::string_view reason_for_refusal(std::string_view code) {
 }
 
 void add_refusal(const Refusal& refusal, Reasons& reasons) {
-  reasons.add(reason_for_refusal(refusal.code), refusal.message());
+  reasons.add(reason_for_refusal(refusal_code_name(refusal.code)), refusal.message());
 }
 
 bool contains(const std::vector<std::string>& items, std::string_view item) {
@@ -100,7 +101,7 @@ void check_shape(const DecisionInput& in, const BuildStep& step, const Diff& dif
 
 // .git and .warden belong to the kernel at any depth, whatever their case.
 bool in_kernel_dir(std::string_view path) {
-  for (std::string_view part : path_components(path)) {
+  for (std::string_view part : split_path(path)) {
     std::string folded = fold_case(part);
     if (folded == ".git" || folded == ".warden") return true;
   }

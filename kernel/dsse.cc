@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "common/encoding.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 

@@ -2,22 +2,10 @@
 
 #include <cstdint>
 
+#include "common/strings.h"
+
 namespace warden::kernel {
 namespace {
-
-std::vector<std::string_view> split(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t at = 0;
-  while (true) {
-    size_t slash = text.find('/', at);
-    if (slash == std::string_view::npos) {
-      out.push_back(text.substr(at));
-      return out;
-    }
-    out.push_back(text.substr(at, slash - at));
-    at = slash + 1;
-  }
-}
 
 // Matches one character against the class starting at pattern[p] ('['); sets `end` to the
 // index after its ']'. Returns false with end == p when the class is unclosed (a literal '[').
@@ -93,7 +81,7 @@ bool segment_match(std::string_view pattern, std::string_view text) {
 }  // namespace
 
 bool glob_match(std::string_view pattern, std::string_view path) {
-  std::vector<std::string_view> pat = split(pattern), segs = split(path);
+  std::vector<std::string_view> pat = split_path(pattern), segs = split_path(path);
   // reach[j]: the first i pattern segments can match the first j path segments.
   std::vector<uint8_t> reach(segs.size() + 1, 0), next(segs.size() + 1, 0);
   reach[0] = 1;

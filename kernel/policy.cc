@@ -6,7 +6,7 @@
 
 #include "common/file.h"
 #include "kernel/blueprint.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "common/encoding.h"
 #include "diff/diff.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {
@@ -50,7 +50,7 @@ Json ProposalEvidence::to_json() const {
   for (const auto& [path, image] : base) base_json[path] = image_json(image);
   Json refusal = nullptr;
   if (workspace_refusal) {
-    refusal = {{"code", workspace_refusal->code}, {"path", workspace_refusal->path}, {"detail", workspace_refusal->detail}};
+    refusal = {{"code", std::string(refusal_code_name(workspace_refusal->code))}, {"path", workspace_refusal->path}, {"detail", workspace_refusal->detail}};
   }
   return {{"step_id", step_id}, {"diff", diff}, {"base", base_json}, {"workspace_refusal", refusal}};
 }
@@ -73,7 +73,10 @@ Result<ProposalEvidence> ProposalEvidence::from_json(const Json& json) {
   if (const Json* refusal = reader.nullable_object("workspace_refusal")) {
     JsonReader r(*refusal, reader.path("workspace_refusal"));
     Refusal out;
-    r.string("code", out.code);
+    std::string code;
+    r.string("code", code);
+    if (auto parsed = parse_refusal_code(code)) out.code = *parsed;
+    else if (r.ok()) r.fail("code", "unknown refusal code \"" + code + "\"");
     r.string("path", out.path);
     r.string("detail", out.detail);
     reader.adopt(r.finish());

@@ -20,7 +20,7 @@
 
 #include "common/canonical_json.h"
 #include "common/error.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden::kernel {
 

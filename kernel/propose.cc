@@ -91,8 +91,8 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
 }
 
 Error branch_refusal(const Refusal& r) {
-  Errc code = r.code == "revision_not_found" || r.code == "repository_not_found" ? Errc::not_found : Errc::invalid_argument;
-  std::string hint = r.code == "branch_moved" ? " (propose on top of it with --base, or name another --branch)" : "";
+  Errc code = r.code == RefusalCode::revision_not_found || r.code == RefusalCode::repository_not_found ? Errc::not_found : Errc::invalid_argument;
+  std::string hint = r.code == RefusalCode::branch_moved ? " (propose on top of it with --base, or name another --branch)" : "";
   return Error{code, r.message() + hint};
 }
 
@@ -107,7 +107,7 @@ Status check_branch(const ProposeRequest& r) {
   // made again); a second proposal on the same base would be a different commit.
   if (auto tip = workspace->repo().resolve_commit("refs/heads/" + r.branch); tip && !(*tip == *base)) {
     return std::unexpected(
-        branch_refusal(Refusal{"branch_moved", r.branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()}));
+        branch_refusal(Refusal{RefusalCode::branch_moved, r.branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()}));
   }
   return {};
 }

@@ -7,7 +7,7 @@
 #include "kernel/dsse.h"
 #include "ledger/checkpoint.h"
 #include "ledger/merkle.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {

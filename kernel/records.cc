@@ -1,6 +1,6 @@
 #include "kernel/records.h"
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {

@@ -428,7 +428,7 @@ class Replayer {
       return {};
     }
     auto evidence = proposal_evidence(decision.proposal_seq, record->step_id);
-    auto diff = evidence ? Diff::from_json(evidence->diff) : Checked<Diff>(std::unexpected(Refusal{"", "", ""}));
+    auto diff = evidence ? Diff::from_json(evidence->diff) : Checked<Diff>(std::unexpected(Refusal{}));
     if (!diff || diff->digest() != record->proposal_sha256) {
       problem("proposal_sha256 is not the decided diff's digest");
       return {};

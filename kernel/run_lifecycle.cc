@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 

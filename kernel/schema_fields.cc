@@ -4,7 +4,7 @@
 #include <set>
 
 #include "diff/path_safety.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 

@@ -1,7 +1,7 @@
 // Field rules the kernel's schemas share (blueprint, plan, policy): what a path, an
 // identifier and a list of checks may be, and how arrays of objects are read with errors
 // that name their JSON path ("plan.steps[2].targets: ..."). Pure functions; the readers
-// record their first error in the JsonReader they are given (runner/json_reader.h).
+// record their first error in the JsonReader they are given (common/json_reader.h).
 #pragma once
 
 #include <cstddef>

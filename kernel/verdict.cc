@@ -1,6 +1,6 @@
 #include "kernel/verdict.h"
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden::kernel {
 namespace {

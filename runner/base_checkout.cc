@@ -19,7 +19,7 @@ Checked<fs::path> BaseCheckouts::get(GitRepo& repo, const ObjectId& tree, bool* 
   fs::path final_path = path_of(tree);
   struct stat st;
   if (::stat(final_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return final_path;
-  auto failure = [](const Error& e) { return std::unexpected(Refusal{"workspace_error", "", e.message}); };
+  auto failure = [](const Error& e) { return std::unexpected(Refusal{RefusalCode::workspace_error, "", e.message}); };
   std::error_code ec;
   if (!fs::exists(dir_, ec)) {
     fs::create_directories(dir_, ec);

@@ -1,19 +1,15 @@
 #include "runner/check_spec.h"
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
+#include "common/strings.h"
 
 namespace warden {
 namespace {
 
 bool safe_relative_path(const std::string& p) {
   if (p.empty() || p[0] == '/' || p.find('\0') != std::string::npos || p.back() == '/') return false;
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find('/', start);
-    if (end == std::string::npos) end = p.size();
-    std::string part = p.substr(start, end - start);
+  for (std::string_view part : split_path(p)) {
     if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
   }
   return true;
 }

@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using BlobPtr = std::unique_ptr<git_blob, GitFree<git_blob, git_blob_free>>;
 
-std::unexpected<Refusal> layer_error(const Error& e) { return std::unexpected(Refusal{"workspace_error", "", e.message}); }
+std::unexpected<Refusal> layer_error(const Error& e) { return std::unexpected(Refusal{RefusalCode::workspace_error, "", e.message}); }
 std::unexpected<Refusal> layer_errno(const std::string& what, int err) { return layer_error(errno_error(what, err)); }
 
 class LayerWriter {

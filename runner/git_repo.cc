@@ -42,7 +42,7 @@ LibGit2::~LibGit2() { git_libgit2_shutdown(); }
 
 Refusal repository_error(std::string_view what) {
   const ::git_error* e = git_error_last();
-  return Refusal{"repository_error", "", std::string(what) + ": " + (e && e->message ? e->message : "libgit2 failure")};
+  return Refusal{RefusalCode::repository_error, "", std::string(what) + ": " + (e && e->message ? e->message : "libgit2 failure")};
 }
 
 std::string ObjectId::hex() const {
@@ -54,7 +54,7 @@ std::string ObjectId::hex() const {
 Checked<ObjectId> ObjectId::parse(std::string_view hex) {
   ObjectId id;
   if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&id.oid, hex.data(), hex.size()) != 0) {
-    return refuse("malformed_diff", "", "\"" + std::string(hex) + "\" is not a 40-hex git object id");
+    return refuse(RefusalCode::malformed_diff, "", "\"" + std::string(hex) + "\" is not a 40-hex git object id");
   }
   return id;
 }
@@ -114,7 +114,7 @@ Checked<GitRepo> GitRepo::open(const std::filesystem::path& path) {
   LibGit2 lib;
   git_repository* raw = nullptr;
   if (git_repository_open_ext(&raw, path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
-    return refuse("repository_not_found", path.string(), "not a git repository");
+    return refuse(RefusalCode::repository_not_found, path.string(), "not a git repository");
   }
   return GitRepo(RepoPtr(raw));
 }
@@ -129,12 +129,12 @@ Checked<GitRepo> GitRepo::init(const std::filesystem::path& path, bool bare) {
 Checked<ObjectId> GitRepo::resolve_commit(std::string_view rev) {
   git_object* raw = nullptr;
   if (git_revparse_single(&raw, repo_.get(), std::string(rev).c_str()) != 0) {
-    return refuse("revision_not_found", std::string(rev), "no such revision");
+    return refuse(RefusalCode::revision_not_found, std::string(rev), "no such revision");
   }
   std::unique_ptr<git_object, GitFree<git_object, git_object_free>> obj(raw);
   git_object* peeled = nullptr;
   if (git_object_peel(&peeled, obj.get(), GIT_OBJECT_COMMIT) != 0) {
-    return refuse("revision_not_found", std::string(rev), "does not name a commit");
+    return refuse(RefusalCode::revision_not_found, std::string(rev), "does not name a commit");
   }
   std::unique_ptr<git_object, GitFree<git_object, git_object_free>> commit(peeled);
   return ObjectId{*git_object_id(commit.get())};
@@ -209,7 +209,7 @@ Checked<std::optional<git_oid>> build_dir(git_repository* repo, git_odb* odb, co
     if (!change) continue;
     // resolve_diff refuses a file and a non-empty directory under one name; a directory the
     // diff empties gives its name to the file.
-    if (kept_dirs.contains(name)) return refuse("path_conflict", where + name, "both a file and a directory");
+    if (kept_dirs.contains(name)) return refuse(RefusalCode::path_conflict, where + name, "both a file and a directory");
     entries.push_back(TreeEntry{name, change->first, change->second});
   }
   if (entries.empty()) return std::optional<git_oid>();
@@ -276,7 +276,7 @@ Checked<std::optional<ObjectId>> branch_tip(git_repository* repo, const std::str
   if (rc != 0) return git_failure("reading " + ref_name);
   ReferencePtr ref(raw);
   const git_oid* target = git_reference_target(ref.get());
-  if (!target) return refuse("branch_moved", ref_name, "is a symbolic reference");
+  if (!target) return refuse(RefusalCode::branch_moved, ref_name, "is a symbolic reference");
   return std::optional<ObjectId>(ObjectId{*target});
 }
 
@@ -285,7 +285,7 @@ Checked<std::optional<ObjectId>> branch_tip(git_repository* repo, const std::str
 Checked<void> GitRepo::check_branch(const std::string& branch, const ObjectId& parent) {
   std::string ref_name = "refs/heads/" + branch;
   if (branch.empty() || git_reference_is_valid_name(ref_name.c_str()) != 1) {
-    return refuse("invalid_branch", branch, "not a valid branch name");
+    return refuse(RefusalCode::invalid_branch, branch, "not a valid branch name");
   }
   auto tip = branch_tip(repo_.get(), ref_name);
   if (!tip) return std::unexpected(tip.error());
@@ -298,7 +298,7 @@ Checked<void> GitRepo::check_branch(const std::string& branch, const ObjectId& p
       return {};
     }
   }
-  return refuse("branch_moved", branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
+  return refuse(RefusalCode::branch_moved, branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
 }
 
 Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& parent, const CommitRequest& request) {
@@ -331,7 +331,7 @@ Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& paren
   if (!tip) return std::unexpected(tip.error());
   if (*tip && **tip == out) return out;
   if (*tip && !(**tip == parent)) {
-    return refuse("branch_moved", request.branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
+    return refuse(RefusalCode::branch_moved, request.branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
   }
   git_odb* odb_raw = nullptr;
   if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git_failure("opening the object database");
@@ -346,7 +346,7 @@ Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& paren
                 : git_reference_create(&moved, repo_.get(), ref_name.c_str(), &out.oid, 0, "warden: commit");
   ReferencePtr moved_ref(moved);
   if (rc == GIT_EEXISTS || rc == GIT_EMODIFIED) {
-    return refuse("branch_moved", request.branch, "another writer moved the branch first");
+    return refuse(RefusalCode::branch_moved, request.branch, "another writer moved the branch first");
   }
   if (rc != 0) return git_failure("moving " + ref_name);
   return out;
@@ -356,7 +356,7 @@ Checked<ObjectId> GitRepo::commit_root(const std::vector<ResolvedFile>& files, c
   std::string ref_name = "refs/heads/" + request.branch;
   auto tip = branch_tip(repo_.get(), ref_name);
   if (!tip) return std::unexpected(tip.error());
-  if (*tip) return refuse("branch_moved", request.branch, "the branch exists already");
+  if (*tip) return refuse(RefusalCode::branch_moved, request.branch, "the branch exists already");
   git_treebuilder* builder_raw = nullptr;
   if (git_treebuilder_new(&builder_raw, repo_.get(), nullptr) != 0) return git_failure("creating the empty tree");
   std::unique_ptr<git_treebuilder, GitFree<git_treebuilder, git_treebuilder_free>> builder(builder_raw);

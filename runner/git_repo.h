@@ -32,7 +32,7 @@
 
 #include "diff/base_tree.h"
 #include "diff/diff_apply.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 
 namespace warden {
 

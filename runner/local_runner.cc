@@ -19,8 +19,8 @@
 namespace warden {
 namespace {
 
-std::unexpected<Refusal> runner_error(std::string code, const Error& e) {
-  return std::unexpected(Refusal{std::move(code), "", e.message});
+std::unexpected<Refusal> runner_error(RefusalCode code, const Error& e) {
+  return std::unexpected(Refusal{code, "", e.message});
 }
 
 enum class ReportRead { ok, missing, too_large, not_regular };
@@ -103,7 +103,7 @@ Checked<Digest> LocalRunner::tree_hash(GitRepo& repo, const ObjectId& tree) {
   ResultCache::Memo memo = cache_->memo();
   auto hash = tree_sha256(repo, tree, memo);
   if (!hash) return hash;
-  if (Status st = memo.store(); !st) return runner_error("runner_error", st.error());
+  if (Status st = memo.store(); !st) return runner_error(RefusalCode::runner_error, st.error());
   return hash;
 }
 
@@ -131,9 +131,9 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
   if (!(tree == base_tree)) {
     const SandboxHost& host = sandbox_->host();
     auto layer = ScratchDir::create(host.scratch_root, "warden-layer-", 0755);
-    if (!layer) return runner_error("workspace_error", layer.error());
+    if (!layer) return runner_error(RefusalCode::workspace_error, layer.error());
     if (host.drop && ::lchown(layer->path().c_str(), host.uid, host.gid) != 0) {
-      return runner_error("workspace_error", errno_error("chown " + layer->path().string(), errno));
+      return runner_error(RefusalCode::workspace_error, errno_error("chown " + layer->path().string(), errno));
     }
     auto stats = write_diff_layer(repo, base_tree, tree, layer->path(), host);
     if (!stats) return std::unexpected(stats.error());
@@ -258,10 +258,10 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> names;
   for (const auto& c : request.checks) {
-    if (!names.insert(c.name).second) return std::unexpected(Refusal{"invalid_check", c.name, "two checks share this name"});
-    if (!canonicalize(c.to_json())) return std::unexpected(Refusal{"invalid_check", c.name, "not valid UTF-8"});
+    if (!names.insert(c.name).second) return std::unexpected(Refusal{RefusalCode::invalid_check, c.name, "two checks share this name"});
+    if (!canonicalize(c.to_json())) return std::unexpected(Refusal{RefusalCode::invalid_check, c.name, "not valid UTF-8"});
   }
-  if (request.checks.empty()) return std::unexpected(Refusal{"invalid_check", "", "no checks to run"});
+  if (request.checks.empty()) return std::unexpected(Refusal{RefusalCode::invalid_check, "", "no checks to run"});
   auto tree = tree_under_test(repo, request);
   if (!tree) return std::unexpected(tree.error());
   auto hash = tree_hash(repo, *tree);
@@ -289,7 +289,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   // Fail closed: nothing runs on a sandbox that cannot prove itself.
   const PreflightReport& preflight = sandbox_->preflight();
   if (!preflight.ok) {
-    return std::unexpected(Refusal{"sandbox_unavailable", "", "preflight failed: " + preflight.failures()});
+    return std::unexpected(Refusal{RefusalCode::sandbox_unavailable, "", "preflight failed: " + preflight.failures()});
   }
   auto ws = prepare(repo, request.base_tree, *tree);
   if (!ws) return std::unexpected(ws.error());

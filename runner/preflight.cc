@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
 
 namespace warden {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "common/sha256.h"
 #include "diff/diff.h"
-#include "diff/refusal.h"
+#include "common/refusal.h"
 #include "runner/check_spec.h"
 #include "runner/git_repo.h"
 #include "runner/run_result.h"

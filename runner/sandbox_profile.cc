@@ -4,7 +4,8 @@
 #include <cctype>
 
 #include "common/file.h"
-#include "runner/json_reader.h"
+#include "common/json_reader.h"
+#include "common/strings.h"
 
 namespace warden {
 namespace {
@@ -13,13 +14,8 @@ namespace {
 bool normal_absolute_path(std::string_view p) {
   if (p.size() < 2 || p[0] != '/' || p.back() == '/') return false;
   if (p.find('\0') != std::string_view::npos) return false;
-  size_t start = 1;
-  while (start <= p.size()) {
-    size_t end = p.find('/', start);
-    if (end == std::string_view::npos) end = p.size();
-    std::string_view part = p.substr(start, end - start);
+  for (std::string_view part : split_path(p.substr(1))) {
     if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
   }
   return true;
 }

@@ -6,7 +6,7 @@ namespace warden {
 
 Checked<Workspace> Workspace::open(const std::filesystem::path& path, bool init_if_missing) {
   auto repo = GitRepo::open(path);
-  if (!repo && init_if_missing && repo.error().code == "repository_not_found") repo = GitRepo::init(path, true);
+  if (!repo && init_if_missing && repo.error().code == RefusalCode::repository_not_found) repo = GitRepo::init(path, true);
   if (!repo) return std::unexpected(repo.error());
   return Workspace(std::move(*repo));
 }
@@ -68,7 +68,7 @@ std::string commit_message(const Diff& diff, const CommitOptions& options) {
 
 Checked<ObjectId> Workspace::commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options,
                                     Clock& clock) {
-  if (options.branch.empty()) return refuse("invalid_branch", "", "a branch name is required");
+  if (options.branch.empty()) return refuse(RefusalCode::invalid_branch, "", "a branch name is required");
   CommitRequest request{options.branch, commit_message(diff, options), options.author, clock.now_ms() / 1000};
   return repo_.commit(applied.tree, applied.base_commit, request);
 }

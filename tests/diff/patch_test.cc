@@ -84,7 +84,7 @@ TEST(GitBinary, DeltaCopiesAndInserts) {
   auto out = apply_git_delta(base, delta);
   ASSERT_TRUE(out) << out.error().message();
   EXPECT_EQ(*out, "2345XYZef");
-  EXPECT_EQ(apply_git_delta("short", delta).error().code, "hunk_mismatch");  // wrong base size
+  EXPECT_EQ(apply_git_delta("short", delta).error().code, RefusalCode::hunk_mismatch);  // wrong base size
   std::string past = {16, 9, static_cast<char>(0x91), 15, 4};
   EXPECT_FALSE(apply_git_delta(base, past));  // copies past the end of the base
   std::string reserved = {16, 1, 0};
@@ -168,7 +168,7 @@ TEST(Patch, BinaryLiteralAndDelta) {
                       "diff --git a/img.bin b/img.bin\nGIT binary patch\n" + binary_block("delta", delta) +
                       binary_block("literal", old_bin);
   // The index line names a blob the content is not: refused.
-  EXPECT_EQ(diff_from_patch(patch, base, "s").error().code, "after_hash_mismatch");
+  EXPECT_EQ(diff_from_patch(patch, base, "s").error().code, RefusalCode::after_hash_mismatch);
   patch.replace(patch.find("1111111"), 7, git_blob_id(fresh).substr(0, 7));
   Diff d = build(patch, base);
   EXPECT_EQ(resolved_content(d, base, "new.bin"), fresh);
@@ -182,7 +182,7 @@ TEST(Patch, RefusesMalformedPatches) {
   base.put("x", "a\nb\nc\n");
   auto code = [&](std::string_view p) {
     auto d = diff_from_patch(p, base, "s");
-    return d ? std::string("ok") : d.error().code;
+    return d ? std::string("ok") : std::string(refusal_code_name(d.error().code));
   };
   EXPECT_EQ(code("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n"), "hunk_count_mismatch");       // truncated
   EXPECT_EQ(code("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n c\n"), "hunk_count_mismatch");  // wrong counts
@@ -204,7 +204,7 @@ TEST(HunkApply, IsExactWithNoOffsetOrFuzz) {
   Hunk h{3, 1, 3, 1, {"-c\n", "+C\n"}};
   EXPECT_EQ(*apply_hunks("a\nb\nc\nd\n", {h}, "f"), "a\nb\nC\nd\n");
   // The same change one line lower in the file: git would find it at an offset; Warden refuses.
-  EXPECT_EQ(apply_hunks("a\nb\nx\nc\nd\n", {h}, "f").error().code, "hunk_mismatch");
+  EXPECT_EQ(apply_hunks("a\nb\nx\nc\nd\n", {h}, "f").error().code, RefusalCode::hunk_mismatch);
   Hunk insert_front{0, 0, 1, 1, {"+first\n"}};
   EXPECT_EQ(*apply_hunks("a\n", {insert_front}, "f"), "first\na\n");
   Hunk past_end{5, 1, 5, 1, {"-z\n", "+Z\n"}};
@@ -223,14 +223,14 @@ TEST(Diff, JsonRoundTripAndStrictValidation) {
   EXPECT_EQ(back->digest(), d.digest());
   auto tampered = j;
   tampered["files"][0]["hunks"][0]["lines"][1] = "+B\n";
-  EXPECT_EQ(Diff::from_json(tampered).error().code, "hash_mismatch");  // diff_sha256 no longer matches
+  EXPECT_EQ(Diff::from_json(tampered).error().code, RefusalCode::hash_mismatch);  // diff_sha256 no longer matches
   tampered.erase("diff_sha256");
   EXPECT_TRUE(Diff::from_json(tampered));  // without the claim it parses, and apply will refuse it
-  EXPECT_EQ(resolve_diff(*Diff::from_json(tampered), base).error().code, "after_hash_mismatch");
+  EXPECT_EQ(resolve_diff(*Diff::from_json(tampered), base).error().code, RefusalCode::after_hash_mismatch);
   auto wrong_before = j;
   wrong_before.erase("diff_sha256");
   wrong_before["files"][0]["before_sha256"] = sha256("other").str();
-  EXPECT_EQ(resolve_diff(*Diff::from_json(wrong_before), base).error().code, "hash_mismatch");
+  EXPECT_EQ(resolve_diff(*Diff::from_json(wrong_before), base).error().code, RefusalCode::hash_mismatch);
   for (auto mutate : std::vector<std::function<void(Json&)>>{
            [](Json& x) { x["files"][0]["op"] = "move"; },
            [](Json& x) { x["files"][0].erase("before_sha256"); },

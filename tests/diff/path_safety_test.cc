@@ -10,7 +10,7 @@ namespace {
 
 std::string syntax_code(std::string_view path) {
   auto st = check_path_syntax(path);
-  return st ? "ok" : st.error().code;
+  return st ? std::string("ok") : std::string(refusal_code_name(st.error().code));
 }
 
 TEST(PathSafety, SyntaxRules) {
@@ -32,10 +32,10 @@ TEST(PathSafety, SyntaxRules) {
 TEST(PathSafety, SymlinkTargets) {
   EXPECT_TRUE(check_symlink_target("a/b/link", "../c"));
   EXPECT_TRUE(check_symlink_target("a/b/link", "../../top"));
-  EXPECT_EQ(check_symlink_target("a/b/link", "../../../etc").error().code, "symlink_escapes_tree");
-  EXPECT_EQ(check_symlink_target("link", "/etc/passwd").error().code, "symlink_escapes_tree");
-  EXPECT_EQ(check_symlink_target("link", "x/../..").error().code, "symlink_escapes_tree");
-  EXPECT_EQ(check_symlink_target("link", ".git/config").error().code, "path_in_git_dir");
+  EXPECT_EQ(check_symlink_target("a/b/link", "../../../etc").error().code, RefusalCode::symlink_escapes_tree);
+  EXPECT_EQ(check_symlink_target("link", "/etc/passwd").error().code, RefusalCode::symlink_escapes_tree);
+  EXPECT_EQ(check_symlink_target("link", "x/../..").error().code, RefusalCode::symlink_escapes_tree);
+  EXPECT_EQ(check_symlink_target("link", ".git/config").error().code, RefusalCode::path_in_git_dir);
 }
 
 FileChange add(std::string path, std::string content, uint32_t mode = kModeFile) {
@@ -51,7 +51,7 @@ FileChange add(std::string path, std::string content, uint32_t mode = kModeFile)
 std::string resolve_code(MemoryFileTree& base, std::vector<FileChange> files) {
   Diff d{"s", std::move(files)};
   auto r = resolve_diff(d, base);
-  return r ? "ok" : r.error().code;
+  return r ? std::string("ok") : std::string(refusal_code_name(r.error().code));
 }
 
 TEST(PathSafety, RulesThatNeedTheTree) {

@@ -218,7 +218,7 @@ TEST_F(Decide, RunnerPathRefusalsAreNotAllowedPaths) {
   plan.steps[3].targets = {"requirements.txt"};
   propose("s4", {add_file("requirements.txt", "x\n")}, {{"requirements.txt", {}}});
   EXPECT_TRUE(verdict().accepted);
-  proposal.workspace_refusal = Refusal{"path_case_collision", "requirements.txt", "differs only by case"};
+  proposal.workspace_refusal = Refusal{RefusalCode::path_case_collision, "requirements.txt", "differs only by case"};
   EXPECT_EQ(codes(), Codes{"path_not_allowed"});
 }
 

@@ -91,7 +91,7 @@ ProposalEvidence evidence() {
   p.base["src/a.py"] = BaseFileImage{std::string("print('hi')\n"), 0100644};
   p.base["bin/tool"] = BaseFileImage{std::string("\x7f" "ELF\xff\x00", 6), 0100755};
   p.base["new.py"] = BaseFileImage{std::nullopt, 0100644};
-  p.workspace_refusal = Refusal{"path_case_collision", "A.py", "differs only by case from a.py"};
+  p.workspace_refusal = Refusal{RefusalCode::path_case_collision, "A.py", "differs only by case from a.py"};
   return p;
 }
 

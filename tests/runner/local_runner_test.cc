@@ -259,7 +259,7 @@ TEST_F(LocalRunnerTest, ASandboxThatCannotProveItselfRunsNothing) {
   req.checks = {shell("ok", "true")};
   auto out = runner.run(*git_, req);
   ASSERT_FALSE(out);
-  EXPECT_EQ(out.error().code, "sandbox_unavailable");
+  EXPECT_EQ(out.error().code, RefusalCode::sandbox_unavailable);
   EXPECT_NE(out.error().detail.find("sandbox_start"), std::string::npos) << out.error().detail;
 }
 
@@ -275,7 +275,7 @@ TEST_F(LocalRunnerTest, ATamperedDiffIsRefusedBeforeAnythingRuns) {
   req.checks = {shell("ok", "true")};
   auto out = runner.run(*git_, req);
   ASSERT_FALSE(out);
-  EXPECT_EQ(out.error().code, "hash_mismatch");
+  EXPECT_EQ(out.error().code, RefusalCode::hash_mismatch);
 }
 
 TEST_F(LocalRunnerTest, TreeSha256FollowsItsDocumentedConstruction) {

@@ -17,20 +17,6 @@ std::string trim(std::string s) {
 
 }  // namespace
 
-int exit_code_for(Errc code) {
-  switch (code) {
-    case Errc::verification_failed:
-    case Errc::corrupt: return kVerificationFailed;
-    case Errc::invalid_argument:
-    case Errc::limit_exceeded: return kInvalidInput;
-    case Errc::not_found: return kNotFound;
-    case Errc::io_error: return kIoError;
-    case Errc::already_exists: return kAlreadyExists;
-    case Errc::internal: return kInternal;
-  }
-  return kInternal;
-}
-
 int report_error(const Error& error, bool json) {
   std::cerr << "warden: error: " << error.message << "\n";
   if (json) print_json({{"ok", false}, {"error", {{"code", errc_name(error.code)}, {"message", error.message}}}});

@@ -11,28 +11,17 @@
 
 #include "common/canonical_json.h"
 #include "common/error.h"
+#include "common/exit_codes.h"
 #include "common/sha256.h"
 #include "ledger/note.h"
 
 namespace warden::cli {
 
-// Exit codes, as documented in `warden --help` and the README.
-enum ExitCode : int {
-  kOk = 0,
-  kVerificationFailed = 1,  // a ledger, proof, signature or note did not verify
-  kUsage = 2,               // bad flags or arguments
-  kInvalidInput = 3,        // malformed JSON, hash, key or file; a limit exceeded
-  kNotFound = 4,            // a ledger, record, file or key that does not exist
-  kIoError = 5,             // storage or OS failure: permissions, disk, locks
-  kAlreadyExists = 6,       // refusing to overwrite
-  kInternal = 70,           // a bug: please report it
-};
-
 // The action a parsed subcommand runs; returns the exit code.
 using Action = std::function<int()>;
 
-int exit_code_for(Errc code);
-// Prints "warden: error: ..." on stderr (and a JSON error object on stdout with --json).
+// Prints "warden: error: ..." on stderr (and a JSON error object on stdout with --json);
+// returns exit_code_for(error.code) (common/exit_codes.h, the documented exit codes).
 int report_error(const Error& error, bool json);
 void print_json(const Json& value);
 

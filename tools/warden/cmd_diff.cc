@@ -10,24 +10,12 @@
 namespace warden::cli {
 namespace {
 
-// Input that is malformed is the caller's (3); a repository that cannot be read or
-// written is the environment's (5); anything else is a refusal of the change itself (1).
-int exit_code_for(const Refusal& r) {
-  if (r.code == "malformed_patch" || r.code == "malformed_diff" || r.code == "patch_too_large" ||
-      r.code == "hunk_count_mismatch" || r.code == "invalid_branch") {
-    return kInvalidInput;
-  }
-  if (r.code == "repository_error") return kIoError;
-  if (r.code == "repository_not_found" || r.code == "revision_not_found") return kNotFound;
-  return kVerificationFailed;
-}
-
 int report_refusal(const Refusal& r, bool json) {
   std::cerr << "warden: refused: " << r.message() << "\n";
   if (json) {
-    print_json({{"ok", false}, {"refusal", {{"code", r.code}, {"path", r.path}, {"detail", r.detail}}}});
+    print_json({{"ok", false}, {"refusal", {{"code", std::string(refusal_code_name(r.code))}, {"path", r.path}, {"detail", r.detail}}}});
   }
-  return exit_code_for(r);
+  return exit_code_for(r.code);
 }
 
 struct Options {
@@ -50,7 +38,7 @@ Result<Diff> load_diff(const std::string& path) {
 int run_parse(const Options& o) {
   auto text = read_file(o.input, kMaxPatchBytes);
   if (!text && text.error().code == Errc::limit_exceeded) {
-    return report_refusal(Refusal{"patch_too_large", o.input,
+    return report_refusal(Refusal{RefusalCode::patch_too_large, o.input,
                                   "larger than the limit of " + std::to_string(kMaxPatchBytes) + " bytes"},
                           o.json);
   }

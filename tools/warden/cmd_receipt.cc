@@ -30,7 +30,7 @@ struct GitCommit {
 
 Result<GitCommit> resolve_in_repo(const std::string& repo_dir, const std::string& rev) {
   auto as_error = [](const Refusal& r) {
-    bool missing = r.code == "repository_not_found" || r.code == "revision_not_found";
+    bool missing = r.code == RefusalCode::repository_not_found || r.code == RefusalCode::revision_not_found;
     return std::unexpected(Error{missing ? Errc::not_found : Errc::io_error, r.message()});
   };
   auto repo = GitRepo::open(repo_dir);

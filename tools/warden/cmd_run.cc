@@ -24,20 +24,10 @@ struct Options {
   bool json = false, no_cache = false;
 };
 
-int exit_code_for(const Refusal& r) {
-  if (r.code == "malformed_diff" || r.code == "invalid_check") return kInvalidInput;
-  if (r.code == "repository_not_found" || r.code == "revision_not_found") return kNotFound;
-  if (r.code == "sandbox_unavailable" || r.code == "workspace_error" || r.code == "repository_error" ||
-      r.code == "runner_error") {
-    return kIoError;
-  }
-  return kVerificationFailed;  // the diff itself was refused
-}
-
 int report_refusal(const Refusal& r, bool json) {
   std::cerr << "warden: refused: " << r.message() << "\n";
-  if (json) print_json({{"ok", false}, {"refusal", {{"code", r.code}, {"path", r.path}, {"detail", r.detail}}}});
-  return exit_code_for(r);
+  if (json) print_json({{"ok", false}, {"refusal", {{"code", std::string(refusal_code_name(r.code))}, {"path", r.path}, {"detail", r.detail}}}});
+  return exit_code_for(r.code);
 }
 
 Result<std::vector<CheckSpec>> load_checks(const Options& o) {

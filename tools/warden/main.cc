@@ -49,16 +49,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return warden::cli::kUsage;
+    return warden::kUsage;
   }
   if (!action) {
     std::cerr << "warden: error: choose a subcommand (see warden --help)\n";
-    return warden::cli::kUsage;
+    return warden::kUsage;
   }
   try {
     return action();
   } catch (const std::exception& e) {
     std::cerr << "warden: internal error: " << e.what() << "\n";
-    return warden::cli::kInternal;
+    return warden::kInternal;
   }
 }

@@ -1,9 +1,17 @@
-// Runs an untrusted program to completion under a deadline: stdin fed from a string, stdout
-// and stderr captured with caps, in its own process group. On timeout or a stdout flood the
-// whole group is killed; when the program exits, whatever it left running in its group is
-// killed too, so no agent outlives its stage (a process that leaves the group with setsid
-// escapes this; sandboxing is the runner's job). The child is always reaped, every
-// descriptor is owned, and SIGPIPE from a child that stops reading is absorbed.
+// The one way Warden runs an ordinary program to completion (command agents and command
+// proposers today): argv with a complete environment, a working directory and stdin bytes,
+// stdout and stderr captured by poll() under byte caps, a deadline and a std::stop_token, all
+// in the program's own process group. On timeout, a stop request or a stdout flood the whole
+// group is killed; when the program exits, whatever it left running in its group is killed
+// too, so nothing it started outlives the call (a process that leaves the group with setsid
+// escapes this; confinement is the sandbox's job, runner/sandbox_process.h).
+//
+// Ownership: run_subprocess owns every descriptor and the child; it always reaps the child
+// and closes everything before it returns. Thread safety: it may be called from several
+// threads at once (SIGPIPE from a child that stops reading is blocked and absorbed on the
+// calling thread only). Errors: an Error means the program could not be started (not
+// found, not executable, no resources); everything the program itself did, including being
+// killed, is in the SubprocessResult.
 #pragma once
 
 #include <chrono>
@@ -15,7 +23,7 @@
 
 #include "common/error.h"
 
-namespace warden::executor {
+namespace warden {
 
 struct SubprocessSpec {
   std::vector<std::string> argv;  // argv[0] without a '/' is looked up in PATH
@@ -43,4 +51,4 @@ struct SubprocessResult {
 // everything the program itself does is described by the result.
 Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec);
 
-}  // namespace warden::executor
+}  // namespace warden

@@ -1,4 +1,4 @@
-#include "executor/subprocess.h"
+#include "common/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 
 #include "common/file.h"
 
-namespace warden::executor {
+namespace warden {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -296,4 +296,4 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   return session.run();
 }
 
-}  // namespace warden::executor
+}  // namespace warden
