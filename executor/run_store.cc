@@ -20,55 +20,6 @@ bool is_pipeline_kind(std::string_view kind) {
 
 }  // namespace
 
-Status LedgerRunJournal::append(std::string_view kind, const Json& payload, int64_t at) {
-  buf_.clear();
-  if (auto st = canonicalize_to(payload, buf_); !st) {
-    return std::unexpected(st.error().with_context(std::string(kind) + " record"));
-  }
-  if (buf_.size() > ledger_.max_payload_bytes()) {
-    return fail(Errc::limit_exceeded, std::string(kind) + " record is " + std::to_string(buf_.size()) +
-                                          " bytes of canonical JSON; the ledger's limit is " +
-                                          std::to_string(ledger_.max_payload_bytes()));
-  }
-  records_.push_back(Pending{std::string(kind), buf_, at});
-  return {};
-}
-
-Result<std::string> LedgerRunJournal::put_blob(std::string_view bytes, std::string_view digest) {
-  constexpr size_t kMaxKnownBlobs = 4096;
-  std::string name = digest.empty() ? sha256(bytes).str() : std::string(digest);
-  if (known_blobs_.contains(name)) return name;
-  if (known_blobs_.size() >= kMaxKnownBlobs) known_blobs_.clear();
-  known_blobs_.insert(name);
-  blobs_.emplace_back(bytes);
-  return name;
-}
-
-Status LedgerRunJournal::commit(bool now) {
-  ++steps_;
-  if (!(now && options_.flush_at_pauses) && steps_ < options_.flush_every_steps) return {};
-  return flush();
-}
-
-Status LedgerRunJournal::flush() {
-  steps_ = 0;
-  if (records_.empty() && blobs_.empty()) return {};
-  auto st = ledger_.write([&](LedgerWriter& w) -> Status {
-    // Blobs first: a record never names a blob the ledger does not hold.
-    for (const auto& b : blobs_) {
-      if (auto put = w.put_blob(b); !put) return std::unexpected(put.error());
-    }
-    for (const auto& r : records_) {
-      if (auto a = w.append(r.kind, r.payload, r.ts); !a) return std::unexpected(a.error());
-    }
-    return {};
-  });
-  if (!st) return std::unexpected(st.error().with_context("recording the pipeline run in " + ledger_.dir().string()));
-  records_.clear();
-  blobs_.clear();
-  return {};
-}
-
 Result<StoredRun> load_run(const Ledger& ledger, std::string_view run_id) {
   auto opened = ledger.snapshot();
   if (!opened) return std::unexpected(opened.error());

@@ -9,7 +9,7 @@
 #include "kernel/build_records.h"
 #include "kernel/commit_record.h"
 #include "kernel/decide.h"
-#include "kernel/kernel_ledger.h"
+#include "kernel/ledger_writer.h"
 #include "kernel/plan_generate.h"
 #include "kernel/plan_records.h"
 #include "kernel/repository.h"
@@ -689,7 +689,7 @@ class Build {
 
   const BuildOptions& options_;
   BuildEnvironment& env_;
-  KernelLedger kl_;
+  LedgerWriter kl_;
   Workspace& workspace_;
   Runner& runner_;
   RunLifecycle life_;

@@ -201,7 +201,7 @@ Result<ExportSummary> import_ledger(const fs::path& export_dir, const fs::path& 
   if (!checkpoints) return remove_created(checkpoints.error());
 
   ExportSummary summary;
-  auto st = ledger->write([&](LedgerWriter& w) -> Status {
+  auto st = ledger->write([&](WriteTxn& w) -> Status {
     Status inner;
     auto streamed = reader->for_each_record([&](uint64_t, std::string_view line) {
       auto record = Record::from_canonical(line);

@@ -171,7 +171,7 @@ Result<std::string> Ledger::prepare_payload(const Json& payload) const {
   return canonical;
 }
 
-Result<LedgerWriter> Ledger::begin_write(lmdb::Txn& txn) {
+Result<WriteTxn> Ledger::begin_write(lmdb::Txn& txn) {
   if (read_only_) return fail(Errc::invalid_argument, "ledger was opened read-only");
   auto size = read_size(txn, dbis_.records);
   if (!size) return std::unexpected(size.error());
@@ -188,7 +188,7 @@ Result<LedgerWriter> Ledger::begin_write(lmdb::Txn& txn) {
       last_hash_ = *last;
     }
   }
-  LedgerWriter writer(txn, dbis_, *clock_, range_, last_hash_, max_payload_bytes_);
+  WriteTxn writer(txn, dbis_, *clock_, range_, last_hash_, max_payload_bytes_);
   auto rc = lmdb::Cursor::open(txn, dbis_.records);
   auto nc = lmdb::Cursor::open(txn, dbis_.nodes);
   if (!rc) return std::unexpected(rc.error());
@@ -198,7 +198,7 @@ Result<LedgerWriter> Ledger::begin_write(lmdb::Txn& txn) {
   return writer;
 }
 
-void Ledger::install(const LedgerWriter& writer) {
+void Ledger::install(const WriteTxn& writer) {
   range_ = writer.range_;
   last_hash_ = writer.last_hash_;
 }
@@ -224,7 +224,7 @@ Result<std::vector<Appended>> Ledger::append_batch(std::span<const AppendEntry> 
   }
   std::vector<Appended> out;
   out.reserve(entries.size());
-  auto st = write([&](LedgerWriter& w) -> Status {
+  auto st = write([&](WriteTxn& w) -> Status {
     out.clear();
     for (size_t i = 0; i < entries.size(); ++i) {
       auto a = w.append(entries[i].kind, payloads[i]);
@@ -239,7 +239,7 @@ Result<std::vector<Appended>> Ledger::append_batch(std::span<const AppendEntry> 
 
 Result<Digest> Ledger::put_blob(std::string_view bytes) {
   Digest d;
-  auto st = write([&](LedgerWriter& w) -> Status {
+  auto st = write([&](WriteTxn& w) -> Status {
     auto put = w.put_blob(bytes);
     if (!put) return std::unexpected(put.error());
     d = *put;
@@ -255,7 +255,7 @@ Result<StoredCheckpoint> Ledger::checkpoint(const NoteSigner& signer) {
                                             verifier_key_);
   }
   StoredCheckpoint out;
-  auto st = write([&](LedgerWriter& w) -> Status {
+  auto st = write([&](WriteTxn& w) -> Status {
     Checkpoint cp{origin_, w.size(), w.root(), {}};
     auto note = sign_note(cp.body(), signer);
     if (!note) return std::unexpected(note.error());
@@ -266,7 +266,7 @@ Result<StoredCheckpoint> Ledger::checkpoint(const NoteSigner& signer) {
   return out;
 }
 
-Result<Appended> LedgerWriter::append(std::string_view kind, std::string_view canonical_payload,
+Result<Appended> WriteTxn::append(std::string_view kind, std::string_view canonical_payload,
                                       std::optional<int64_t> ts) {
   if (canonical_payload.size() > max_payload_bytes_) {
     return fail(Errc::limit_exceeded, "payload is " + std::to_string(canonical_payload.size()) +
@@ -303,7 +303,7 @@ Result<Appended> LedgerWriter::append(std::string_view kind, std::string_view ca
   return Appended{r.seq, leaf};
 }
 
-Status LedgerWriter::flush_kind_counts() {
+Status WriteTxn::flush_kind_counts() {
   for (const auto& [kind, added] : kind_counts_) {
     uint64_t count = added;
     auto existing = txn_.get(dbis_.kinds, kind);
@@ -320,7 +320,7 @@ Status LedgerWriter::flush_kind_counts() {
   return {};
 }
 
-Result<Digest> LedgerWriter::put_blob(std::string_view bytes) {
+Result<Digest> WriteTxn::put_blob(std::string_view bytes) {
   if (bytes.size() > kMaxBlobBytes) return fail(Errc::limit_exceeded, "blob larger than 2 GiB");
   Digest d = sha256(bytes);
   MDB_val k = lmdb::val(d.view()), v = lmdb::val(bytes);
@@ -329,7 +329,7 @@ Result<Digest> LedgerWriter::put_blob(std::string_view bytes) {
   return d;  // an existing blob with this digest is the same bytes: deduplicated
 }
 
-Status LedgerWriter::put_checkpoint(uint64_t size, std::string_view note) {
+Status WriteTxn::put_checkpoint(uint64_t size, std::string_view note) {
   return txn_.put(dbis_.checkpoints, lmdb::U64Key(size).view(), note, 0, "storing checkpoint");
 }
 

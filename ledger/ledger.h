@@ -93,7 +93,7 @@ class LedgerSnapshot final : public NodeReader {
 };
 
 // One write transaction's worth of changes; see Ledger::write().
-class LedgerWriter {
+class WriteTxn {
  public:
   // ts defaults to the ledger's clock. The payload must be canonical JSON within the
   // ledger's size limit (checked again here: writers are not trusted to have checked).
@@ -105,7 +105,7 @@ class LedgerWriter {
 
  private:
   friend class Ledger;
-  LedgerWriter(lmdb::Txn& txn, const Dbis& dbis, Clock& clock, CompactRange range, Digest last, uint64_t max_payload)
+  WriteTxn(lmdb::Txn& txn, const Dbis& dbis, Clock& clock, CompactRange range, Digest last, uint64_t max_payload)
       : txn_(txn), dbis_(dbis), clock_(clock), range_(std::move(range)), last_hash_(last), max_payload_bytes_(max_payload) {}
   Status flush_kind_counts();
 
@@ -157,8 +157,8 @@ class Ledger {
  private:
   Ledger(std::filesystem::path dir, lmdb::Env env, Dbis dbis, Clock& clock)
       : dir_(std::move(dir)), env_(std::move(env)), dbis_(dbis), clock_(&clock) {}
-  Result<LedgerWriter> begin_write(lmdb::Txn& txn);
-  void install(const LedgerWriter& writer);
+  Result<WriteTxn> begin_write(lmdb::Txn& txn);
+  void install(const WriteTxn& writer);
   Result<std::string> prepare_payload(const Json& payload) const;
 
   std::filesystem::path dir_;
