@@ -6,6 +6,7 @@
 
 #include "common/canonical_json.h"
 #include "common/file.h"
+#include "ledger/ledger_impl.h"
 #include "ledger/verify.h"
 
 namespace warden {
@@ -146,7 +147,7 @@ Result<ExportSummary> export_ledger(const Ledger& ledger, const fs::path& out) {
   }
   summary.checkpoints = checkpoints->size();
 
-  auto blobs = lmdb::for_each(snap->txn(), snap->dbis().blobs, [&](std::string_view key, std::string_view bytes) -> Status {
+  auto blobs = lmdb::for_each(detail::LedgerAccess::txn(*snap), detail::LedgerAccess::dbis(*snap).blobs, [&](std::string_view key, std::string_view bytes) -> Status {
     auto digest = Digest::from_bytes(key);
     if (!digest) return fail(Errc::corrupt, "blob store holds a malformed key");
     if (auto st = write_file_atomic(tmp / "blobs" / digest->hex(), bytes); !st) return st;

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "executor/replay.h"
-#include "executor/run_store.h"
+#include "kernel/run_reader.h"
 #include "ledger/note.h"
 #include "ledger/verify.h"
 #include "tests/executor/harness.h"
@@ -17,6 +17,7 @@ namespace warden::executor {
 namespace {
 
 using kernel::LedgerWriter;
+using kernel::load_run;
 
 using testing::always;
 using testing::moves;

@@ -36,8 +36,8 @@
 #include "common/clock.h"
 #include "executor/agent_registry.h"
 #include "executor/replay.h"
-#include "executor/run_store.h"
 #include "kernel/ledger_writer.h"
+#include "kernel/run_reader.h"
 #include "executor/state_machine.h"
 #include "ledger/ledger.h"
 #include "ledger/note.h"
@@ -235,7 +235,7 @@ Measurements measure(const Plan& plan) {
     progress("resuming a run from the ledger");
     std::optional<RunState> replayed;
     double s = seconds([&] {
-      StoredRun stored = must(load_run(ledger, last_run), "loading the last run");
+      StoredRun stored = must(kernel::load_run(ledger, last_run), "loading the last run");
       replayed = must(replay_run(chain, stored), "replaying the last run");
     });
     if (replayed->transitions.size() != static_cast<size_t>(kStages)) die("replay", "wrong number of transitions");

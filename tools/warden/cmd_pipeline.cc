@@ -10,9 +10,9 @@
 #include "common/file.h"
 #include "executor/agent_registry.h"
 #include "executor/replay.h"
-#include "executor/run_store.h"
 #include "executor/state_machine.h"
 #include "kernel/ledger_writer.h"
+#include "kernel/run_reader.h"
 #include "ledger/ledger.h"
 #include "tools/warden/cli.h"
 
@@ -245,28 +245,15 @@ int run_run(const Options& o) {
   return report_run(*run, o, ledger.has_value());
 }
 
-// A recorded run, its config and its state rebuilt by replay.
-struct Recorded {
-  RunStart start;
-  PipelineConfig config;
-  RunState state;
-  size_t records = 0;
-};
-
-Result<Recorded> load_recorded(const Ledger& ledger, const std::string& run_id) {
-  auto stored = load_run(ledger, run_id);
-  if (!stored) return std::unexpected(stored.error());
-  auto start = parse_run_start(*stored);
-  if (!start) return std::unexpected(start.error());
-  auto config = PipelineConfig::parse(start->config);
-  if (!config) return std::unexpected(Error{Errc::corrupt, "the config recorded with run " + run_id + ": " + config.error().message});
-  auto state = replay_run(*config, *stored);
-  if (!state) return std::unexpected(state.error());
-  return Recorded{std::move(*start), std::move(*config), std::move(*state), stored->records.size()};
+// A recorded run, its config and its state rebuilt by replay, read through the ledger's
+// per-run index.
+Result<RecordedRun> load_recorded(const Ledger& ledger, const std::string& run_id) {
+  kernel::LedgerRunReader reader(ledger);
+  return read_recorded_run(reader, run_id);
 }
 
 int run_resume(const Options& o, bool has_response) {
-  Result<Recorded> recorded = fail(Errc::internal, "not loaded");
+  Result<RecordedRun> recorded = fail(Errc::internal, "not loaded");
   {
     // Read first, closed again before the read-write open below: LMDB allows one open
     // environment per directory per process.
