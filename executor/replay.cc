@@ -130,4 +130,18 @@ Result<RunState> replay_run(const PipelineConfig& config, const StoredRun& store
   return Replayer(config, stored).run();
 }
 
+Result<RecordedRun> read_recorded_run(RunReader& reader, std::string_view run_id) {
+  auto stored = reader.load(run_id);
+  if (!stored) return std::unexpected(stored.error());
+  auto start = parse_run_start(*stored);
+  if (!start) return std::unexpected(start.error());
+  auto config = PipelineConfig::parse(start->config);
+  if (!config) {
+    return fail(Errc::corrupt, "the config recorded with run " + std::string(run_id) + ": " + config.error().message);
+  }
+  auto state = replay_run(*config, *stored);
+  if (!state) return std::unexpected(state.error());
+  return RecordedRun{std::move(*start), std::move(*config), std::move(*state), stored->records.size()};
+}
+
 }  // namespace warden::executor

@@ -84,6 +84,17 @@ struct StoredRun {
   std::function<Result<std::string>(std::string_view digest)> blob;
 };
 
+// Where a run's history is read back from, for resume after a pause or a crash and for audit
+// (the ledger-backed one is kernel::LedgerRunReader). The executor depends on this interface,
+// never on the ledger.
+class RunReader {
+ public:
+  virtual ~RunReader() = default;
+  // The records of run `run_id`, oldest first, from its pipeline_run record on.
+  // Errc::not_found when there is no such run; Errc::corrupt when its records are damaged.
+  virtual Result<StoredRun> load(std::string_view run_id) = 0;
+};
+
 // The first record: what started the run.
 struct RunStart {
   std::string run_id;

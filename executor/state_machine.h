@@ -45,7 +45,7 @@ class PipelineExecutor {
   // (AgentRegistry::bind). The clock is read only from the thread that drives a run.
   PipelineExecutor(const PipelineConfig& config, AgentSet agents, Clock& clock, IdSource& ids);
 
-  // Where runs are recorded (e.g. LedgerRunJournal); none: runs live in memory only.
+  // Where runs are recorded (e.g. kernel::LedgerWriter); none: runs live in memory only.
   void set_journal(RunJournal* journal) { journal_ = journal; }
   void subscribe(EventHandler handler) { events_.subscribe(std::move(handler)); }
 

@@ -6,7 +6,7 @@
 #include "executor/state_machine.h"
 #include "kernel/artifacts.h"
 #include "kernel/build_setup.h"
-#include "kernel/kernel_ledger.h"
+#include "kernel/ledger_writer.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_generate.h"
 #include "kernel/records.h"
@@ -345,7 +345,7 @@ class Build {
   const BuildOptions& options_;
   KernelSession& session_;
   executor::Proposer& proposer_;
-  KernelLedger kl_;
+  LedgerWriter kl_;
   Workspace& workspace_;
   Runner& runner_;
   RunRecorder rec_;

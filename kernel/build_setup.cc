@@ -9,11 +9,12 @@ namespace {
 Result<bool> run_id_taken(const Ledger& ledger, const std::string& run_id) {
   auto snap = ledger.snapshot();
   if (!snap) return std::unexpected(snap.error());
-  const std::string needle = "\"run_id\":" + Json(run_id).dump();
-  for (uint64_t seq = 0; seq < snap->size(); ++seq) {
-    auto rec = snap->record(seq);
+  auto seqs = snap->run_records(run_id);  // the per-run index: no scan of the ledger
+  if (!seqs) return std::unexpected(seqs.error());
+  for (uint64_t seq : *seqs) {
+    auto rec = snap->record_view(seq);
     if (!rec) return std::unexpected(rec.error());
-    if (rec->kind == record_kind::run_status && rec->payload.find(needle) != std::string::npos) return true;
+    if (rec->kind == record_kind::run_status) return true;
   }
   return false;
 }

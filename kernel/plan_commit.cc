@@ -26,7 +26,7 @@ Result<PlanDecision> propose_plan(const RecordAppender& append, const BuildPlan&
 Result<PlanDecision> propose_plan(Ledger& ledger, const BuildPlan& plan, const Policy& policy,
                                   const std::optional<std::string>& run_id, PlanSource source) {
   Result<PlanDecision> out = fail(Errc::internal, "the ledger write did not run");
-  Status st = ledger.write([&](LedgerWriter& writer) -> Status {
+  Status st = ledger.write([&](WriteTxn& writer) -> Status {
     out = propose_plan(
         [&](std::string_view kind, const Json& payload) -> Result<Appended> {
           auto canonical = canonicalize(payload);

@@ -30,7 +30,7 @@ struct PlanDecision {
   bool committed() const { return reasons.empty(); }
 };
 
-// Appends one record and says where it landed (Ledger::append, KernelLedger::record, ...).
+// Appends one record and says where it landed (Ledger::append, LedgerWriter::record, ...).
 using RecordAppender = std::function<Result<Appended>(std::string_view kind, const Json& payload)>;
 
 Result<PlanDecision> propose_plan(const RecordAppender& append, const BuildPlan& plan, const Policy& policy,

@@ -2,7 +2,7 @@
 // the session clock, numbers events from the session's id source, sends each event to the
 // session's listener after recording it, and buffers everything in the kernel's ledger
 // writer, which names each record's seq and hash as it is added. Nothing is durable until
-// the writer flushes (see kernel_ledger.h for when the kernel does).
+// the writer flushes (see ledger_writer.h; the build loop flushes before anything outside the ledger depends on it).
 //
 // The order of calls is the ledger's order and, with a logical clock, its timestamps: the
 // build loop's bytes are golden, so callers keep their order of records, events and ids.
@@ -14,14 +14,14 @@
 #include <string>
 
 #include "common/clock.h"
-#include "kernel/kernel_ledger.h"
+#include "kernel/ledger_writer.h"
 #include "kernel/run_lifecycle.h"
 
 namespace warden::kernel {
 
 class RunRecorder {
  public:
-  RunRecorder(KernelLedger& ledger, Clock& clock, IdSource& ids, std::function<void(const RunEvent&)> on_event,
+  RunRecorder(LedgerWriter& ledger, Clock& clock, IdSource& ids, std::function<void(const RunEvent&)> on_event,
               std::string run_id)
       : ledger_(ledger), clock_(clock), ids_(ids), on_event_(std::move(on_event)), run_id_(std::move(run_id)) {}
 
@@ -29,7 +29,7 @@ class RunRecorder {
   int64_t now() { return clock_.now_ms(); }
   std::string next_id(std::string_view prefix) { return ids_.next_id(prefix); }
   Clock& clock() { return clock_; }
-  KernelLedger& ledger() { return ledger_; }
+  LedgerWriter& ledger() { return ledger_; }
 
   // Buffers a typed record (records.h) and says where it will land.
   template <typename R>
@@ -41,7 +41,7 @@ class RunRecorder {
   Status flush() { return ledger_.flush(); }
 
  private:
-  KernelLedger& ledger_;
+  LedgerWriter& ledger_;
   Clock& clock_;
   IdSource& ids_;
   std::function<void(const RunEvent&)> on_event_;

@@ -43,16 +43,16 @@ Result<RunReport> read_run_report(const std::filesystem::path& ledger_dir, const
 
   RunReport report;
   report.run_id = run_id;
-  const std::string needle = Json(run_id).dump();  // the id as it appears quoted in a payload
-  for (uint64_t seq = 0; seq < snap->size(); ++seq) {
-    auto record = snap->record(seq);
+  // The per-run index gives the records naming the run (as "run_id" or "run"): no scan.
+  auto seqs = snap->run_records(run_id);
+  if (!seqs) return std::unexpected(seqs.error());
+  for (uint64_t seq : *seqs) {
+    auto record = snap->record_view(seq);
     if (!record) return std::unexpected(record.error());
-    // Most records belong to other runs or none: skip them without parsing.
-    if (record->payload.find(needle) == std::string::npos) continue;
     auto payload = parse_json(record->payload);
     if (!payload || !payload->is_object() || payload->value("run_id", std::string()) != run_id) continue;
     ++report.records;
-    const std::string& kind = record->kind;
+    const std::string_view kind = record->kind;
     auto unreadable = [&](const Error& e) {
       return fail(Errc::corrupt, "ledger " + ledger_dir.string() + " record " + std::to_string(seq) + ": " + e.message);
     };

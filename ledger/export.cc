@@ -6,6 +6,7 @@
 
 #include "common/canonical_json.h"
 #include "common/file.h"
+#include "ledger/ledger_impl.h"
 #include "ledger/verify.h"
 
 namespace warden {
@@ -146,7 +147,7 @@ Result<ExportSummary> export_ledger(const Ledger& ledger, const fs::path& out) {
   }
   summary.checkpoints = checkpoints->size();
 
-  auto blobs = lmdb::for_each(snap->txn(), snap->dbis().blobs, [&](std::string_view key, std::string_view bytes) -> Status {
+  auto blobs = lmdb::for_each(detail::LedgerAccess::txn(*snap), detail::LedgerAccess::dbis(*snap).blobs, [&](std::string_view key, std::string_view bytes) -> Status {
     auto digest = Digest::from_bytes(key);
     if (!digest) return fail(Errc::corrupt, "blob store holds a malformed key");
     if (auto st = write_file_atomic(tmp / "blobs" / digest->hex(), bytes); !st) return st;
@@ -201,7 +202,7 @@ Result<ExportSummary> import_ledger(const fs::path& export_dir, const fs::path& 
   if (!checkpoints) return remove_created(checkpoints.error());
 
   ExportSummary summary;
-  auto st = ledger->write([&](LedgerWriter& w) -> Status {
+  auto st = ledger->write([&](WriteTxn& w) -> Status {
     Status inner;
     auto streamed = reader->for_each_record([&](uint64_t, std::string_view line) {
       auto record = Record::from_canonical(line);

@@ -3,7 +3,8 @@
 // blob store. Every acknowledged append is durable (LMDB commit with fsync), and several
 // processes may share a ledger: LMDB serializes writers, and each write re-reads the tail.
 // Within one process, open a ledger directory once and share the Ledger: LMDB forbids
-// opening the same environment twice in a process.
+// opening the same environment twice in a process. A Ledger, a LedgerSnapshot and a WriteTxn
+// are each for one thread at a time.
 //
 // On disk (DIR/data.mdb, DIR/lock.mdb):
 //   records      seq (u64 BE)            -> Record::encode_stored()
@@ -11,15 +12,26 @@
 //   blobs        SHA-256 (32 bytes)      -> bytes
 //   checkpoints  tree size (u64 BE)      -> signed tlog-checkpoint note
 //   kinds        kind                    -> record count (u64 BE)
-//   meta         "format", "origin", "verifier_key", "max_payload_bytes"
+//   runs         run id (see ledger_impl.h) -> seqs (u64 BE, sorted duplicates) of the records
+//                                          whose top-level "run_id" or "run" is that string
+//   meta         "format", "origin", "verifier_key", "max_payload_bytes",
+//                "runs_indexed" (how many records, from seq 0, the runs index covers)
+// The runs index is derived data, written in the same transaction as the records it indexes;
+// exports do not carry it and import rebuilds it. A ledger written before the index existed
+// (or by an older binary since) has it missing or behind: a read-write open and every write
+// transaction bring it up to date first, and a read-only snapshot scans the records it does
+// not cover (see LedgerSnapshot::run_records). LMDB itself is private to ledger/.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
-#include <unordered_map>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -27,7 +39,6 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/sha256.h"
-#include "common/lmdb.h"
 #include "ledger/merkle.h"
 #include "ledger/note.h"
 #include "ledger/record.h"
@@ -57,19 +68,46 @@ struct StoredCheckpoint {
   std::string note;  // signed note text
 };
 
-struct Dbis {
-  MDB_dbi records = 0, nodes = 0, blobs = 0, checkpoints = 0, kinds = 0, meta = 0;
-};
+namespace detail {
+struct LedgerState;    // the LMDB environment and database handles (ledger_impl.h)
+struct SnapshotState;  // one LMDB read transaction
+struct WriteState;     // one LMDB write transaction and its cursors
+struct LedgerAccess;   // how ledger/'s own files reach a snapshot's transaction
+}  // namespace detail
 
-// A consistent read-only view (one LMDB read transaction). Proofs and roots read stored
-// nodes only: O(log n) reads each. Not for concurrent use by several threads.
+// A consistent read-only view (one LMDB read transaction): later writes are not seen. Proofs
+// and roots read stored nodes only: O(log n) reads each. Errc::corrupt means the store does
+// not hold what the ledger wrote (a missing or malformed record or node). Not for concurrent
+// use by several threads; it must not outlive the Ledger it came from.
 class LedgerSnapshot final : public NodeReader {
  public:
+  LedgerSnapshot(LedgerSnapshot&&) noexcept;
+  LedgerSnapshot& operator=(LedgerSnapshot&&) noexcept;
+  ~LedgerSnapshot() override;
+
   uint64_t size() const { return size_; }
   Result<Digest> root() { return root_at(size_); }
   Result<Digest> root_at(uint64_t size);
   Result<Record> record(uint64_t seq);
+  // The record without copying it: the view borrows the snapshot's pages and is valid until
+  // the snapshot is destroyed or moved from.
+  Result<RecordView> record_view(uint64_t seq);
   Result<Digest> record_hash(uint64_t seq) { return node(0, seq); }
+
+  enum class Order { forward, backward };
+  // Calls visit(view) for the records [from, min(to, size())), oldest first (forward) or
+  // newest first (backward); views as in record_view(). `visit` returns true to go on and
+  // false to stop; an error it returns stops the walk and is returned.
+  using RecordVisitor = std::function<Result<bool>(const RecordView&)>;
+  Status for_each_record(uint64_t from, uint64_t to, const RecordVisitor& visit, Order order = Order::forward);
+
+  // The seqs, ascending, of the records whose top-level "run_id" (kernel records) or "run"
+  // (pipeline records) is the string `run_id` — callers that care which field named the run
+  // check it. One index lookup, plus a scan of the records the index does not cover yet:
+  // none in a ledger last written by this version, all of them in an older ledger opened
+  // read-only.
+  Result<std::vector<uint64_t>> run_records(std::string_view run_id);
+
   Result<std::vector<Digest>> inclusion_proof(uint64_t seq, uint64_t size);
   Result<std::vector<Digest>> consistency_proof(uint64_t size1, uint64_t size2);
   Result<std::string> blob(const Digest& digest);  // verified against its digest
@@ -77,14 +115,12 @@ class LedgerSnapshot final : public NodeReader {
   Result<std::vector<std::pair<std::string, uint64_t>>> kind_counts();
   Result<Digest> node(unsigned level, uint64_t index) override;
 
-  const lmdb::Txn& txn() const { return txn_; }
-  const Dbis& dbis() const { return dbis_; }
-
  private:
   friend class Ledger;
-  LedgerSnapshot(lmdb::Txn txn, Dbis dbis, uint64_t size) : txn_(std::move(txn)), dbis_(dbis), size_(size) {}
-  lmdb::Txn txn_;
-  Dbis dbis_;
+  friend struct detail::LedgerAccess;
+  LedgerSnapshot(std::unique_ptr<detail::SnapshotState> state, uint64_t size);
+  Result<std::string_view> stored(uint64_t seq);
+  std::unique_ptr<detail::SnapshotState> state_;
   uint64_t size_;
   MerkleHasher hasher_;
   // Nodes high in the tree appear in nearly every proof; the snapshot never changes, so
@@ -92,34 +128,23 @@ class LedgerSnapshot final : public NodeReader {
   std::unordered_map<uint64_t, Digest> upper_nodes_;
 };
 
-// One write transaction's worth of changes; see Ledger::write().
-class LedgerWriter {
+// One write transaction's worth of changes; see Ledger::write(). Valid only inside the body
+// it is given to. Errors leave the transaction to be aborted: nothing of it is written.
+class WriteTxn {
  public:
   // ts defaults to the ledger's clock. The payload must be canonical JSON within the
   // ledger's size limit (checked again here: writers are not trusted to have checked).
+  // Indexes the record under its top-level "run_id" / "run" string, if it has one.
   Result<Appended> append(std::string_view kind, std::string_view canonical_payload, std::optional<int64_t> ts = {});
   Result<Digest> put_blob(std::string_view bytes);
   Status put_checkpoint(uint64_t size, std::string_view note);
-  uint64_t size() const { return range_.size(); }
-  Digest root() { return range_.root(hasher_); }
+  uint64_t size() const;
+  Digest root();
 
  private:
   friend class Ledger;
-  LedgerWriter(lmdb::Txn& txn, const Dbis& dbis, Clock& clock, CompactRange range, Digest last, uint64_t max_payload)
-      : txn_(txn), dbis_(dbis), clock_(clock), range_(std::move(range)), last_hash_(last), max_payload_bytes_(max_payload) {}
-  Status flush_kind_counts();
-
-  lmdb::Txn& txn_;
-  const Dbis& dbis_;
-  Clock& clock_;
-  CompactRange range_;
-  Digest last_hash_;
-  uint64_t max_payload_bytes_;
-  MerkleHasher hasher_;
-  std::string stored_buf_;
-  std::string canonical_buf_;
-  std::vector<std::pair<std::string, uint64_t>> kind_counts_;
-  std::optional<lmdb::Cursor> records_cursor_, nodes_cursor_;
+  explicit WriteTxn(detail::WriteState& state) : state_(state) {}
+  detail::WriteState& state_;
 };
 
 class Ledger {
@@ -130,8 +155,9 @@ class Ledger {
   static Status create(const std::filesystem::path& dir, const LedgerCreateOptions& options);
   static Result<Ledger> open(const std::filesystem::path& dir, Mode mode, Clock& clock);
 
-  Ledger(Ledger&&) noexcept = default;
-  Ledger& operator=(Ledger&&) noexcept = default;
+  Ledger(Ledger&&) noexcept;
+  Ledger& operator=(Ledger&&) noexcept;
+  ~Ledger();
 
   const std::filesystem::path& dir() const { return dir_; }
   const std::string& origin() const { return origin_; }
@@ -148,45 +174,23 @@ class Ledger {
   // stores the checkpoint; returns it.
   Result<StoredCheckpoint> checkpoint(const NoteSigner& signer);
 
-  // Runs `body` inside one write transaction; commits only if it succeeds.
-  template <typename Body>
-  Status write(Body&& body);
+  // Runs `body` inside one write transaction; commits (with fsync) only if it succeeds. An
+  // error means nothing of the body was written.
+  Status write(const std::function<Status(WriteTxn&)>& body);
 
   Result<LedgerSnapshot> snapshot() const;
 
  private:
-  Ledger(std::filesystem::path dir, lmdb::Env env, Dbis dbis, Clock& clock)
-      : dir_(std::move(dir)), env_(std::move(env)), dbis_(dbis), clock_(&clock) {}
-  Result<LedgerWriter> begin_write(lmdb::Txn& txn);
-  void install(const LedgerWriter& writer);
+  Ledger(std::filesystem::path dir, std::unique_ptr<detail::LedgerState> state, Clock& clock);
   Result<std::string> prepare_payload(const Json& payload) const;
 
   std::filesystem::path dir_;
-  lmdb::Env env_;
-  Dbis dbis_;
+  std::unique_ptr<detail::LedgerState> state_;
   Clock* clock_;
   std::string origin_, verifier_key_;
   uint64_t max_payload_bytes_ = 0;
   bool unlocked_read_ = false;
   bool read_only_ = false;
-  // Cached right edge of the tree; re-validated against the store at each write.
-  CompactRange range_;
-  Digest last_hash_;
 };
-
-template <typename Body>
-Status Ledger::write(Body&& body) {
-  auto txn = lmdb::Txn::begin(env_, false);
-  if (!txn) return std::unexpected(txn.error());
-  auto writer = begin_write(*txn);
-  if (!writer) return std::unexpected(writer.error());
-  if (Status st = body(*writer); !st) return st;  // txn aborts on scope exit
-  if (Status st = writer->flush_kind_counts(); !st) return st;
-  writer->records_cursor_.reset();
-  writer->nodes_cursor_.reset();
-  if (Status st = txn->commit(); !st) return st;
-  install(*writer);
-  return {};
-}
 
 }  // namespace warden

@@ -13,6 +13,7 @@
 #include "ledger/checkpoint.h"
 #include "ledger/export.h"
 #include "ledger/ledger.h"
+#include "ledger/ledger_impl.h"
 #include "ledger/merkle.h"
 #include "ledger/record.h"
 
@@ -205,8 +206,8 @@ HashedChunk hash_chunk(const Ledger& ledger, uint64_t first_seq, uint64_t count)
   };
   auto snap = ledger.snapshot();
   if (!snap) return stop(snap.error().message);
-  auto records = lmdb::Cursor::open(snap->txn(), snap->dbis().records);
-  auto nodes = lmdb::Cursor::open(snap->txn(), snap->dbis().nodes);
+  auto records = lmdb::Cursor::open(detail::LedgerAccess::txn(*snap), detail::LedgerAccess::dbis(*snap).records);
+  auto nodes = lmdb::Cursor::open(detail::LedgerAccess::txn(*snap), detail::LedgerAccess::dbis(*snap).nodes);
   if (!records || !nodes) return stop("cannot open cursors");
 
   // First pass: where everything is. Records must be exactly first_seq, first_seq+1, ...;
@@ -353,8 +354,8 @@ Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteV
   if (!checkpoints) return std::unexpected(checkpoints.error());
   if (!checker.load_checkpoints(*checkpoints)) return report;
 
-  const auto& txn = snap->txn();
-  const auto& dbis = snap->dbis();
+  const auto& txn = detail::LedgerAccess::txn(*snap);
+  const auto& dbis = detail::LedgerAccess::dbis(*snap);
   const uint64_t size = snap->size();
   KindCounts kinds;
   {

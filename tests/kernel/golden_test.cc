@@ -92,7 +92,7 @@ void write_signed_ledger(const fs::path& dir, const std::vector<RecordLine>& rec
   LogicalClock clock;
   auto ledger = Ledger::open(dir, Ledger::Mode::read_write, clock);
   ASSERT_TRUE(ledger) << ledger.error().message;
-  auto written = ledger->write([&](LedgerWriter& w) -> Status {
+  auto written = ledger->write([&](WriteTxn& w) -> Status {
     for (const auto& blob : blobs) {
       if (auto put = w.put_blob(blob); !put) return std::unexpected(put.error());
     }

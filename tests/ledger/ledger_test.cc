@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file.h"
+#include "common/lmdb.h"
 #include "ledger/checkpoint.h"
 #include "ledger/export.h"
 #include "ledger/verify.h"
@@ -198,6 +199,110 @@ TEST(Ledger, ExportImportKeepsTheRootAndTheBytes) {
   ASSERT_TRUE(export_ledger(*copy, f.tmp / "export2"));
   EXPECT_EQ(*read_file(f.tmp / "export" / "records.jsonl"), *read_file(f.tmp / "export2" / "records.jsonl"));
   EXPECT_EQ(*read_file(f.tmp / "export" / "ledger.json"), *read_file(f.tmp / "export2" / "ledger.json"));
+}
+
+// Record iteration without copies, either way, stopping when asked.
+TEST(Ledger, WalksRecordsForwardAndBackward) {
+  Fixture f;
+  Ledger ledger = f.open();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(ledger.append("test", payload(i)));
+  auto snap = *ledger.snapshot();
+  std::vector<uint64_t> seen;
+  auto collect = [&](const RecordView& r) -> Result<bool> {
+    seen.push_back(r.seq);
+    EXPECT_EQ(r.payload, *canonicalize(payload(static_cast<int>(r.seq))));
+    return true;
+  };
+  ASSERT_TRUE(snap.for_each_record(2, 5, collect));
+  EXPECT_EQ(seen, (std::vector<uint64_t>{2, 3, 4}));
+  seen.clear();
+  ASSERT_TRUE(snap.for_each_record(7, 100, collect, LedgerSnapshot::Order::backward));  // clamped to the size
+  EXPECT_EQ(seen, (std::vector<uint64_t>{9, 8, 7}));
+  seen.clear();
+  ASSERT_TRUE(snap.for_each_record(0, 10, [&](const RecordView& r) -> Result<bool> {
+    seen.push_back(r.seq);
+    return r.seq < 1;
+  }));
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0, 1}));
+  auto stopped = snap.for_each_record(0, 10, [](const RecordView&) -> Result<bool> { return fail(Errc::io_error, "stop"); });
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().message, "stop");
+  EXPECT_EQ(snap.record_view(3)->kind, "test");
+  EXPECT_FALSE(snap.record_view(10));
+}
+
+// The runs index holds a record under its top-level "run_id" or "run" string only: not under
+// a nested field of that name, nor under text that merely looks like one.
+TEST(Ledger, IndexesRecordsByTheirTopLevelRun) {
+  Fixture f;
+  Ledger ledger = f.open();
+  const std::string long_id(600, 'r');
+  std::vector<AppendEntry> entries = {
+      {"k", {{"run_id", "a"}, {"n", 0}}},                               // 0
+      {"p", {{"run", "a"}, {"data", {{"run_id", "b"}}}}},               // 1: nested run_id b
+      {"k", {{"data", {{"run_id", "a"}}}, {"note", "\"run_id\":\"a\""}}},  // 2: neither
+      {"k", {{"run_id", "b"}}},                                         // 3
+      {"k", {{"run_id", "a\"q\\u"}}},                                   // 4: escapes
+      {"k", {{"run_id", long_id}}},                                     // 5: too long to key
+      {"k", {{"run_id", ""}}},                                          // 6: empty
+      {"k", {{"run", "a"}, {"run_id", "a"}}},                           // 7: both fields, once
+      {"k", {{"run_id", 7}}},                                           // 8: not a string
+      {"k", {{"aaa", {1, {{"run", "a"}}, "]"}}, {"run_id", "a"}, {"zzz", "a"}}},  // 9
+  };
+  ASSERT_TRUE(ledger.append_batch(entries));
+  auto snap = *ledger.snapshot();
+  auto runs = [&](std::string_view id) { return *snap.run_records(id); };
+  EXPECT_EQ(runs("a"), (std::vector<uint64_t>{0, 1, 7, 9}));
+  EXPECT_EQ(runs("b"), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(runs("a\"q\\u"), (std::vector<uint64_t>{4}));
+  EXPECT_EQ(runs(long_id), (std::vector<uint64_t>{5}));
+  EXPECT_EQ(runs(""), (std::vector<uint64_t>{6}));
+  EXPECT_TRUE(runs("c").empty());
+  EXPECT_TRUE(runs(std::string(599, 'r')).empty());
+}
+
+// A ledger made before the index (simulated: the index and its size removed) is scanned when
+// read-only and indexed by the first read-write open; import rebuilds the index too.
+TEST(Ledger, RunIndexIsRebuiltForOlderLedgersAndOnImport) {
+  Fixture f;
+  {
+    Ledger ledger = f.open();
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(ledger.append("k", {{"run_id", "run-" + std::to_string(i % 3)}, {"i", i}}));
+  }
+  const std::vector<uint64_t> expected{1, 4, 7, 10, 13, 16, 19, 22, 25, 28};
+  {
+    auto env = lmdb::Env::open(f.dir, 0, size_t{1} << 38, 8);
+    ASSERT_TRUE(env);
+    auto txn = lmdb::Txn::begin(*env, false);
+    auto runs = txn->open_db("runs", MDB_DUPSORT | MDB_DUPFIXED);
+    ASSERT_TRUE(runs);
+    auto meta = txn->open_db("meta", 0);
+    ASSERT_EQ(mdb_drop(txn->get(), *runs, 1), 0);  // gone, as in a ledger made before it
+    MDB_val key = lmdb::val("runs_indexed");
+    ASSERT_EQ(mdb_del(txn->get(), *meta, &key, nullptr), 0);
+    ASSERT_TRUE(txn->commit());
+  }
+  LogicalClock clock;
+  {
+    auto old = Ledger::open(f.dir, Ledger::Mode::read_only, clock);
+    ASSERT_TRUE(old) << old.error().message;
+    EXPECT_EQ(*old->snapshot()->run_records("run-1"), expected);  // by a scan
+  }
+  {
+    Ledger ledger = f.open();  // indexes the 30 records
+    ASSERT_TRUE(ledger.append("k", {{"run_id", "run-1"}}));
+    auto with_new = expected;
+    with_new.push_back(30);
+    EXPECT_EQ(*ledger.snapshot()->run_records("run-1"), with_new);
+  }
+  auto original = Ledger::open(f.dir, Ledger::Mode::read_only, clock);
+  ASSERT_TRUE(export_ledger(*original, f.tmp / "export"));
+  ASSERT_TRUE(import_ledger(f.tmp / "export", f.tmp / "copy", {f.signer.verifier()}));
+  auto copy = Ledger::open(f.tmp / "copy", Ledger::Mode::read_only, clock);
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(*copy->snapshot()->run_records("run-1"), *original->snapshot()->run_records("run-1"));
+  EXPECT_EQ(copy->snapshot()->run_records("run-2")->size(), 10u);
+  EXPECT_TRUE(verify_ledger(*copy, {f.signer.verifier()})->ok());
 }
 
 TEST(Ledger, SameInputsAndLogicalClockGiveByteIdenticalLedgers) {

@@ -4,7 +4,7 @@
 //      answers a small object; each has a routing rule that is evaluated and one that
 //      matches), run start included, no journal, no event subscribers.
 //   2. Transitions/s persisted: the same runs with every step recorded in a ledger through
-//      LedgerRunJournal, group-committed (one write transaction and fsync per 1000 steps,
+//      kernel::LedgerWriter, group-committed (one write transaction and fsync per 1000 steps,
 //      across runs): per transition a pipeline_step and a transition record, and per run a
 //      pipeline_run and a pipeline_end record.
 //   3. Envelope::clone() of an envelope holding 20 outputs of ~1 KB of canonical JSON each
@@ -36,7 +36,8 @@
 #include "common/clock.h"
 #include "executor/agent_registry.h"
 #include "executor/replay.h"
-#include "executor/run_store.h"
+#include "kernel/ledger_writer.h"
+#include "kernel/run_reader.h"
 #include "executor/state_machine.h"
 #include "ledger/ledger.h"
 #include "ledger/note.h"
@@ -225,7 +226,7 @@ Measurements measure(const Plan& plan) {
   {
     // Group commit across runs: one transaction per kFlushEverySteps steps, whichever runs
     // they belong to, and the remainder at the end (timed).
-    LedgerRunJournal journal(ledger, {.flush_every_steps = kFlushEverySteps, .flush_at_pauses = false});
+    kernel::LedgerWriter journal(ledger, {.flush_every_steps = kFlushEverySteps, .flush_at_pauses = false});
     std::string last_run;
     double tps = transitions_per_second(chain, plan.persisted_runs, &journal, m.persisted_transitions, &last_run);
     double flush_s = seconds([&] { must(journal.flush(), "flushing the journal"); });
@@ -234,14 +235,14 @@ Measurements measure(const Plan& plan) {
     progress("resuming a run from the ledger");
     std::optional<RunState> replayed;
     double s = seconds([&] {
-      StoredRun stored = must(load_run(ledger, last_run), "loading the last run");
+      StoredRun stored = must(kernel::load_run(ledger, last_run), "loading the last run");
       replayed = must(replay_run(chain, stored), "replaying the last run");
     });
     if (replayed->transitions.size() != static_cast<size_t>(kStages)) die("replay", "wrong number of transitions");
     m.resume_ms = s * 1e3;
   }
   {
-    LedgerRunJournal journal(ledger);  // the CLI's journal: every step committed before the next
+    kernel::LedgerWriter journal(ledger, {.flush_every_steps = 1});  // the CLI's journal: every step committed before the next
     uint64_t transitions = 0;
     m.durable_tps = transitions_per_second(chain, plan.durable_runs, &journal, transitions);
   }

@@ -10,8 +10,9 @@
 #include "common/file.h"
 #include "executor/agent_registry.h"
 #include "executor/replay.h"
-#include "executor/run_store.h"
 #include "executor/state_machine.h"
+#include "kernel/ledger_writer.h"
+#include "kernel/run_reader.h"
 #include "ledger/ledger.h"
 #include "tools/warden/cli.h"
 
@@ -22,6 +23,8 @@ namespace fs = std::filesystem;
 using namespace warden::executor;
 
 constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+// A CLI run exits when it pauses or ends: every step is durable before the next one runs.
+constexpr kernel::JournalOptions kCliJournal{.flush_every_steps = 1, .flush_at_pauses = true};
 
 struct Options {
   std::string config, input, ledger, run_id, response;
@@ -221,13 +224,13 @@ int run_run(const Options& o) {
   if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
   TimeSource time(o.deterministic);
   std::optional<Ledger> ledger;
-  std::optional<LedgerRunJournal> journal;
+  std::optional<kernel::LedgerWriter> journal;
   if (!o.ledger.empty()) {
     auto opened = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
     if (!opened) return report_error(opened.error(), o.json);
     ledger.emplace(std::move(*opened));
     if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
-    journal.emplace(*ledger);
+    journal.emplace(*ledger, kCliJournal);
   }
   PipelineExecutor exec(loaded->config, std::move(*agents), *time.clock, *time.ids);
   if (journal) exec.set_journal(&*journal);
@@ -242,28 +245,15 @@ int run_run(const Options& o) {
   return report_run(*run, o, ledger.has_value());
 }
 
-// A recorded run, its config and its state rebuilt by replay.
-struct Recorded {
-  RunStart start;
-  PipelineConfig config;
-  RunState state;
-  size_t records = 0;
-};
-
-Result<Recorded> load_recorded(const Ledger& ledger, const std::string& run_id) {
-  auto stored = load_run(ledger, run_id);
-  if (!stored) return std::unexpected(stored.error());
-  auto start = parse_run_start(*stored);
-  if (!start) return std::unexpected(start.error());
-  auto config = PipelineConfig::parse(start->config);
-  if (!config) return std::unexpected(Error{Errc::corrupt, "the config recorded with run " + run_id + ": " + config.error().message});
-  auto state = replay_run(*config, *stored);
-  if (!state) return std::unexpected(state.error());
-  return Recorded{std::move(*start), std::move(*config), std::move(*state), stored->records.size()};
+// A recorded run, its config and its state rebuilt by replay, read through the ledger's
+// per-run index.
+Result<RecordedRun> load_recorded(const Ledger& ledger, const std::string& run_id) {
+  kernel::LedgerRunReader reader(ledger);
+  return read_recorded_run(reader, run_id);
 }
 
 int run_resume(const Options& o, bool has_response) {
-  Result<Recorded> recorded = fail(Errc::internal, "not loaded");
+  Result<RecordedRun> recorded = fail(Errc::internal, "not loaded");
   {
     // Read first, closed again before the read-write open below: LMDB allows one open
     // environment per directory per process.
@@ -304,7 +294,7 @@ int run_resume(const Options& o, bool has_response) {
   auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
   if (!ledger) return report_error(ledger.error(), o.json);
   if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
-  LedgerRunJournal journal(*ledger);
+  kernel::LedgerWriter journal(*ledger, kCliJournal);
   PipelineExecutor exec(recorded->config, std::move(*agents), *time.clock, *time.ids);
   exec.set_journal(&journal);
   exec.subscribe([json = o.json](const ExecutionEvent& ev) { print_event(ev, json); });

@@ -1,11 +1,13 @@
-// Runs recorded in a real ledger: replay rebuilds exactly the live run, the same inputs give
-// byte-identical records, a paused or crashed run resumes from the ledger, and a ledger that
-// disagrees with its replay is refused.
-#include "executor/run_store.h"
+// Runs recorded in a real ledger through the kernel's LedgerWriter: replay rebuilds exactly
+// the live run, the same inputs give byte-identical records, a paused or crashed run resumes
+// from the ledger, and a ledger that disagrees with its replay is refused. Then the writer's
+// own promises: names, batches and the failure rule.
+#include "kernel/ledger_writer.h"
 
 #include <gtest/gtest.h>
 
 #include "executor/replay.h"
+#include "kernel/run_reader.h"
 #include "ledger/note.h"
 #include "ledger/verify.h"
 #include "tests/executor/harness.h"
@@ -13,6 +15,9 @@
 
 namespace warden::executor {
 namespace {
+
+using kernel::LedgerWriter;
+using kernel::load_run;
 
 using testing::always;
 using testing::moves;
@@ -56,7 +61,7 @@ struct Recorder {
       : journal(*f.ledger, {.flush_every_steps = flush_every}), exec(config, testing::make_agents(config, fns), f.clock, f.ids) {
     exec.set_journal(&journal);
   }
-  LedgerRunJournal journal;
+  LedgerWriter journal;
   PipelineExecutor exec;
 };
 
@@ -183,7 +188,7 @@ TEST(RunStore, InterruptedRunResumesFromTheLedger) {
 // lost with it.
 class DyingJournal final : public RunJournal {
  public:
-  DyingJournal(Ledger& ledger, int commits_left) : inner_(ledger), left_(commits_left) {}
+  DyingJournal(Ledger& ledger, int commits_left) : inner_(ledger, {.flush_every_steps = 1}), left_(commits_left) {}
   Status append(std::string_view kind, const Json& payload, int64_t at) override { return inner_.append(kind, payload, at); }
   Result<std::string> put_blob(std::string_view bytes, std::string_view digest) override {
     return inner_.put_blob(bytes, digest);
@@ -194,7 +199,7 @@ class DyingJournal final : public RunJournal {
   }
 
  private:
-  LedgerRunJournal inner_;
+  LedgerWriter inner_;
   int left_;
 };
 
@@ -221,7 +226,7 @@ TEST(RunStore, CrashedRunResumesFromItsLastCommittedStep) {
   EXPECT_EQ(back.step, 4u);
   EXPECT_FALSE(back.ended());
   PipelineExecutor exec(config, testing::make_agents(config, fns), f.clock, f.ids);
-  LedgerRunJournal journal(*f.ledger);
+  LedgerWriter journal(*f.ledger, {.flush_every_steps = 1});
   exec.set_journal(&journal);
   ASSERT_TRUE(exec.run(back));
   EXPECT_EQ(moves(back), moves(expected));
@@ -340,7 +345,7 @@ TEST(RunStore, OversizedRecordsFailCleanly) {
   ASSERT_TRUE(ledger);
   auto config = testing::parse_config(R"({"name": "x", "stages": [{"name": "a", "kind": "constant", "params": {"output": {}}}]})");
   PipelineExecutor exec(config, testing::make_agents(config, {{"a", always({{"text", std::string(3000, 'y')}})}}), clock, ids);
-  LedgerRunJournal journal(*ledger);
+  LedgerWriter journal(*ledger, {.flush_every_steps = 1});
   exec.set_journal(&journal);
   auto run = exec.start(RunInput{});
   ASSERT_TRUE(run);
@@ -353,3 +358,126 @@ TEST(RunStore, OversizedRecordsFailCleanly) {
 
 }  // namespace
 }  // namespace warden::executor
+
+namespace warden::kernel {
+namespace {
+
+using executor::LedgerFixture;
+
+Result<Appended> named(LedgerWriter& w, int i) { return w.record("test", Json{{"i", i}}, 1000 + i); }
+
+TEST(LedgerWriter, NamesRecordsWhereTheyLand) {
+  LedgerFixture f;
+  ASSERT_TRUE(f.ledger->append("test", Json{{"before", true}}));
+  LedgerWriter w(*f.ledger);
+  ASSERT_TRUE(w.append("test", Json{{"unnamed", 1}}, 999));  // named when a later record is
+  auto a = named(w, 1);
+  auto b = named(w, 2);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->seq, 2u);
+  EXPECT_EQ(b->seq, 3u);
+  EXPECT_EQ(f.ledger->snapshot()->size(), 1u);  // nothing written before the flush
+  ASSERT_TRUE(w.flush());
+  auto snap = f.ledger->snapshot();
+  ASSERT_EQ(snap->size(), 4u);
+  EXPECT_EQ(*snap->record_hash(2), a->hash);
+  EXPECT_EQ(*snap->record_hash(3), b->hash);
+  auto c = named(w, 3);  // named from the tip the writer keeps across flushes
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->seq, 4u);
+}
+
+// The failure rule: a batch that cannot land where it was named is not written, is reported
+// failed, and the writer names what follows from the ledger's real tip.
+TEST(LedgerWriter, FailedFlushDropsTheBatchAndRenamesFromTheRealTip) {
+  LedgerFixture f;
+  LedgerWriter w(*f.ledger);
+  auto a = named(w, 1);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->seq, 0u);
+  ASSERT_TRUE(w.put_blob("blob of the failed batch"));
+  ASSERT_TRUE(f.ledger->append("other", Json{{"writer", "someone else"}}));  // takes seq 0
+  auto st = w.flush();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, Errc::internal);
+  EXPECT_NE(st.error().message.find("another writer?"), std::string::npos) << st.error().message;
+  EXPECT_EQ(w.pending_records(), 0u);
+  auto snap = f.ledger->snapshot();
+  EXPECT_EQ(snap->size(), 1u);
+  EXPECT_EQ(snap->record(0)->kind, "other");
+  auto digest = sha256("blob of the failed batch");
+  EXPECT_FALSE(snap->blob(digest));  // nothing of the failed batch was written
+
+  auto b = named(w, 2);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->seq, 1u);
+  ASSERT_TRUE(w.put_blob("blob of the failed batch"));  // forgotten with the batch: buffered again
+  ASSERT_TRUE(w.flush());
+  snap = f.ledger->snapshot();
+  ASSERT_EQ(snap->size(), 2u);
+  EXPECT_EQ(*snap->record_hash(1), b->hash);
+  EXPECT_TRUE(snap->blob(digest));
+}
+
+// Records no one has named take the next free places, whoever wrote in between.
+TEST(LedgerWriter, UnnamedRecordsLandAfterAnotherWriter) {
+  LedgerFixture f;
+  LedgerWriter w(*f.ledger, {.flush_every_steps = 1});
+  ASSERT_TRUE(w.append("test", Json{{"i", 1}}, 1));
+  ASSERT_TRUE(f.ledger->append("other", Json{{"writer", "someone else"}}));
+  ASSERT_TRUE(w.append("test", Json{{"i", 2}}, 2));
+  ASSERT_TRUE(w.commit(false));
+  auto snap = f.ledger->snapshot();
+  ASSERT_EQ(snap->size(), 3u);
+  EXPECT_EQ(snap->record(0)->kind, "other");
+  EXPECT_EQ(snap->record(1)->payload, R"({"i":1})");
+  auto next = named(w, 3);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->seq, 3u);
+}
+
+TEST(LedgerWriter, OversizedRecordsAreRefusedWhenAdded) {
+  warden::testing::TempDir dir;
+  auto signer = NoteSigner::generate("test.local/small");
+  ASSERT_TRUE(Ledger::create(dir / "ledger", {"test.local/small", signer->verifier().encoded(), 64}));
+  LogicalClock clock;
+  auto ledger = Ledger::open(dir / "ledger", Ledger::Mode::read_write, clock);
+  ASSERT_TRUE(ledger);
+  LedgerWriter w(*ledger);
+  ASSERT_TRUE(named(w, 1));
+  auto big = w.record("test", Json{{"text", std::string(100, 'y')}}, 5);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, Errc::limit_exceeded);
+  auto after = named(w, 2);  // the refused record took no place
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->seq, 1u);
+  ASSERT_TRUE(w.flush());
+  EXPECT_EQ(ledger->snapshot()->size(), 2u);
+}
+
+TEST(LedgerWriter, FlushesEveryNStepsAndAtPausesAsConfigured) {
+  LedgerFixture f;
+  auto size = [&] { return f.ledger->snapshot()->size(); };
+  {
+    LedgerWriter w(*f.ledger, {.flush_every_steps = 2, .flush_at_pauses = false});
+    ASSERT_TRUE(w.append("test", Json{{"i", 1}}, 1));
+    ASSERT_TRUE(w.commit(false));
+    EXPECT_EQ(size(), 0u);
+    ASSERT_TRUE(w.commit(true));  // a pause, but pauses do not flush: the second step does
+    EXPECT_EQ(size(), 1u);
+    ASSERT_TRUE(w.append("test", Json{{"i", 2}}, 2));
+    ASSERT_TRUE(w.commit(true));
+    EXPECT_EQ(size(), 1u);
+    EXPECT_EQ(w.pending_records(), 1u);
+  }  // dropped with the writer, as a crash would drop it
+  EXPECT_EQ(size(), 1u);
+  LedgerWriter kernel_style(*f.ledger);  // the build loop's: steps never flush, pauses do
+  ASSERT_TRUE(kernel_style.append("test", Json{{"i", 3}}, 3));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(kernel_style.commit(false));
+  EXPECT_EQ(size(), 1u);
+  ASSERT_TRUE(kernel_style.commit(true));
+  EXPECT_EQ(size(), 2u);
+}
+
+}  // namespace
+}  // namespace warden::kernel

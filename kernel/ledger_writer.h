@@ -1,0 +1,114 @@
+// The one writer of kernel and pipeline records to a ledger: the build loop's own records,
+// the pipeline executor's (it is the executor's RunJournal) and the runner's output bodies
+// (it is the runner's BlobSink) are buffered and written in one ledger transaction (one
+// fsync) at each flush, blobs first, so a record never names a blob the ledger lacks.
+//
+// Naming. record() says where a record will land — its sequence number and hash — the moment
+// it is added: the kernel names earlier records in later ones before anything is written.
+// The name is computed exactly as the ledger computes it and checked again when the batch is
+// written. append() (the executor's path) names nothing; its records take the next free
+// places when the batch is written, so a batch of only such records still lands if another
+// process appended in between. A batch holding any named record must land exactly where it
+// was named, or it is not written at all.
+//
+// The failure rule: nothing acknowledged is lost, and nothing unacknowledged is reported as
+// written. A record (or blob) is acknowledged only when a flush() that covers it returns OK:
+// it is then durable (LMDB commit with fsync). When a flush fails, nothing of its batch is
+// written and the batch is dropped — reported failed to the caller, never retried behind its
+// back (a batch the ledger refuses would otherwise fail every later flush, including the
+// run's own end). The writer then reloads its tip from what the ledger really holds, so the
+// next record is named from the real tip. Records still buffered when the writer is
+// destroyed are dropped, as a crash would drop them.
+//
+// When it flushes: at every flush(); at commit(true) (a pause, an end) when
+// JournalOptions::flush_at_pauses; at commit(false) (a step done) every flush_every_steps
+// steps. The kernel flushes before anything outside the ledger (a git branch move, an
+// executor's next attempt) depends on what it recorded, so a crash loses only a tail no one
+// has acted on — never part of a decision.
+//
+// One writer per run; not thread-safe. It borrows the Ledger, which must outlive it; other
+// writers (other processes, Ledger::append) may share the ledger, see Naming above.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+#include "executor/run_records.h"
+#include "ledger/ledger.h"
+#include "runner/blob_sink.h"
+
+namespace warden::kernel {
+
+struct JournalOptions {
+  // Steps per flush when the executor completes a step (RunJournal::commit(false)). 1: every
+  // step is durable before the next one runs (a CLI run). N: N steps per transaction (after
+  // a crash, up to N steps run again on resume). 0: steps never flush by themselves; the
+  // owner flushes at its own decision points (the build loop).
+  size_t flush_every_steps = 0;
+  // Make pauses and ends durable at once (what a CLI that then exits needs). A process that
+  // drives many short runs may group-commit across them instead, and flush() when it must.
+  bool flush_at_pauses = true;
+};
+
+class LedgerWriter final : public executor::RunJournal, public BlobSink {
+ public:
+  explicit LedgerWriter(Ledger& ledger, JournalOptions options = {}) : ledger_(ledger), options_(options) {}
+  LedgerWriter(const LedgerWriter&) = delete;
+  LedgerWriter& operator=(const LedgerWriter&) = delete;
+  ~LedgerWriter() override = default;  // drops what was never flushed
+
+  // Buffers a record and names where it will land. Errc::limit_exceeded when its canonical
+  // payload is over the ledger's limit (nothing is buffered then); an error reading the tip
+  // of the ledger otherwise.
+  Result<Appended> record(std::string_view kind, const Json& payload, int64_t at);
+  // Writes everything buffered in one transaction (one fsync); see the failure rule above.
+  // OK acknowledges every record and blob added before the call.
+  Status flush();
+
+  // executor::RunJournal: a record buffered without a name (the size limit is checked here,
+  // as in record()); a blob buffered and named by its digest; a step or pause completed.
+  Status append(std::string_view kind, const Json& payload, int64_t at) override;
+  Result<std::string> put_blob(std::string_view bytes, std::string_view digest = {}) override;
+  Status commit(bool now) override;
+  // BlobSink (the runner's output bodies): buffered until the next flush.
+  Result<Digest> put(std::string_view bytes) override;
+
+  size_t pending_records() const { return records_.size(); }
+  Ledger& ledger() { return ledger_; }
+
+ private:
+  struct Pending {
+    std::string kind;
+    std::string payload;  // canonical JSON
+    int64_t ts = 0;
+    std::optional<Appended> name;  // set once anything names this record or a later one
+  };
+  Status buffer(std::string_view kind, const Json& payload, int64_t at);
+  Status load_tip();
+  Status name_pending();
+  void add_blob(std::string name, std::string_view bytes);
+
+  Ledger& ledger_;
+  JournalOptions options_;
+  size_t steps_ = 0;  // commits since the last flush
+  // The last record named, written or pending (seq = its place). Unknown (nullopt with
+  // tip_known_ false) until a record is first named, and again after a failed flush.
+  std::optional<Appended> tip_;
+  bool tip_known_ = false;
+  size_t named_ = 0;  // records_[0, named_) carry names
+  std::vector<Pending> records_;
+  std::vector<std::string> blobs_;
+  // Digests stored (or to be stored with the next flush), so that a config shared by many
+  // runs is written once. Bounded: forgetting one only costs a redundant (idempotent) put.
+  std::unordered_set<std::string> known_blobs_;
+  std::string buf_;
+};
+
+}  // namespace warden::kernel
