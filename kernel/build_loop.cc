@@ -175,11 +175,22 @@ class Build {
     const int64_t budget = step_budget_ms();
     Watchdog watchdog(std::chrono::milliseconds(budget), step_stop);
     StepState state;
-    const StepContext ctx{rec_,    workspace_,    runner_,           proposer_,
-                          plan_,   *policy_,      step,              current_index_.value_or(0),
-                          completed_, head_,      start_tree_,       summary_.plan_sha256,
-                          summary_.policy_sha256, refusals_,         step_stop.get_token(),
-                          [&watchdog] { return watchdog.remaining(); }};
+    const StepContext ctx{.rec = rec_,
+                          .workspace = workspace_,
+                          .runner = runner_,
+                          .proposer = proposer_,
+                          .plan = plan_,
+                          .policy = *policy_,
+                          .step = step,
+                          .index = current_index_.value_or(0),
+                          .completed = completed_,
+                          .head = head_,
+                          .start_tree = start_tree_,
+                          .plan_sha256 = summary_.plan_sha256,
+                          .policy_sha256 = summary_.policy_sha256,
+                          .refusals = refusals_,
+                          .stop = step_stop.get_token(),
+                          .time_left = [&watchdog] { return watchdog.remaining(); }};
 
     auto config = step_pipeline_config(plan_.max_retries);
     if (!config) return std::unexpected(config.error());
