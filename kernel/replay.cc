@@ -123,6 +123,19 @@ class Replayer {
     }
     if (kind_ == record_kind::decision) return typed<DecisionRecord>(p, &Replayer::on_decision);
     if (kind_ == record_kind::commit) return typed<CommitRecord>(p, &Replayer::on_commit);
+    // The rest are judged where a decision or commit names them; here they must at least
+    // read back as their kind, so no record of the kernel's is outside its schema.
+    if (kind_ == record_kind::refusal) return typed<ProposalRefusalRecord>(p, &Replayer::readable<ProposalRefusalRecord>);
+    if (kind_ == record_kind::proposal) return typed<ProposalRecord>(p, &Replayer::readable<ProposalRecord>);
+    if (kind_ == record_kind::run_result) return typed<RunResultRecord>(p, &Replayer::readable<RunResultRecord>);
+    if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
+    if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
+    if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
+    return {};
+  }
+
+  template <typename R>
+  Status readable(const R&) {
     return {};
   }
 

@@ -1,6 +1,7 @@
 // What an auditor runs offline: `warden replay`. First the ledger's own integrity (hash
 // chain, Merkle tree, checkpoint signatures, blobs) with ledger/verify.h; then the kernel's
 // decisions, recomputed from the recorded inputs and compared with what was recorded:
+//   - every record of a kind the kernel writes reads back as its type (kernel/records.h);
 //   - every policy record re-hashes to its digest;
 //   - every generated plan is generated again from its blueprint, every plan verdict
 //     (commit or PLANNING_ERROR refusal) is recomputed with verify_plan();

@@ -187,6 +187,25 @@ TEST_P(Golden, AForgedDecisionResignedWithTheKeyFailsAtItsRecord) {
   EXPECT_NE(report["problem"]["message"].get<std::string>().find("decide()"), std::string::npos) << report.dump();
 }
 
+// Every record the kernel writes has a schema (kernel/records.h). A record smuggled past it —
+// here a step's evidence claiming a field no kernel writes, re-signed with the key — is
+// caught at its seq, even though no decision depends on it.
+TEST_P(Golden, ARecordOutsideItsSchemaResignedWithTheKeyFailsAtItsRecord) {
+  auto records = read_records(golden());
+  auto forged = std::find_if(records.begin(), records.end(), [](const RecordLine& r) { return r.kind == "step_evidence"; });
+  ASSERT_NE(forged, records.end());
+  forged->payload["reviewedBy"] = "a human, honestly";
+
+  TempDir tmp;
+  write_signed_ledger(tmp / "forged", records, blobs_of(golden()));
+
+  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key(), "--json"});
+  ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  Json report = test::stdout_json(replayed);
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), forged->seq) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("reviewedBy"), std::string::npos) << report.dump();
+}
+
 // With the repository at hand, replay holds the recorded pre-images to the tree each
 // proposal was made on: a forged pre-image (re-signed with the key) is caught even where
 // decide() alone could be satisfied by it.
