@@ -52,38 +52,45 @@ class SigpipeGuard {
   sigset_t pipe_{}, old_{};
 };
 
-// Owns a spawned child: kills its process group and reaps it unless release() was called
-// after a successful wait.
-class ChildGuard {
+// A child spawned in its own process group. Owns it: the destructor kills the group and
+// reaps the child unless drive() already did.
+class GroupChild final : public ChildProcess {
  public:
-  explicit ChildGuard(pid_t pid) : pid_(pid) {}
-  ~ChildGuard() {
+  explicit GroupChild(pid_t pid) : pid_(pid) {
+    // Debian 12's <sys/pidfd.h> lacks extern "C", so the raw system call. Fails on kernels
+    // before 5.3; then drive() polls for the exit instead.
+    pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  }
+  ~GroupChild() override {
     if (pid_ <= 0) return;
-    ::kill(-pid_, SIGKILL);
+    stop();
     reap();
   }
-  ChildGuard(const ChildGuard&) = delete;
-  ChildGuard& operator=(const ChildGuard&) = delete;
+  GroupChild(const GroupChild&) = delete;
+  GroupChild& operator=(const GroupChild&) = delete;
 
-  pid_t pid() const { return pid_; }
-  // Kills everything still in the group. Safe while the leader is an unreaped zombie: its
-  // pid, and so the group id, cannot be reused yet.
-  void kill_group() const { ::kill(-pid_, SIGKILL); }
-  int reap() {
+  int pidfd() const override { return pidfd_.get(); }
+  bool exited() override {
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+  }
+  // Kills everything in the group. Safe while the leader is an unreaped zombie: its pid, and
+  // so the group id, cannot be reused yet.
+  void stop() override { ::kill(-pid_, SIGKILL); }
+  // Whatever the program left running in its group could hold our pipes open or outlive
+  // the call, so it goes first (the leader is still a zombie, see stop()).
+  int reap() override {
+    stop();
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
     pid_ = -1;
     return status;
   }
-  // True once the leader has exited (it stays a zombie until reaped).
-  bool exited() const {
-    siginfo_t info{};
-    return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
-  }
 
  private:
   pid_t pid_;
+  UniqueFd pidfd_;
 };
 
 Status make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
@@ -147,102 +154,118 @@ Result<pid_t> spawn(const SubprocessSpec& spec, int in, int out, int err) {
   return pid;
 }
 
-// Reads what is available from `fd` into `buf`, keeping at most `cap` bytes (the rest is
-// read and counted, so the writer never blocks). False at EOF or on error.
-bool read_some(UniqueFd& fd, std::string& buf, size_t cap, size_t& total) {
-  char chunk[kReadChunk];
-  while (true) {
-    ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
-    if (n > 0) {
-      total += static_cast<size_t>(n);
-      if (buf.size() < cap) buf.append(chunk, std::min(static_cast<size_t>(n), cap - buf.size()));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    fd.reset();
-    return false;
-  }
-}
-
-class Session {
+// One drive() call: the child, its pipes and what has happened so far.
+class Driver {
  public:
-  Session(const SubprocessSpec& spec, ChildGuard& child, UniqueFd in, UniqueFd out, UniqueFd err)
-      : spec_(spec), child_(child), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)) {
-    // Debian 12's <sys/pidfd.h> lacks extern "C", so the raw system call. Fails on kernels
-    // before 5.3; then we poll for the exit instead.
-    pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, child.pid(), 0)));
-    if (spec_.stdin_data.empty()) in_.reset();
-    for (UniqueFd* fd : {&in_, &out_, &err_}) {
+  Driver(ChildProcess& child, ChildPipes pipes, const DriveOptions& options)
+      : child_(child), options_(options), in_(std::move(pipes.in)), in_data_(pipes.in_data) {
+    streams_[0] = {std::move(pipes.out), &options.out};
+    streams_[1] = {std::move(pipes.err), &options.err};
+    if (in_data_.empty()) in_.reset();
+    for (UniqueFd* fd : {&in_, &streams_[0].fd, &streams_[1].fd}) {
       if (*fd) set_nonblocking(fd->get());
     }
   }
 
-  SubprocessResult run() {
-    const auto start = Clock::now();
-    const auto deadline = start + spec_.timeout;
-    SubprocessResult result;
-    bool exited = false;
-    while (!exited) {
+  // The run ends when the child has been reaped and both output pipes are at EOF, or when
+  // the grace period after an exit or a stop runs out first.
+  Result<DriveOutcome> run() {
+    const auto deadline = options_.start + options_.timeout;
+    while (streams_[0].fd || streams_[1].fd || !exited_) {
       auto now = Clock::now();
-      if (now >= deadline || spec_.stop.stop_requested()) {
-        result.ending = SubprocessResult::Ending::timed_out;
+      if (!grace_end_ && now >= deadline) end_with(DriveOutcome::Ending::timed_out);
+      if (!grace_end_ && options_.stop.stop_requested()) end_with(DriveOutcome::Ending::cancelled);
+      if (grace_end_ && now >= *grace_end_) {
+        outcome_.outlived = true;
         break;
       }
-      int64_t wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
-      if (spec_.stop.stop_possible()) wait_ms = std::min<int64_t>(wait_ms, 50);  // notice a stop promptly
-      if (!pump(wait_ms, exited)) {
-        result.ending = SubprocessResult::Ending::stdout_overflow;
-        break;
+      auto until = grace_end_ ? *grace_end_ : deadline;
+      int wait_ms = static_cast<int>(std::clamp<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1, 0, 60'000));
+      if (child_.pidfd() < 0 && !exited_) wait_ms = std::min(wait_ms, kExitPollMs);
+      if (options_.stop.stop_possible() && !grace_end_) wait_ms = std::min(wait_ms, 50);  // notice a stop promptly
+      if (Status st = poll_once(wait_ms); !st) return std::unexpected(st.error());
+      if (!exited_ && child_.exited()) {
+        exited_ = true;
+        outcome_.wait_status = child_.reap();
+        start_grace();
       }
     }
-    // Whatever is left of the group goes now: on timeout or overflow the program itself,
-    // after a normal exit anything it left behind that could hold our pipes open.
-    child_.kill_group();
-    drain(Clock::now() + kDrainGrace);
-    int status = child_.reap();
-    if (exited && result.ending == SubprocessResult::Ending::exited) {
-      if (WIFSIGNALED(status)) {
-        result.ending = SubprocessResult::Ending::signaled;
-        result.signal = WTERMSIG(status);
-      } else {
-        result.exit_code = WEXITSTATUS(status);
-      }
-    }
-    if (out_total_ > spec_.max_stdout && result.ending != SubprocessResult::Ending::timed_out) {
-      result.ending = SubprocessResult::Ending::stdout_overflow;
-    }
-    result.out = std::move(out_buf_);
-    result.err = std::move(err_buf_);
-    result.err_truncated = err_total_ > spec_.max_stderr;
-    result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    return result;
+    outcome_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - options_.start);
+    return outcome_;
   }
 
  private:
-  // One poll round. False when stdout passed its cap.
-  bool pump(int64_t timeout_ms, bool& exited) {
+  struct Stream {
+    UniqueFd fd;
+    const StreamSink* sink = nullptr;
+  };
+
+  // Stops the child for `why` and starts the grace period; the first reason is the one
+  // reported.
+  void end_with(DriveOutcome::Ending why) {
+    if (grace_end_) return;
+    outcome_.ending = why;
+    child_.stop();
+    start_grace();
+  }
+
+  void start_grace() {
+    in_.reset();  // nobody is listening any more
+    if (!grace_end_) grace_end_ = Clock::now() + options_.grace;
+  }
+
+  Status poll_once(int wait_ms) {
     pollfd fds[4];
-    int n = 0, in_i = -1, out_i = -1, err_i = -1, pid_i = -1;
-    if (in_) fds[in_i = n++] = {in_.get(), POLLOUT, 0};
-    if (out_) fds[out_i = n++] = {out_.get(), POLLIN, 0};
-    if (err_) fds[err_i = n++] = {err_.get(), POLLIN, 0};
-    if (pidfd_) fds[pid_i = n++] = {pidfd_.get(), POLLIN, 0};
-    int wait_ms = static_cast<int>(std::min<int64_t>(timeout_ms, pidfd_ ? 60'000 : kExitPollMs));
-    int ready = ::poll(fds, static_cast<nfds_t>(n), wait_ms);
-    if (ready < 0 && errno != EINTR) ready = 0;
-    if (in_i >= 0 && fds[in_i].revents) write_stdin();
-    if (out_i >= 0 && fds[out_i].revents) read_some(out_, out_buf_, spec_.max_stdout, out_total_);
-    if (err_i >= 0 && fds[err_i].revents) read_some(err_, err_buf_, spec_.max_stderr, err_total_);
-    if (out_total_ > spec_.max_stdout) return false;
-    exited = pid_i >= 0 ? fds[pid_i].revents != 0 : child_.exited();
-    return true;
+    int index[4];  // 0, 1: the output streams; 2: stdin; 3: the pidfd
+    nfds_t n = 0;
+    for (int i = 0; i < 2; ++i) {
+      if (streams_[i].fd) {
+        index[n] = i;
+        fds[n++] = {streams_[i].fd.get(), POLLIN, 0};
+      }
+    }
+    if (in_) {
+      index[n] = 2;
+      fds[n++] = {in_.get(), POLLOUT, 0};
+    }
+    if (!exited_ && child_.pidfd() >= 0) {
+      index[n] = 3;
+      fds[n++] = {child_.pidfd(), POLLIN, 0};
+    }
+    int ready = ::poll(fds, n, wait_ms);
+    if (ready < 0 && errno != EINTR) return std::unexpected(errno_error("poll", errno));
+    for (nfds_t k = 0; k < n && ready > 0; ++k) {
+      if (fds[k].revents == 0) continue;
+      if (index[k] < 2) read_stream(streams_[index[k]]);
+      if (index[k] == 2) write_stdin();
+    }
+    return {};
+  }
+
+  // Reads what is available, passing every chunk on; closes the stream at EOF or on error.
+  void read_stream(Stream& s) {
+    char chunk[kReadChunk];
+    for (;;) {
+      ssize_t got = ::read(s.fd.get(), chunk, sizeof chunk);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (got <= 0) {
+        s.fd.reset();
+        return;
+      }
+      if (!s.sink->take) continue;
+      if (!s.sink->take(std::string_view(chunk, static_cast<size_t>(got))) && !outcome_.overflow) {
+        outcome_.overflow = true;
+        end_with(DriveOutcome::Ending::overflow);
+      }
+      // Past a limit we keep draining, so writers are not blocked until they die.
+    }
   }
 
   void write_stdin() {
-    const std::string& data = spec_.stdin_data;
-    while (written_ < data.size()) {
-      ssize_t n = ::write(in_.get(), data.data() + written_, data.size() - written_);
+    while (written_ < in_data_.size()) {
+      ssize_t n = ::write(in_.get(), in_data_.data() + written_, in_data_.size() - written_);
       if (n > 0) {
         written_ += static_cast<size_t>(n);
         continue;
@@ -254,26 +277,28 @@ class Session {
     in_.reset();  // all written (or refused): the program sees EOF
   }
 
-  // Reads the pipes until EOF or the deadline, once the group is dead.
-  void drain(Clock::time_point deadline) {
-    in_.reset();
-    while ((out_ || err_) && Clock::now() < deadline) {
-      pollfd fds[2];
-      int n = 0;
-      if (out_) fds[n++] = {out_.get(), POLLIN, 0};
-      if (err_) fds[n++] = {err_.get(), POLLIN, 0};
-      if (::poll(fds, static_cast<nfds_t>(n), 100) <= 0) continue;
-      if (out_) read_some(out_, out_buf_, spec_.max_stdout, out_total_);
-      if (err_) read_some(err_, err_buf_, spec_.max_stderr, err_total_);
-    }
-  }
-
-  const SubprocessSpec& spec_;
-  ChildGuard& child_;
-  UniqueFd in_, out_, err_, pidfd_;
+  ChildProcess& child_;
+  const DriveOptions& options_;
+  UniqueFd in_;
+  std::string_view in_data_;
   size_t written_ = 0;
-  std::string out_buf_, err_buf_;
-  size_t out_total_ = 0, err_total_ = 0;
+  Stream streams_[2];
+  bool exited_ = false;
+  std::optional<Clock::time_point> grace_end_;
+  DriveOutcome outcome_;
+};
+
+// A string capped at `cap` bytes; the rest is counted, not kept.
+struct CappedString {
+  explicit CappedString(size_t cap) : cap(cap) {}
+  std::string text;
+  size_t cap;
+  size_t total = 0;
+  bool take(std::string_view bytes) {
+    total += bytes.size();
+    if (text.size() < cap) text.append(bytes.substr(0, cap - text.size()));
+    return total <= cap;
+  }
 };
 
 }  // namespace
@@ -287,13 +312,61 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
   }
   auto pid = spawn(spec, in_r.get(), out_w.get(), err_w.get());
   if (!pid) return std::unexpected(pid.error());
-  ChildGuard child(*pid);
+  GroupChild child(*pid);
   // Our copies of the child's ends must close, or we would never see EOF.
   in_r.reset();
   out_w.reset();
   err_w.reset();
-  Session session(spec, child, std::move(in_w), std::move(out_r), std::move(err_r));
-  return session.run();
+
+  CappedString out(spec.max_stdout), err(spec.max_stderr);
+  DriveOptions options;
+  options.timeout = spec.timeout;
+  options.stop = spec.stop;
+  options.grace = kDrainGrace;
+  options.out.take = [&out](std::string_view bytes) { return out.take(bytes); };
+  // Past its cap stderr is dropped, never a reason to stop the program.
+  options.err.take = [&err](std::string_view bytes) {
+    err.take(bytes);
+    return true;
+  };
+  auto driven = drive(child, ChildPipes{std::move(in_w), spec.stdin_data, std::move(out_r), std::move(err_r)}, options);
+  if (!driven) return std::unexpected(driven.error());
+
+  using Ending = DriveOutcome::Ending;
+  SubprocessResult result;
+  switch (driven->ending) {
+    case Ending::exited: {
+      // An exit on its own is always reaped: the grace period only starts there.
+      int status = driven->wait_status.value_or(0);
+      if (WIFSIGNALED(status)) {
+        result.ending = SubprocessResult::Ending::signaled;
+        result.signal = WTERMSIG(status);
+      } else {
+        result.exit_code = WEXITSTATUS(status);
+      }
+      break;
+    }
+    case Ending::timed_out:
+    case Ending::cancelled:
+      result.ending = SubprocessResult::Ending::timed_out;
+      break;
+    case Ending::overflow:
+      result.ending = SubprocessResult::Ending::stdout_overflow;
+      break;
+  }
+  // Stdout that overflows after the program exited is still a flood.
+  if (driven->overflow && result.ending != SubprocessResult::Ending::timed_out) {
+    result.ending = SubprocessResult::Ending::stdout_overflow;
+  }
+  result.out = std::move(out.text);
+  result.err = std::move(err.text);
+  result.err_truncated = err.total > err.cap;
+  result.elapsed = driven->elapsed;
+  return result;
+}
+
+Result<DriveOutcome> drive(ChildProcess& child, ChildPipes pipes, const DriveOptions& options) {
+  return Driver(child, std::move(pipes), options).run();
 }
 
 }  // namespace warden

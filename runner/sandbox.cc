@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <poll.h>
 #include <sys/vfs.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 #include <chrono>
 
 #include "common/file.h"
+#include "common/subprocess.h"
 #include "runner/seccomp_filter.h"
 
 namespace warden {
@@ -51,10 +51,7 @@ Status chown_to(const std::filesystem::path& path, const SandboxHost& host) {
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::unexpected(errno_error("pipe2", errno));
-  UniqueFd r(fds[0]), w(fds[1]);
-  int flags = ::fcntl(r.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(r.get(), F_SETFL, flags | O_NONBLOCK) != 0) return std::unexpected(errno_error("fcntl", errno));
-  return std::pair{std::move(r), std::move(w)};
+  return std::pair{UniqueFd(fds[0]), UniqueFd(fds[1])};  // drive() makes the read end non-blocking
 }
 
 }  // namespace
@@ -215,89 +212,36 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   err_pipe->second.reset();
   seccomp.reset();
 
-  SandboxRun result;
   StreamCapture captures[2] = {StreamCapture(output), StreamCapture(output)};
-  UniqueFd* fds[2] = {&out_pipe->first, &err_pipe->first};
-  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
-  std::optional<SteadyClock::time_point> grace_end;
-  bool exited = false;
-  int status = 0;
-  auto kill_all = [&] {
-    child->stop();
-    if (!grace_end) grace_end = SteadyClock::now() + kKillGrace;
-  };
-  std::string buffer(1 << 16, '\0');
-
+  DriveOptions options;
+  options.start = start;
+  options.timeout = std::chrono::milliseconds(timeout_ms);
+  options.stop = request.stop;
+  options.grace = kKillGrace;
+  for (int i = 0; i < 2; ++i) {
+    (i == 0 ? options.out : options.err).take = [&capture = captures[i], &live = request.live, i](std::string_view bytes) {
+      size_t accepted = capture.append(bytes);
+      if (live && accepted > 0) live(i + 1, bytes.substr(0, accepted));
+      return !capture.over_limit();
+    };
+  }
   // The run ends when the reaper has exited (so every process of the sandbox is gone: the
   // PID namespace dies with its init, and the reaper outlives both) and both pipes are at EOF.
-  while (*fds[0] || *fds[1] || !exited) {
-    auto now = SteadyClock::now();
-    if (!grace_end && now >= deadline) {
-      result.timed_out = true;
-      kill_all();
-    }
-    if (!grace_end && request.stop.stop_requested()) {
-      result.cancelled = true;
-      kill_all();
-    }
-    if (grace_end && now >= *grace_end) {
-      return fail(Errc::internal, "sandbox: output pipes still open " + std::to_string(kKillGrace.count()) +
-                                      " s after the sandbox was killed: a process outlived its sandbox");
-    }
-    auto until = grace_end ? *grace_end : deadline;
-    int wait_ms = static_cast<int>(std::clamp<int64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1, 0, 60'000));
-    if (child->pidfd() < 0 && !exited) wait_ms = std::min(wait_ms, 10);
-    if (request.stop.stop_possible() && !grace_end) wait_ms = std::min(wait_ms, 50);  // notice a stop promptly
-    pollfd pfds[3];
-    nfds_t n = 0;
-    int index[3];
-    for (int i = 0; i < 2; ++i) {
-      if (*fds[i]) {
-        index[n] = i;
-        pfds[n++] = {fds[i]->get(), POLLIN, 0};
-      }
-    }
-    if (!exited && child->pidfd() >= 0) {
-      index[n] = 2;
-      pfds[n++] = {child->pidfd(), POLLIN, 0};
-    }
-
-    int ready = ::poll(pfds, n, wait_ms);
-    if (ready < 0 && errno != EINTR) return std::unexpected(errno_error("poll", errno));
-    for (nfds_t k = 0; k < n && ready > 0; ++k) {
-      if (pfds[k].revents == 0 || index[k] == 2) continue;
-      int i = index[k];
-      for (;;) {
-        ssize_t got = ::read(fds[i]->get(), buffer.data(), buffer.size());
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0 && errno == EAGAIN) break;
-        if (got <= 0) {
-          fds[i]->reset();
-          break;
-        }
-        std::string_view bytes(buffer.data(), static_cast<size_t>(got));
-        size_t accepted = captures[i].append(bytes);
-        if (request.live && accepted > 0) request.live(i + 1, bytes.substr(0, accepted));
-        if (captures[i].over_limit()) {
-          if (!result.output_limit_exceeded) {
-            result.output_limit_exceeded = true;
-            kill_all();
-          }
-          // Keep draining (and discarding) so writers are not blocked until they die.
-        }
-      }
-    }
-    if (!exited && child->exited()) {
-      exited = true;
-      status = child->reap();
-      if (!grace_end) grace_end = SteadyClock::now() + kKillGrace;
-    }
+  auto driven = drive(*child, ChildPipes{{}, {}, std::move(out_pipe->first), std::move(err_pipe->first)}, options);
+  if (!driven) return std::unexpected(driven.error());
+  if (driven->outlived) {
+    return fail(Errc::internal, "sandbox: output pipes still open " + std::to_string(kKillGrace.count()) +
+                                    " s after the sandbox was killed: a process outlived its sandbox");
   }
 
+  SandboxRun result;
+  result.timed_out = driven->ending == DriveOutcome::Ending::timed_out;
+  result.cancelled = driven->ending == DriveOutcome::Ending::cancelled;
+  result.output_limit_exceeded = driven->overflow;
+  int status = driven->wait_status.value_or(0);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
+  result.duration_ms = driven->elapsed.count();
   result.out = captures[0].finish();
   result.err = captures[1].finish();
   return result;

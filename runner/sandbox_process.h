@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "common/subprocess.h"
 
 namespace warden {
 
@@ -38,9 +39,10 @@ struct SpawnSpec {
   std::vector<int> pass_fds;
 };
 
-// A spawned sandbox, seen through its reaper. Move-only; the destructor stops the sandbox
-// and reaps, so no error path leaves a process behind.
-class SandboxChild {
+// A spawned sandbox, seen through its reaper; common/subprocess.h's drive() watches it run.
+// Move-only; the destructor stops the sandbox and reaps, so no error path leaves a process
+// behind.
+class SandboxChild final : public ChildProcess {
  public:
   static Result<SandboxChild> spawn(const SpawnSpec& spec);
 
@@ -48,19 +50,19 @@ class SandboxChild {
   SandboxChild& operator=(SandboxChild&&) = delete;
   SandboxChild(const SandboxChild&) = delete;
   SandboxChild& operator=(const SandboxChild&) = delete;
-  ~SandboxChild();
+  ~SandboxChild() override;
 
   pid_t pid() const { return pid_; }
   // Readable (POLLIN) once the child has exited; -1 when pidfds are unavailable.
-  int pidfd() const { return pidfd_.get(); }
+  int pidfd() const override { return pidfd_.get(); }
 
   // True once the reaper has exited: bwrap, its namespace init and everything in the
   // sandbox are gone by then.
-  bool exited();
+  bool exited() override;
   // Asks the reaper to SIGKILL the sandbox (bwrap's process group); it then reaps and exits.
-  void stop();
+  void stop() override;
   // Reaps the reaper; returns bwrap's wait status (the reaper dies the way bwrap did).
-  int reap();
+  int reap() override;
 
  private:
   SandboxChild() = default;

@@ -3,15 +3,19 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
+
+#include "common/subprocess.h"
 
 namespace warden::test {
 namespace {
@@ -197,15 +201,53 @@ void Child::pump(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
+namespace {
+
+// A test child as common/subprocess.h's drive() sees it, for wait(): there is no deadline and
+// no stop request, so drive() never stops it; it only reads to EOF and reaps.
+class WaitedChild final : public ChildProcess {
+ public:
+  explicit WaitedChild(pid_t pid) : pid_(pid), pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))) {}
+  int pidfd() const override { return pidfd_.get(); }
+  bool exited() override {
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+  }
+  void stop() override { ::kill(pid_, SIGKILL); }
+  int reap() override {
+    int status = 0;
+    pid_t got;
+    do got = ::waitpid(pid_, &status, 0);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) reap_errno = errno;
+    return status;
+  }
+  int reap_errno = 0;
+
+ private:
+  pid_t pid_;
+  UniqueFd pidfd_;
+};
+
+}  // namespace
+
 ProcessResult Child::wait() {
-  while (pipes_open()) pump_once(-1);
-  ProcessResult result;
-  int status = 0;
-  pid_t got;
-  do got = ::waitpid(pid_, &status, 0);
-  while (got < 0 && errno == EINTR);
-  if (got < 0) throw_errno("waitpid", errno);
+  // A test waits as long as its child runs: the deadline and the grace after the exit are
+  // a day, which ctest's own timeout reaches first.
+  constexpr std::chrono::hours kForever{24};
+  WaitedChild waited(pid_);
+  DriveOptions options;
+  options.timeout = kForever;
+  options.grace = kForever;
+  options.out.take = [this](std::string_view bytes) { return out_.append(bytes), true; };
+  options.err.take = [this](std::string_view bytes) { return err_.append(bytes), true; };
+  std::string_view unwritten = std::string_view(stdin_data_).substr(std::min(stdin_written_, stdin_data_.size()));
+  auto driven = drive(waited, ChildPipes{std::move(in_), unwritten, std::move(out_fd_), std::move(err_fd_)}, options);
+  if (!driven) throw std::runtime_error(driven.error().message);
+  if (waited.reap_errno != 0) throw_errno("waitpid", waited.reap_errno);
   pid_ = -1;
+  ProcessResult result;
+  int status = driven->wait_status.value_or(0);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
   result.out = std::move(out_);

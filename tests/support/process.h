@@ -1,6 +1,11 @@
 // Running real child processes from integration tests: fork/exec with stdin, stdout and
 // stderr on pipes, an optional stdin string, optional uid/gid to drop to, and a handle that
 // never leaks a child or a descriptor (the destructor SIGKILLs and reaps a live child).
+// Running to completion (wait(), run()) is common/subprocess.h's drive(), as for every other
+// child Warden starts. What stays here is what drive() deliberately does not do: pump() reads
+// for a while and leaves the child running, kill() sends any signal to the child alone (crash
+// tests), and spawning inherits the test's environment, execs argv[0] as a path and may drop
+// to another uid.
 #pragma once
 
 #include <sys/types.h>
