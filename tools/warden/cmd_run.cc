@@ -150,8 +150,9 @@ void add_run_commands(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   auto* run = app.add_subcommand(
       "run", "Check out a base revision (cached), apply a diff in an overlay, run checks in the sandbox and print the "
-             "RunResult. Exit 0 when every check passed, 1 when one did not (or the diff was refused), 5 when the "
-             "sandbox cannot prove itself or could not run a check.");
+             "RunResult. Exit 0 when every check passed, 1 when one did not (or the diff does not apply), 3 when the "
+             "diff is malformed, 4 when the repository or revision is missing, 5 when the sandbox cannot prove itself "
+             "or could not run a check.");
   // Not ->required(): the kernel's `warden run status|cancel|approve` will live under this
   // command too, so run_run checks them itself.
   run->add_option("--repo", o->repo, "Git repository (required)");
