@@ -51,6 +51,9 @@ class JsonReader {
   // whose keys are paths on their own). A non-object records an error at once.
   JsonReader(const Json& json, std::string where, JsonDialect dialect = JsonDialect::null_is_value,
              Errc code = Errc::invalid_argument);
+  // The reader borrows the JSON it reads: over a temporary it would read freed memory.
+  JsonReader(Json&& json, std::string where, JsonDialect dialect = JsonDialect::null_is_value,
+             Errc code = Errc::invalid_argument) = delete;
   JsonReader(const JsonReader&) = delete;
   JsonReader& operator=(const JsonReader&) = delete;
 

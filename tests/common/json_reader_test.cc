@@ -48,7 +48,8 @@ TEST(JsonReader, NullIsAValueInTheRecordDialect) {
   r.string("s", s);
   EXPECT_EQ(message(r.finish()), "rec.s: must be a string");
 
-  JsonReader missing(Json::object(), "rec");
+  const Json empty = Json::object();
+  JsonReader missing(empty, "rec");
   bool b = false;
   missing.boolean("flag", b);
   EXPECT_EQ(message(missing.finish()), "rec.flag: missing");
@@ -62,7 +63,8 @@ TEST(JsonReader, NullIsAbsentInTheConfigDialect) {
   EXPECT_FALSE(r.boolean_or("flag", false));
   EXPECT_EQ(message(r.finish()), "cfg.flag: must be true or false");
 
-  JsonReader required(Json::object(), "cfg", JsonDialect::null_is_absent);
+  const Json none = Json::object();
+  JsonReader required(none, "cfg", JsonDialect::null_is_absent);
   EXPECT_EQ(required.integer("n", 5, 9), 5);
   EXPECT_EQ(message(required.finish()), "cfg.n: is required");
 }
@@ -83,8 +85,9 @@ TEST(JsonReader, ChildrenReportIntoTheParentWithTheParentsCode) {
 }
 
 TEST(JsonReader, RefusesANonObject) {
-  EXPECT_EQ(message(JsonReader(Json::array(), "thing").finish()), "thing: must be a JSON object");
-  EXPECT_EQ(message(JsonReader(Json::array(), "").finish()), "must be a JSON object");
+  const Json array = Json::array();
+  EXPECT_EQ(message(JsonReader(array, "thing").finish()), "thing: must be a JSON object");
+  EXPECT_EQ(message(JsonReader(array, "").finish()), "must be a JSON object");
 }
 
 TEST(JsonReader, DigestsAndMaps) {
