@@ -270,7 +270,15 @@ class Replayer {
         return {};
       }
       run_result = std::move(*rr);
-      if (!run.start_tree) run.start_tree = run_result->base_tree;
+      // Every step of a run is tested over the run's one base tree; a run result naming another
+      // would move the tree the pre-images are held to.
+      if (!run.start_tree) {
+        run.start_tree = run_result->base_tree;
+      } else if (run_result->base_tree != run.start_tree) {
+        problem("run result " + std::to_string(*d.run_result_seq) + " was tested over base tree " +
+                run_result->base_tree.value_or("(none)") + ", but the run's base is " + *run.start_tree);
+        return {};
+      }
       if (options_.rerun) {
         if (Status st = rerun(plan->second, policy->name, d.policy_sha256.str(), d.step_id, run, *evidence, *run_result);
             !st) {

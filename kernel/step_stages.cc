@@ -153,6 +153,12 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
     return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the tree under test " +
                                        applied->tree.hex()));
   }
+  // Likewise its base: replay holds every proposal's pre-images to the run's base as the run
+  // results name it, so a result naming another base would move what replay checks against.
+  if (ran->result.base_tree != std::optional<std::string>(ctx.start_tree.hex())) {
+    return std::unexpected(stage_error("runner: it reports base tree " + ran->result.base_tree.value_or("(none)") +
+                                       ", not the run's base " + ctx.start_tree.hex()));
+  }
 
   Tested out{*applied, std::move(ran->result), {}};
   RunResultRecord record;

@@ -20,6 +20,7 @@ class FakeRunner final : public Runner {
   bool preflight_ok = true;
   bool wrong_diff = false;  // claim to have tested another diff
   bool wrong_tree = false;  // claim to have tested another tree
+  bool wrong_base = false;  // claim to have layered the tree over another base
   std::vector<RunRequest> requests;
   std::vector<ObjectId> trees;
 
@@ -28,7 +29,7 @@ class FakeRunner final : public Runner {
     RunOutcome out;
     RunResult& r = out.result;
     r.tree = wrong_tree ? request.base_tree.hex() : request.tree ? request.tree->hex() : request.base_tree.hex();
-    r.base_tree = request.base_tree.hex();
+    r.base_tree = wrong_base && request.tree ? request.tree->hex() : request.base_tree.hex();
     if (request.diff) r.diff_sha256 = wrong_diff ? sha256("another diff") : request.diff->digest();
     r.profile = "fake";
     r.preflight.ok = preflight_ok;
@@ -144,6 +145,18 @@ TEST_F(BuildLoopTest, AResultAboutAnotherTreeEndsTheRunWithoutACommit) {
   EXPECT_FALSE(outcome->accepted());
   EXPECT_EQ(outcome->summary.status, RunStatus::failed);
   EXPECT_NE(outcome->summary.error.find("not the tree under test"), std::string::npos) << outcome->summary.error;
+  EXPECT_FALSE(repo_.try_git({"rev-parse", "--verify", "refs/heads/warden/propose"}).exited_with(0));
+}
+
+// Replay holds pre-images to the base the run results name: a runner naming another base
+// (here the tree under test itself) is not believed either.
+TEST_F(BuildLoopTest, AResultOverAnotherBaseEndsTheRunWithoutACommit) {
+  FakeRunner liar;
+  liar.wrong_base = true;
+  auto outcome = run(liar);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->summary.status, RunStatus::failed);
+  EXPECT_NE(outcome->summary.error.find("not the run's base"), std::string::npos) << outcome->summary.error;
   EXPECT_FALSE(repo_.try_git({"rev-parse", "--verify", "refs/heads/warden/propose"}).exited_with(0));
 }
 
