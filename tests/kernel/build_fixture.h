@@ -121,8 +121,15 @@ inline int hung_checks_running() {
   int count = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // A process may exit between opening its cmdline and reading it: libstdc++'s filebuf
+    // then throws (ESRCH) whatever the stream's exception mask. Such a process is not running.
+    std::string cmdline;
+    try {
+      std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     if (cmdline == std::string("sleep\0987\0", 10)) ++count;
   }
   return count;
