@@ -3,6 +3,7 @@
 // part; nothing else carries an attempt between them.
 //   Proposed   what the executor proposed, the Diff parsed once, and its proposal record
 //   Tested     the tree under test and the runner's result (absent when it never ran)
+//   BaseRun    the step's base, tested once per step: which tests must keep passing
 //   Decided    decide()'s verdict and its decision record (and the refusal, when refused)
 //   Committed  the git commit on the plan's branch and its commit record
 #pragma once
@@ -24,6 +25,15 @@ struct Proposed {
   ProposalEvidence evidence;  // what decide() judges: the diff as received and its pre-images
   std::optional<Diff> diff;   // the evidence's diff, parsed; none when it is not a Diff
   Appended record;            // the proposal record
+};
+
+// The checks that report tests, as they ran on the tree a step builds on: what decide()
+// holds the step's proposals to (PASS_TO_PASS). `seq` is the record holding the run: a
+// base_run record, or the run_result record of the accepted run that made the tree.
+struct BaseRun {
+  ObjectId tree;
+  RunResult run;
+  uint64_t seq = 0;
 };
 
 struct Tested {

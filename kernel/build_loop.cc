@@ -110,6 +110,7 @@ class Build {
   // the step has gathered so far.
   struct StepState {
     Attempt attempt;
+    std::optional<BaseRun> base;  // the step's base tested, by its first run stage
     int64_t attempts = 0;
     std::vector<Artifact> artifacts;
     std::optional<std::string> error;
@@ -186,6 +187,7 @@ class Build {
                           .completed = completed_,
                           .head = head_,
                           .start_tree = start_tree_,
+                          .previous_run = previous_run_ ? &*previous_run_ : nullptr,
                           .plan_sha256 = summary_.plan_sha256,
                           .policy_sha256 = summary_.policy_sha256,
                           .refusals = refusals_,
@@ -281,7 +283,7 @@ class Build {
   }
 
   executor::StageResult run_stage(const StepContext& ctx, StepState& state) {
-    auto tested = run_checks(ctx, state.attempt.proposed);
+    auto tested = run_checks(ctx, state.attempt.proposed, state.base);
     if (!tested) return fail_stage(state, tested.error().message);
     state.attempt.tested = std::move(*tested);
     executor::StageResult out;
@@ -292,7 +294,7 @@ class Build {
 
   executor::StageResult verify_stage(const StepContext& ctx, StepState& state) {
     Attempt& a = state.attempt;
-    auto verified = verify(ctx, a.proposed, a.tested ? &*a.tested : nullptr);
+    auto verified = verify(ctx, a.proposed, a.tested ? &*a.tested : nullptr, state.base ? &*state.base : nullptr);
     if (!verified) return fail_stage(state, verified.error().message);
     a.decided = verified->decided;
     const Verdict& verdict = a.decided->verdict;
@@ -312,6 +314,8 @@ class Build {
     if (!committed) return fail_stage(state, committed.error().message);
     state.attempt.committed = *committed;
     head_ = committed->commit;
+    const Tested& tested = *state.attempt.tested;
+    previous_run_ = BaseRun{tested.applied.tree, tested.run, tested.record.seq};
     completed_.insert(ctx.step.id);
     ++summary_.steps_completed;
     state.artifacts = record_artifacts(rec_, ctx.step, ctx.index, state.attempt);
@@ -367,6 +371,7 @@ class Build {
   std::set<std::string> completed_;
   ObjectId head_;
   ObjectId start_tree_;  // the run's base: every step's tree is tested as layers over it
+  std::optional<BaseRun> previous_run_;  // the accepted run that made head_: the next step's base run
   std::vector<std::string> replan_events_;
   std::optional<int64_t> current_index_;
   // The refusal reports the executor is shown. Kept across steps until a replacement plan

@@ -105,6 +105,7 @@ Result<BuildPlan> BuildPlan::from_json(const Json& json) {
     s.strings("dependencies", step.dependencies, false);
     s.strings("invariants", step.invariants, false);
     s.strings("produces", step.produces, false);
+    s.strings("removes_tests", step.removes_tests, false);
     p.steps.push_back(std::move(step));
   });
   r.strings("invariants", p.invariants, false);
@@ -136,6 +137,7 @@ Json BuildStep::to_json() const {
                {"invariants", invariants},
                {"produces", produces}};
   if (content) step["content"] = *content;
+  if (!removes_tests.empty()) step["removes_tests"] = removes_tests;  // absent otherwise: older plans keep their digest
   return step;
 }
 

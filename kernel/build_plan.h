@@ -58,6 +58,9 @@ struct BuildStep {
   std::vector<std::string> dependencies; // step ids that must be completed first
   std::vector<std::string> invariants;   // step-level invariants, on top of the plan's
   std::vector<std::string> produces;     // artifact types (module, test_suite, document, binary, dependency)
+  // Test ids (globs, glob.h) that passed on the step's base and may be missing or failing
+  // after it: the plan says so in advance; a proposal never can.
+  std::vector<std::string> removes_tests;
 
   Json to_json() const;  // as it stands in the plan's "steps"
 };

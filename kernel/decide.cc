@@ -207,6 +207,68 @@ std::vector<const VerificationCheckpoint*> completed_checkpoints(const DecisionI
   return out;
 }
 
+// Whether a check reported tests at all (a report format), and ran none of them.
+bool reports_tests(const CheckResult& c) {
+  return std::any_of(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.report != "none"; });
+}
+
+const CheckResult* find_check(const RunResult& run, std::string_view name) {
+  auto it = std::find_if(run.checks.begin(), run.checks.end(), [&](const CheckResult& c) { return c.name == name; });
+  return it == run.checks.end() ? nullptr : &*it;
+}
+
+// Steps that build a project up from nothing may come before its first test: while the base
+// ran no tests either, a test run of nothing holds such a step to nothing. Every other step
+// (a change, a new test, `warden propose`) must run tests.
+bool may_run_no_tests(const BuildStep& step, const CheckResult* base) {
+  const bool builds_up = step.action == StepAction::create_module || step.action == StepAction::create_function ||
+                         step.action == StepAction::add_dependency;
+  return builds_up && base && base->tests.empty();
+}
+
+// Tests judged: a reporting check that ran no tests fails as no_tests_ran; every test that
+// passed on the base must be there and pass. Returns the checks excused from their verdict
+// (no tests, exit 0, on a step building up a project that has none yet).
+std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step, Reasons& reasons) {
+  constexpr size_t kMaxListed = 20;
+  std::set<std::string> judged;
+  const RunResult& run = *in.run;
+  for (const CheckResult& c : run.checks) {
+    if (!reports_tests(c)) continue;
+    const CheckResult* base = in.base_run ? find_check(*in.base_run, c.name) : nullptr;
+    if (c.tests.empty()) {
+      const bool clean = std::all_of(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.exit_code == 0; });
+      if (clean && may_run_no_tests(step, base)) judged.insert(c.name);
+      else reasons.add(reason::no_tests_ran, c.name + " ran no tests");
+      continue;
+    }
+    if (!in.base_run) {
+      reasons.add(reason::pass_to_pass_failed, c.name + ": no run of the base to compare its tests with");
+      continue;
+    }
+    if (!base) {
+      reasons.add(reason::pass_to_pass_failed, c.name + ": the base run has no such check");
+      continue;
+    }
+    std::map<std::string_view, std::string_view> now;
+    for (const TestCase& t : c.tests) now.emplace(t.id, t.status);
+    std::vector<std::string> lost;
+    for (const TestCase& t : base->tests) {
+      if (t.status != "passed" || any_glob_match(step.removes_tests, t.id)) continue;
+      auto it = now.find(t.id);
+      if (it == now.end()) lost.push_back(t.id + " (missing)");
+      else if (it->second != "passed") lost.push_back(t.id + " (" + std::string(it->second) + ")");
+    }
+    for (size_t i = 0; i < lost.size() && i < kMaxListed; ++i) {
+      reasons.add(reason::pass_to_pass_failed, c.name + ": " + lost[i] + " passed on the base");
+    }
+    if (lost.size() > kMaxListed) {
+      reasons.add(reason::pass_to_pass_failed, c.name + ": and " + std::to_string(lost.size() - kMaxListed) + " more");
+    }
+  }
+  return judged;
+}
+
 void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
   if (!in.run) {
     if (reasons.empty()) reasons.add(reason::required_checks_failed, "not run: the proposal never reached the runner");
@@ -219,6 +281,7 @@ void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff,
                                            ", not this proposal's diff " + diff->digest().str());
   }
 
+  const std::set<std::string> judged = check_tests(in, step, reasons);
   std::set<std::string> checks(in.policy.required_checks.begin(), in.policy.required_checks.end());
   for (const CheckSpec& spec : in.plan.checks) checks.insert(spec.name);
   std::set<std::string> invariants(in.plan.invariants.begin(), in.plan.invariants.end());
@@ -232,6 +295,8 @@ void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff,
     auto result = std::find_if(run.checks.begin(), run.checks.end(), [&](const CheckResult& c) { return c.name == name; });
     if (result == run.checks.end()) {
       reasons.add(reason::required_checks_failed, name + ": not run");
+    } else if (judged.contains(name) && result->verdict == kFailed) {
+      // Failed only for running no tests, which check_tests() excused.
     } else if (result->verdict != kPassed) {
       reasons.add(reason::required_checks_failed, name + ": " + result->verdict);
     }

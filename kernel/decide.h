@@ -4,7 +4,8 @@
 // and the policy, it returns the same Verdict byte for byte every time — at build time and
 // again in `warden replay`. It re-derives everything it can: the diff hash, every file's
 // before/after hash (by re-applying the hunks to the recorded pre-images), path rules and
-// the dangerous-operation scan over added lines. Durations never enter.
+// the dangerous-operation scan over added lines, and which tests the base passed that the
+// proposal lost. Durations never enter.
 #pragma once
 
 #include <map>
@@ -27,6 +28,10 @@ struct DecisionInput {
   const ProposalEvidence& proposal;
   const RunResult* run = nullptr;  // none: the proposal never reached the runner
   const Policy& policy;
+  // The checks that report tests, run on the tree the step builds on: every test that passed
+  // there must exist and pass in `run` (PASS_TO_PASS, derived here, never taken from a
+  // proposal). None: no check of the run reports tests, or the proposal never ran.
+  const RunResult* base_run = nullptr;
 };
 
 Verdict decide(const DecisionInput& input);

@@ -84,12 +84,6 @@ Result<std::string> LedgerWriter::put_blob(std::string_view bytes, std::string_v
   return name;
 }
 
-Result<Digest> LedgerWriter::put(std::string_view bytes) {
-  Digest d = sha256(bytes);
-  add_blob(d.str(), bytes);
-  return d;
-}
-
 Status LedgerWriter::commit(bool now) {
   ++steps_;
   const bool pause_due = now && options_.flush_at_pauses;

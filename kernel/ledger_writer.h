@@ -1,6 +1,6 @@
 // The one writer of kernel and pipeline records to a ledger: the build loop's own records,
-// the pipeline executor's (it is the executor's RunJournal) and the runner's output bodies
-// (it is the runner's BlobSink) are buffered and written in one ledger transaction (one
+// the pipeline executor's (it is the executor's RunJournal) and the blobs they name (proposal
+// evidence, the runner's output bodies) are buffered and written in one ledger transaction (one
 // fsync) at each flush, blobs first, so a record never names a blob the ledger lacks.
 //
 // Naming. record() says where a record will land — its sequence number and hash — the moment
@@ -42,7 +42,6 @@
 #include "common/error.h"
 #include "executor/run_records.h"
 #include "ledger/ledger.h"
-#include "runner/blob_sink.h"
 
 namespace warden::kernel {
 
@@ -57,7 +56,7 @@ struct JournalOptions {
   bool flush_at_pauses = true;
 };
 
-class LedgerWriter final : public executor::RunJournal, public BlobSink {
+class LedgerWriter final : public executor::RunJournal {
  public:
   explicit LedgerWriter(Ledger& ledger, JournalOptions options = {}) : ledger_(ledger), options_(options) {}
   LedgerWriter(const LedgerWriter&) = delete;
@@ -77,8 +76,6 @@ class LedgerWriter final : public executor::RunJournal, public BlobSink {
   Status append(std::string_view kind, const Json& payload, int64_t at) override;
   Result<std::string> put_blob(std::string_view bytes, std::string_view digest = {}) override;
   Status commit(bool now) override;
-  // BlobSink (the runner's output bodies): buffered until the next flush.
-  Result<Digest> put(std::string_view bytes) override;
 
   size_t pending_records() const { return records_.size(); }
   Ledger& ledger() { return ledger_; }

@@ -64,6 +64,9 @@ Policy permissive_policy(const std::vector<CheckSpec>& checks) {
   p.name = "propose";
   p.language = "any";
   p.description = "warden propose without --policy: the --check commands must pass; .git and .warden are protected";
+  // The commands are the policy's own checks, so the recorded policy stands alone: replay
+  // parses it, and a policy may only require checks it defines.
+  p.checks = checks;
   for (const auto& c : checks) p.required_checks.push_back(c.name);
   p.protected_paths = {".git/**", ".warden/**"};
   return p;

@@ -274,8 +274,27 @@ Result<RunResultRecord> RunResultRecord::from_json(const Json& json) {
   return done(r, std::move(rr));
 }
 
-Json DecisionRecord::to_json() const {
+Json BaseRunRecord::to_json() const {
   return {{"run_id", run_id},
+          {"step_id", step_id},
+          {"tree", tree},
+          {"run_result_sha256", run_result_sha256.str()},
+          {"run_result", run_result}};
+}
+
+Result<BaseRunRecord> BaseRunRecord::from_json(const Json& json) {
+  JsonReader r(json, "base_run record");
+  BaseRunRecord b;
+  non_empty(r, "run_id", b.run_id);
+  non_empty(r, "step_id", b.step_id);
+  non_empty(r, "tree", b.tree);
+  r.digest("run_result_sha256", b.run_result_sha256);
+  object(r, "run_result", b.run_result);
+  return done(r, std::move(b));
+}
+
+Json DecisionRecord::to_json() const {
+  Json j = {{"run_id", run_id},
           {"step_id", step_id},
           {"attempt", attempt},
           {"plan_sha256", plan_sha256.str()},
@@ -284,6 +303,8 @@ Json DecisionRecord::to_json() const {
           {"proposal_seq", proposal_seq},
           {"run_result_seq", run_result_seq ? Json(*run_result_seq) : Json(nullptr)},
           {"verdict", verdict.to_json()}};
+  if (base_run_seq) j["base_run_seq"] = *base_run_seq;
+  return j;
 }
 
 Result<DecisionRecord> DecisionRecord::from_json(const Json& json) {
@@ -297,6 +318,11 @@ Result<DecisionRecord> DecisionRecord::from_json(const Json& json) {
   r.strings("completed_steps", d.completed_steps);
   r.unsigned_integer("proposal_seq", d.proposal_seq, 0, kMaxSeq);
   nullable_seq(r, "run_result_seq", d.run_result_seq);
+  if (r.has("base_run_seq")) {
+    uint64_t seq = 0;
+    r.unsigned_integer("base_run_seq", seq, 0, kMaxSeq);
+    d.base_run_seq = seq;
+  }
   if (const Json* verdict = r.value("verdict", Json::value_t::object)) {
     auto parsed = Verdict::from_json(*verdict);
     if (parsed) d.verdict = std::move(*parsed);

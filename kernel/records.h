@@ -19,6 +19,7 @@
 //                   ProposalRefusalRecord   subject "proposal": the RefusalReport an executor hears
 //   proposal        ProposalRecord          the evidence (ProposalEvidence) is a blob
 //   run_result      RunResultRecord         the deterministic part of the RunResult
+//   base_run        BaseRunRecord           the test checks on a step's base tree (PASS_TO_PASS)
 //   decision        DecisionRecord          decide()'s verdict and the seqs of its inputs
 //   commit          CommitRecord            an accepted change on the branch
 //   step_evidence   StepEvidenceRecord      seeds/002's RunEvidence, one per step
@@ -49,6 +50,7 @@ inline constexpr std::string_view plan_proposal = "plan_proposal";
 inline constexpr std::string_view plan_commit = "plan_commit";
 inline constexpr std::string_view proposal = "proposal";
 inline constexpr std::string_view run_result = "run_result";
+inline constexpr std::string_view base_run = "base_run";
 inline constexpr std::string_view decision = "decision";
 inline constexpr std::string_view refusal = "refusal";
 inline constexpr std::string_view commit = "commit";
@@ -167,6 +169,22 @@ struct RunResultRecord {
   static Result<RunResultRecord> from_json(const Json& json);
 };
 
+// The checks that report tests, run on the tree a step builds on, so decide() can hold the
+// proposal to every test that passed there (PASS_TO_PASS, derived by the kernel). Recorded
+// once per step, when no earlier record of the run already holds that tree's run (the
+// accepted run of the step before usually does).
+struct BaseRunRecord {
+  static constexpr std::string_view kind = record_kind::base_run;
+  std::string run_id;
+  std::string step_id;
+  std::string tree;          // the git tree the checks ran on: the step's base
+  Digest run_result_sha256;  // RunResult::deterministic_digest()
+  Json run_result;           // RunResult::deterministic_json()
+
+  Json to_json() const;
+  static Result<BaseRunRecord> from_json(const Json& json);
+};
+
 struct DecisionRecord {
   static constexpr std::string_view kind = record_kind::decision;
   std::string run_id;
@@ -177,6 +195,10 @@ struct DecisionRecord {
   std::vector<std::string> completed_steps;  // sorted: what decide() was told was done
   uint64_t proposal_seq = 0;
   std::optional<uint64_t> run_result_seq;    // none: the proposal never reached the runner
+  // The base's test run (a base_run record, or the run_result record of the accepted run on
+  // the same tree); none when no check reports tests or the proposal never ran. Written only
+  // when set, so decisions without one keep their bytes.
+  std::optional<uint64_t> base_run_seq;
   Verdict verdict;
 
   Json to_json() const;

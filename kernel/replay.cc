@@ -128,6 +128,7 @@ class Replayer {
     if (kind_ == record_kind::refusal) return typed<ProposalRefusalRecord>(p, &Replayer::readable<ProposalRefusalRecord>);
     if (kind_ == record_kind::proposal) return typed<ProposalRecord>(p, &Replayer::readable<ProposalRecord>);
     if (kind_ == record_kind::run_result) return typed<RunResultRecord>(p, &Replayer::readable<RunResultRecord>);
+    if (kind_ == record_kind::base_run) return typed<BaseRunRecord>(p, &Replayer::readable<BaseRunRecord>);
     if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
     if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
     if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
@@ -287,11 +288,33 @@ class Replayer {
         }
       }
     }
+    std::optional<RunResult> base_run;
+    if (d.base_run_seq) {
+      if (!run_result) {
+        problem("names a base run but no run of the proposal");
+        return {};
+      }
+      auto base = recorded_base_run(*d.base_run_seq, d.run_id);
+      if (!base) {
+        problem(base.error().message);
+        return {};
+      }
+      // The base run must be of the tree the step built on, or it proves nothing about what
+      // the proposal had to keep passing.
+      const std::optional<std::string>& parent = run.tip_tree ? run.tip_tree : run.start_tree;
+      if (!parent || base->tree != *parent) {
+        problem("base run " + std::to_string(*d.base_run_seq) + " tested tree " + base->tree + ", but the step builds on " +
+                parent.value_or("(unknown)"));
+        return {};
+      }
+      base_run = std::move(*base);
+    }
     if (Status st = check_pre_images(run, *evidence); !st) {
       problem(st.error().message);
       return {};
     }
-    DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy};
+    DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy,
+                        base_run ? &*base_run : nullptr};
     Verdict again = decide(input);
     if (again != d.verdict) {
       problem("decide() gives " + again.to_json().dump() + " but the ledger records " + d.verdict.to_json().dump());
@@ -354,10 +377,38 @@ class Replayer {
     auto record = earlier<RunResultRecord>(seq, "run_result_seq");
     if (!record) return std::unexpected(record.error());
     if (record->step_id != step_id) return fail(Errc::corrupt, "the run result is for another step");
-    auto rr = RunResult::from_json(record->run_result);
+    return run_result_of(record->run_result, record->run_result_sha256, seq);
+  }
+
+  // A decision's base run: a base_run record, or the run_result record of the accepted run
+  // that made the tree — of the same run either way.
+  Result<RunResult> recorded_base_run(uint64_t seq, const std::string& run_id) {
+    auto rec = snap_.record(seq);
+    if (rec && rec->kind == record_kind::run_result) {
+      auto record = earlier<RunResultRecord>(seq, "base_run_seq");
+      if (!record) return std::unexpected(record.error());
+      if (record->run_id != run_id) return fail(Errc::corrupt, "the base run is another run's");
+      return run_result_of(record->run_result, record->run_result_sha256, seq);
+    }
+    auto record = earlier<BaseRunRecord>(seq, "base_run_seq");
+    if (!record) return std::unexpected(record.error());
+    if (record->run_id != run_id) return fail(Errc::corrupt, "the base run is another run's");
+    auto rr = run_result_of(record->run_result, record->run_result_sha256, seq);
+    if (rr && rr->tree != record->tree) return fail(Errc::corrupt, "the base run record names tree " + record->tree + ", its result " + rr->tree);
+    return rr;
+  }
+
+  // A recorded run result, read back and held to its digest; every output body, report and
+  // artifact it names must be in the ledger, where an auditor reads why a check ended so.
+  Result<RunResult> run_result_of(const Json& json, const Digest& digest, uint64_t seq) {
+    auto rr = RunResult::from_json(json);
     if (!rr) return fail(Errc::corrupt, "the run result does not parse: " + rr.error().message);
-    if (rr->deterministic_digest() != record->run_result_sha256) {
-      return fail(Errc::corrupt, "run_result_sha256 does not match the recorded run result");
+    if (rr->deterministic_digest() != digest) return fail(Errc::corrupt, "run_result_sha256 does not match the recorded run result");
+    for (const Digest& d : rr->named_blobs()) {
+      if (auto blob = snap_.blob(d); !blob) {
+        return fail(Errc::corrupt, "the run result at " + std::to_string(seq) + " names output " + d.str() +
+                                       ", which is not in the ledger's blob store");
+      }
     }
     return rr;
   }

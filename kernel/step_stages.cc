@@ -1,5 +1,7 @@
 #include "kernel/step_stages.h"
 
+#include <algorithm>
+
 #include "common/encoding.h"
 #include "kernel/records.h"
 #include "kernel/step_checks.h"
@@ -80,6 +82,72 @@ void gather_base(const StepContext& ctx, const Diff& diff, std::optional<GitTree
   if (auto checked = ctx.workspace.check(diff, ctx.head.hex()); !checked) evidence.workspace_refusal = checked.error();
 }
 
+// The runner's bodies into the ledger's blob store, each re-hashed: a result naming output
+// the runner did not deliver (or delivered other bytes for) is not evidence an auditor can
+// read, so it is not evidence at all.
+Status keep_bodies(const StepContext& ctx, const RunResult& run, const RunBodies& bodies) {
+  for (const Digest& d : run.named_blobs()) {
+    auto body = bodies.find(d);
+    if (body == bodies.end()) return fail(Errc::internal, "runner: its result names blob " + d.str() + " it did not deliver");
+    auto stored = ctx.rec.ledger().put_blob(body->second);
+    if (!stored) return std::unexpected(stored.error());
+    if (*stored != d.str()) return fail(Errc::internal, "runner: the bytes it delivered as " + d.str() + " hash to " + *stored);
+  }
+  return {};
+}
+
+// The checks that report tests: the ones whose tests a proposal must keep passing.
+std::vector<CheckSpec> test_checks(const std::vector<CheckSpec>& checks) {
+  std::vector<CheckSpec> out;
+  for (const CheckSpec& c : checks) {
+    if (c.report_format != "none") out.push_back(c);
+  }
+  return out;
+}
+
+// Whether `run` holds every check of `wanted`, with the same spec.
+bool covers(const RunResult& run, const std::vector<CheckSpec>& wanted) {
+  for (const CheckSpec& spec : wanted) {
+    auto it = std::find_if(run.checks.begin(), run.checks.end(), [&](const CheckResult& c) { return c.name == spec.name; });
+    if (it == run.checks.end() || it->spec_sha256 != spec.digest()) return false;
+  }
+  return true;
+}
+
+// The step's base tested: the accepted run that made the head when it covers the checks,
+// else a run of its own (from the runner's cache when the tree was tested before), recorded.
+Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vector<CheckSpec>& checks) {
+  const std::vector<CheckSpec> wanted = test_checks(checks);
+  if (wanted.empty()) return std::optional<BaseRun>();
+  auto tree = ctx.workspace.repo().tree_of(ctx.head);
+  if (!tree) return std::unexpected(stage_error("the base's tree: " + tree.error().message()));
+  if (ctx.previous_run && ctx.previous_run->tree == *tree && covers(ctx.previous_run->run, wanted)) {
+    return std::optional<BaseRun>(*ctx.previous_run);
+  }
+  RunRequest request;
+  request.base_tree = ctx.start_tree;
+  request.tree = *tree;
+  request.checks = wanted;
+  request.stop = ctx.stop;
+  request.reuse = true;
+  auto ran = ctx.runner.run(ctx.workspace.repo(), request);
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's checks ran"));
+  if (!ran) return std::unexpected(stage_error("runner (the base's tests): " + ran.error().message()));
+  if (ran->result.tree != tree->hex()) {
+    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the base " + tree->hex()));
+  }
+  if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
+  BaseRunRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.tree = tree->hex();
+  record.run_result_sha256 = ran->result.deterministic_digest();
+  record.run_result = ran->result.deterministic_json();
+  auto rec = ctx.rec.record(record);
+  if (!rec) return std::unexpected(rec.error());
+  return std::optional<BaseRun>(BaseRun{*tree, std::move(ran->result), rec->seq});
+}
+
 }  // namespace
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number) {
@@ -130,8 +198,14 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
   return out;
 }
 
-Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed) {
+Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed, std::optional<BaseRun>& base) {
   if (!proposed.diff || proposed.evidence.workspace_refusal) return std::optional<Tested>();
+  const std::vector<CheckSpec> checks = checks_for_step(ctx.plan, ctx.policy, ctx.step, ctx.completed);
+  if (!base) {
+    auto tested = test_base(ctx, checks);
+    if (!tested) return std::unexpected(tested.error());
+    base = std::move(*tested);
+  }
   // The tree under test is the diff on the branch tip; the runner layers it over the run's
   // start tree, whose checkout it materializes once per run: a step costs O(what the run
   // changed so far), not O(repository).
@@ -141,7 +215,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   request.base_tree = ctx.start_tree;
   request.tree = applied->tree;
   request.diff = &*proposed.diff;
-  request.checks = checks_for_step(ctx.plan, ctx.policy, ctx.step, ctx.completed);
+  request.checks = checks;
   request.stop = ctx.stop;
   auto ran = ctx.runner.run(ctx.workspace.repo(), request);
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the checks ran"));
@@ -160,6 +234,8 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
                                        ", not the run's base " + ctx.start_tree.hex()));
   }
 
+  if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
+
   Tested out{*applied, std::move(ran->result), {}};
   RunResultRecord record;
   record.run_id = ctx.rec.run_id();
@@ -177,8 +253,11 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   return std::optional<Tested>(std::move(out));
 }
 
-Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested) {
-  DecisionInput input{ctx.plan, ctx.completed, proposed.evidence, tested ? &tested->run : nullptr, ctx.policy};
+Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested, const BaseRun* base) {
+  // The base run counts only beside a run of the proposal: without one there is nothing to compare.
+  const BaseRun* compared = tested ? base : nullptr;
+  DecisionInput input{ctx.plan, ctx.completed, proposed.evidence, tested ? &tested->run : nullptr, ctx.policy,
+                      compared ? &compared->run : nullptr};
   Verified out;
   DecisionRecord record;
   record.run_id = ctx.rec.run_id();
@@ -189,6 +268,7 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   record.completed_steps.assign(ctx.completed.begin(), ctx.completed.end());
   record.proposal_seq = proposed.record.seq;
   if (tested) record.run_result_seq = tested->record.seq;
+  if (compared) record.base_run_seq = compared->seq;
   record.verdict = decide(input);
   auto rec = ctx.rec.record(record);
   if (!rec) return std::unexpected(rec.error());

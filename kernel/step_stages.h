@@ -39,6 +39,9 @@ struct StepContext {
   const std::set<std::string>& completed;
   const ObjectId& head;        // the branch tip the step builds on
   const ObjectId& start_tree;  // the run's base: trees under test are layered over it
+  // The accepted run that made `head` (none at the run's start): when it ran the same test
+  // checks, it is the step's base run and nothing runs twice.
+  const BaseRun* previous_run = nullptr;
   const Digest& plan_sha256;
   const Digest& policy_sha256;
   const Json& refusals;  // this step's earlier refusal reports, for the executor
@@ -48,14 +51,16 @@ struct StepContext {
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number);
 // None: the proposal is not a Diff or the workspace refused it; the checks did not run.
-Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed);
+// The first call of a step also tests the step's base (into `base`, recorded), when a check
+// reports tests; later attempts reuse it.
+Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed, std::optional<BaseRun>& base);
 // On refusal, also records the RefusalReport, flushes, and tells the executor (learn); the
 // report is returned for the next proposal's context.
 struct Verified {
   Decided decided;
   std::optional<Json> refusal_report;
 };
-Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested);
+Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested, const BaseRun* base);
 Result<Committed> commit(const StepContext& ctx, const Attempt& attempt);
 
 }  // namespace warden::kernel

@@ -109,6 +109,10 @@ std::string suggestion_for(const Reason& reason) {
   if (code == reason::approval_required) return "a person must approve changes to these paths; ask for approval" + why;
   if (code == reason::diff_too_large) return "split the change or make it smaller" + why;
   if (code == reason::required_checks_failed) return "make the required checks pass; run them locally first" + why;
+  if (code == reason::pass_to_pass_failed) {
+    return "keep every test that passed on the base passing; fix the code, not the tests" + why;
+  }
+  if (code == reason::no_tests_ran) return "make the check run the project's tests (a test run of nothing proves nothing)" + why;
   if (code == reason::dangerous_operation_detected) {
     return "remove the dangerous call and use a safe alternative (no eval/exec/shell, no unbounded string copies)" + why;
   }

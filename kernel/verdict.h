@@ -23,6 +23,10 @@ inline constexpr std::string_view protected_path = "protected_path";
 inline constexpr std::string_view approval_required = "approval_required";
 inline constexpr std::string_view diff_too_large = "diff_too_large";
 inline constexpr std::string_view required_checks_failed = "required_checks_failed";
+// A test that passed on the step's base is missing or not passing on the proposal.
+inline constexpr std::string_view pass_to_pass_failed = "pass_to_pass_failed";
+// A check that reports tests ran none: it proves nothing, so it never passes.
+inline constexpr std::string_view no_tests_ran = "no_tests_ran";
 inline constexpr std::string_view invariant_not_proven = "invariant_not_proven";  // ":<name>"
 inline constexpr std::string_view dangerous_operation_detected = "dangerous_operation_detected";
 inline constexpr std::string_view sandbox_unavailable = "sandbox_unavailable";

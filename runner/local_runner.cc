@@ -51,15 +51,6 @@ ReportRead read_report(const std::filesystem::path& upper, const std::string& re
   return ReportRead::ok;
 }
 
-OutputEvidence evidence(const StreamEvidence& s, BlobSink* blobs, std::string& error) {
-  OutputEvidence o{s.sha256, s.bytes, s.truncated, s.head, s.tail, s.kept_sha256};
-  if (blobs) {
-    auto stored = blobs->put(s.kept);
-    if (!stored) error = "storing output: " + stored.error().message;
-  }
-  return o;
-}
-
 }  // namespace
 
 std::vector<std::string> PreparedWorkspace::lowers() const {
@@ -67,6 +58,12 @@ std::vector<std::string> PreparedWorkspace::lowers() const {
   if (layer) out.push_back(layer->path().string());
   out.push_back(base_dir.string());
   return out;
+}
+
+Digest LocalRunner::keep(std::string bytes) {
+  Digest d = sha256(bytes);
+  if (bodies_) bodies_->emplace(d, std::move(bytes));
+  return d;
 }
 
 Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions options, SandboxHost host) {
@@ -182,9 +179,11 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   if (result->cancelled) run.error = "cancelled";
   run.output_limit_exceeded = result->output_limit_exceeded;
   run.duration_ms = result->duration_ms;
-  std::string blob_error;
-  run.out = evidence(result->out, options_.blobs, blob_error);
-  run.err = evidence(result->err, options_.blobs, blob_error);
+  const uint64_t cap = sandbox_->profile().output.keep_bytes;
+  run.out = OutputEvidence{result->out.sha256, result->out.bytes, result->out.truncated, cap, result->out.head, result->out.tail,
+                           keep(result->out.kept)};
+  run.err = OutputEvidence{result->err.sha256, result->err.bytes, result->err.truncated, cap, result->err.head, result->err.tail,
+                           keep(result->err.kept)};
 
   if (spec.report_format != "none") {
     std::string text;
@@ -195,7 +194,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
       if (result->out.truncated) run.report_detail = "stdout was truncated; parsed the kept part";
     } else {
       switch (read_report(*dir / "upper", spec.report_path, text)) {
-        case ReportRead::ok: have = true; break;
+        case ReportRead::ok: have = true; run.report_blob = keep(text); break;
         case ReportRead::missing: run.report = "missing"; run.report_detail = spec.report_path + " was not written by the check"; break;
         case ReportRead::not_regular: run.report = "missing"; run.report_detail = spec.report_path + " is not a regular file"; break;
         case ReportRead::too_large: run.report = "too_large"; run.report_detail = spec.report_path + " is larger than 16 MiB"; break;
@@ -220,10 +219,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
     if (read_report(*dir / "upper", declared.path, bytes) == ReportRead::ok) {
       a.present = true;
       a.bytes = bytes.size();
-      a.sha256 = sha256(bytes);
-      if (options_.blobs) {
-        if (auto put = options_.blobs->put(bytes); !put && blob_error.empty()) blob_error = put.error().message;
-      }
+      a.sha256 = keep(std::move(bytes));
     }
     run.artifacts.push_back(std::move(a));
   }
@@ -231,8 +227,6 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
     judgement = judge_tests(run.tests, spec.fail_to_pass, spec.pass_to_pass);
   }
-  // A body that could not be stored is evidence lost: the run cannot count.
-  if (!blob_error.empty() && run.error.empty()) run.error = blob_error;
   run.outcome = run_outcome(run, spec, judgement);
   return run;
 }
@@ -277,10 +271,12 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
     else r.diff_sha256.reset();
     return r;
   };
-  if (options_.use_cache) {
+  const bool use_cache = options_.use_cache || request.reuse;
+  if (use_cache) {
     auto hit = cache_->get(outcome.cache_key);
     if (hit && *hit) {
-      outcome.result = with_request(std::move(**hit));
+      outcome.result = with_request(std::move((*hit)->result));
+      outcome.bodies = std::move((*hit)->bodies);
       outcome.cache_hit = true;
       return outcome;
     }
@@ -303,8 +299,10 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   r.toolchain = toolchain_;
   r.toolchain_sha256 = toolchain_sha256_;
   stop_ = request.stop;
+  bodies_ = &outcome.bodies;
   for (const auto& spec : request.checks) r.checks.push_back(run_check(*ws, spec));
   stop_ = {};
+  bodies_ = nullptr;
   for (size_t i = 0; i < request.checks.size(); ++i) {
     for (const auto& invariant : request.checks[i].proves) {
       bool passed = r.checks[i].verdict == kPassed;
@@ -313,9 +311,9 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
     }
   }
   r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-  if (options_.use_cache && ResultCache::cacheable(r)) {
+  if (use_cache && ResultCache::cacheable(r)) {
     // Losing a cache entry costs a rerun, never a wrong answer: a failed store is not fatal.
-    (void)cache_->put(outcome.cache_key, r);
+    (void)cache_->put(outcome.cache_key, r, outcome.bodies);
   }
   r = with_request(std::move(r));
   return outcome;

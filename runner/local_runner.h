@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "runner/base_checkout.h"
-#include "runner/blob_sink.h"
 #include "runner/diff_layer.h"
 #include "runner/result_cache.h"
 #include "runner/runner.h"
@@ -29,7 +28,8 @@ struct RunnerOptions {
   // base/ holds base checkouts, store/ the LMDB result cache and tree-hash memo. It and its
   // parents must be searchable by the sandbox's host uid (nobody when Warden runs as root).
   std::filesystem::path cache_dir;
-  BlobSink* blobs = nullptr;  // captured output bodies go here; none: digests only
+  // Results come from and go to the cache for every request; off, only for a request that
+  // asks for reuse (RunRequest::reuse).
   bool use_cache = true;
   bool kernel_release_in_toolchain = true;  // toolchain.h: off for golden runs
 };
@@ -59,13 +59,16 @@ class LocalRunner final : public Runner {
   Checked<Digest> tree_hash(GitRepo& repo, const ObjectId& tree);
   Digest cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const;
   Checked<PreparedWorkspace> prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree);
-  Result<std::optional<RunResult>> cached(const Digest& key) { return cache_->get(key); }
+  Result<std::optional<ResultCache::Hit>> cached(const Digest& key) { return cache_->get(key); }
 
  private:
   LocalRunner() = default;
   CheckResult run_check(const PreparedWorkspace& ws, const CheckSpec& spec);
   CheckRun run_once(const PreparedWorkspace& ws, const CheckSpec& spec);
-  std::stop_token stop_;  // the current request's
+  // Keeps a captured body for the current request's outcome; returns its digest.
+  Digest keep(std::string bytes);
+  std::stop_token stop_;         // the current request's
+  RunBodies* bodies_ = nullptr;  // the current request's outcome's
 
   std::optional<Sandbox> sandbox_;
   RunnerOptions options_;

@@ -17,8 +17,10 @@ Result<ResultCache> ResultCache::open(const std::filesystem::path& dir) {
   if (!results) return std::unexpected(results.error());
   auto hashes = txn->open_db("tree_hashes", MDB_CREATE);
   if (!hashes) return std::unexpected(hashes.error());
+  auto bodies = txn->open_db("bodies", MDB_CREATE);
+  if (!bodies) return std::unexpected(bodies.error());
   if (Status st = txn->commit(); !st) return std::unexpected(st.error());
-  return ResultCache(std::move(*env), *results, *hashes);
+  return ResultCache(std::move(*env), *results, *hashes, *bodies);
 }
 
 bool ResultCache::cacheable(const RunResult& result) {
@@ -28,26 +30,38 @@ bool ResultCache::cacheable(const RunResult& result) {
   return true;
 }
 
-Result<std::optional<RunResult>> ResultCache::get(const Digest& key) {
+Result<std::optional<ResultCache::Hit>> ResultCache::get(const Digest& key) {
   auto txn = lmdb::Txn::begin(env_, true);
   if (!txn) return std::unexpected(txn.error());
   auto value = txn->get(results_, key.view());
   if (!value) {
-    if (value.error().code == Errc::not_found) return std::optional<RunResult>();
+    if (value.error().code == Errc::not_found) return std::optional<Hit>();
     return std::unexpected(value.error());
   }
   auto json = parse_canonical_json(*value, "cached run result");
   if (!json) return std::unexpected(Error{Errc::corrupt, json.error().message});
   auto result = RunResult::from_json(*json);
   if (!result) return std::unexpected(Error{Errc::corrupt, "cached run result: " + result.error().message});
-  return std::optional<RunResult>(std::move(*result));
+  Hit hit{std::move(*result), {}};
+  for (const Digest& d : hit.result.named_blobs()) {
+    auto body = txn->get(bodies_, d.view());
+    // A body that is gone or no longer matches its name makes the entry useless, not wrong.
+    if (!body || sha256(*body) != d) return std::optional<Hit>();
+    hit.bodies.emplace(d, std::string(*body));
+  }
+  return std::optional<Hit>(std::move(hit));
 }
 
-Status ResultCache::put(const Digest& key, const RunResult& result) {
+Status ResultCache::put(const Digest& key, const RunResult& result, const RunBodies& bodies) {
   auto bytes = canonicalize(result.to_json());
   if (!bytes) return std::unexpected(bytes.error());
   auto txn = lmdb::Txn::begin(env_, false);
   if (!txn) return std::unexpected(txn.error());
+  for (const Digest& d : result.named_blobs()) {
+    auto body = bodies.find(d);
+    if (body == bodies.end()) return fail(Errc::invalid_argument, "the result names blob " + d.str() + " without its bytes");
+    if (Status st = txn->put(bodies_, d.view(), body->second, 0, "storing an output body"); !st) return st;
+  }
   if (Status st = txn->put(results_, key.view(), *bytes, 0, "storing a run result"); !st) return st;
   return txn->commit();
 }

@@ -3,7 +3,9 @@
 // running anything — and the tree-hash memo (git object id -> SHA-256), so tree_sha256 of a
 // tree that shares most of its objects with a hashed one costs only the changed part.
 // Only results whose every check ended passed or failed are stored: a timeout, an error or
-// a flaky oracle says something about the machine or the test, not about the tree.
+// a flaky oracle says something about the machine or the test, not about the tree. A result
+// is stored with the bodies it names (RunResult::named_blobs), so a hit hands the caller the
+// same evidence a fresh run would; a hit whose bodies are not all there is a miss.
 //
 // Ownership and threads: a ResultCache owns its LMDB environment; open a directory once per
 // process (LMDB forbids opening an environment twice) and share it. get() and put() each use
@@ -34,8 +36,13 @@ class ResultCache {
  public:
   static Result<ResultCache> open(const std::filesystem::path& dir);
 
-  Result<std::optional<RunResult>> get(const Digest& key);
-  Status put(const Digest& key, const RunResult& result);
+  struct Hit {
+    RunResult result;
+    RunBodies bodies;
+  };
+  Result<std::optional<Hit>> get(const Digest& key);
+  // `bodies` must hold every blob the result names (invalid_argument otherwise).
+  Status put(const Digest& key, const RunResult& result, const RunBodies& bodies);
   static bool cacheable(const RunResult& result);
 
   // A memo reading the stored hashes through one read transaction and keeping new ones in
@@ -57,9 +64,10 @@ class ResultCache {
   Memo memo() { return Memo(*this); }
 
  private:
-  ResultCache(lmdb::Env env, MDB_dbi results, MDB_dbi hashes) : env_(std::move(env)), results_(results), hashes_(hashes) {}
+  ResultCache(lmdb::Env env, MDB_dbi results, MDB_dbi hashes, MDB_dbi bodies)
+      : env_(std::move(env)), results_(results), hashes_(hashes), bodies_(bodies) {}
   lmdb::Env env_;
-  MDB_dbi results_, hashes_;
+  MDB_dbi results_, hashes_, bodies_;  // bodies: SHA-256 (32 bytes) -> bytes
 };
 
 }  // namespace warden

@@ -1,6 +1,7 @@
 #include "runner/run_result.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/json_reader.h"
 
@@ -14,8 +15,8 @@ bool valid_outcome(const std::string& v) { return v == kPassed || v == kFailed |
 bool valid_test_status(const std::string& v) { return v == "passed" || v == "failed" || v == "skipped" || v == "error"; }
 
 Json output_json(const OutputEvidence& o) {
-  return {{"sha256", o.sha256.str()}, {"bytes", o.bytes},   {"truncated", o.truncated},
-          {"head", o.head},           {"tail", o.tail},     {"blob", o.blob.str()}};
+  return {{"sha256", o.sha256.str()}, {"bytes", o.bytes}, {"truncated", o.truncated}, {"cap", o.cap},
+          {"head", o.head},           {"tail", o.tail},   {"blob", o.blob.str()}};
 }
 
 Json tests_json(const std::vector<TestCase>& tests) {
@@ -37,6 +38,7 @@ Json run_json(const CheckRun& r, bool timing) {
             {"outcome", r.outcome},
             {"error", r.error}};
   if (timing) j["duration_ms"] = r.duration_ms;
+  if (r.report_blob) j["report_blob"] = r.report_blob->str();
   if (!r.artifacts.empty()) {
     Json list = Json::array();
     for (const auto& a : r.artifacts) {
@@ -96,6 +98,7 @@ void read_output(JsonReader& parent, const std::string& key, OutputEvidence& o) 
   r.digest("sha256", o.sha256);
   r.unsigned_integer("bytes", o.bytes, 0, kMaxCanonicalInteger);
   r.boolean("truncated", o.truncated);
+  r.unsigned_integer("cap", o.cap, 0, kMaxCanonicalInteger);
   r.string("head", o.head);
   r.string("tail", o.tail);
   r.digest("blob", o.blob);
@@ -138,6 +141,22 @@ bool RunResult::all_passed() const {
   return std::all_of(checks.begin(), checks.end(), [](const CheckResult& c) { return c.verdict == kPassed; });
 }
 
+std::vector<Digest> RunResult::named_blobs() const {
+  std::set<Digest> out;
+  for (const CheckResult& c : checks) {
+    for (const CheckRun& run : c.runs) {
+      // A run that never started captured nothing: its evidence carries the zero digest.
+      if (!run.out.blob.is_zero()) out.insert(run.out.blob);
+      if (!run.err.blob.is_zero()) out.insert(run.err.blob);
+      if (run.report_blob) out.insert(*run.report_blob);
+      for (const ArtifactEvidence& a : run.artifacts) {
+        if (a.present && a.sha256) out.insert(*a.sha256);
+      }
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
 Result<RunResult> RunResult::from_json(const Json& json) {
   RunResult out;
   JsonReader r(json, "run_result");
@@ -178,6 +197,7 @@ Result<RunResult> RunResult::from_json(const Json& json) {
       read_output(rr, "stderr", run.err);
       rr.string("report", run.report);
       rr.string("report_detail", run.report_detail);
+      if (rr.has("report_blob")) rr.optional_digest("report_blob", run.report_blob);
       read_tests(rr, "tests", run.tests);
       rr.string("outcome", run.outcome);
       if (rr.ok() && !valid_outcome(run.outcome)) rr.fail("outcome", "unknown outcome \"" + run.outcome + "\"");

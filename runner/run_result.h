@@ -34,7 +34,8 @@ inline constexpr const char* kError = "error";
 struct OutputEvidence {
   Digest sha256;       // of the whole stream (up to the profile's max_bytes)
   uint64_t bytes = 0;
-  bool truncated = false;  // the blob holds only the first keep_bytes
+  bool truncated = false;  // the blob holds only the first `cap` bytes
+  uint64_t cap = 0;        // the most of a stream the blob keeps (the profile's keep_bytes)
   std::string head, tail;  // display excerpts (valid UTF-8)
   Digest blob;             // SHA-256 of the captured body, its name in the blob store
 };
@@ -73,6 +74,7 @@ struct CheckRun {
   OutputEvidence out, err;
   std::string report = "none";  // none | parsed | missing | malformed | too_large
   std::string report_detail;
+  std::optional<Digest> report_blob;  // the report file's bytes, when the check wrote one
   std::vector<TestCase> tests;  // sorted by id
   std::string outcome;          // this run's own verdict: passed | failed | timeout | error
   std::string error;            // for outcome "error": why the run could not happen
@@ -115,6 +117,14 @@ struct RunResult {
   Digest digest() const;
   Digest deterministic_digest() const;
   bool all_passed() const;
+  // Every blob this result names (output bodies, report files, artifacts), sorted, unique:
+  // the bytes an auditor needs to see why a check ended as it did.
+  std::vector<Digest> named_blobs() const;
 };
+
+// The captured bytes a RunResult names, by their SHA-256: what a runner hands the kernel
+// beside the result, for the ledger's blob store. Nothing in it is trusted: the kernel
+// re-hashes every body before it stores it.
+using RunBodies = std::map<Digest, std::string>;
 
 }  // namespace warden

@@ -31,10 +31,14 @@ struct RunRequest {
   const Diff* diff = nullptr;    // otherwise a diff to apply to base_tree (none: test the base)
   std::vector<CheckSpec> checks;
   std::stop_token stop;  // cancels the run: running checks are killed, the rest do not start
+  // A result recorded earlier for the same tree, checks, profile and toolchain will do (the
+  // base run every proposal is compared with). Otherwise the runner's own default holds.
+  bool reuse = false;
 };
 
 struct RunOutcome {
   RunResult result;
+  RunBodies bodies;  // every blob the result names, for the caller's blob store
   bool cache_hit = false;
   Digest cache_key;
 };

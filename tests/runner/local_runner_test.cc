@@ -41,15 +41,11 @@ class LocalRunnerTest : public ::testing::Test {
     auto cache = ScratchDir::create("/tmp", "warden-cache-test-", 0711);
     ASSERT_TRUE(cache);
     cache_.emplace(std::move(*cache));
-    auto blobs = DirectoryBlobSink::open(cache_->path() / "blobs");
-    ASSERT_TRUE(blobs);
-    blobs_.emplace(std::move(*blobs));
   }
 
   LocalRunner make_runner(bool use_cache = true, SandboxHost host = SandboxHost::detect()) {
     RunnerOptions o;
     o.cache_dir = cache_->path() / "cache";
-    o.blobs = &*blobs_;
     o.use_cache = use_cache;
     auto r = LocalRunner::create(test_profile(), o, host);
     if (!r) throw std::runtime_error(r.error().message);
@@ -72,7 +68,6 @@ class LocalRunnerTest : public ::testing::Test {
   std::optional<GitRepo> git_;
   ObjectId base_tree_;
   std::optional<ScratchDir> cache_;
-  std::optional<DirectoryBlobSink> blobs_;
 };
 
 CheckSpec shell(std::string name, std::string command) { return CheckSpec::shell(std::move(name), command); }
@@ -90,7 +85,7 @@ TEST_F(LocalRunnerTest, ChecksSeeExactlyTheTreeUnderTest) {
   ASSERT_TRUE(applied);
   EXPECT_EQ(out.result.tree, applied->tree.hex());
   // The output body is in the blob store under its digest.
-  EXPECT_EQ(read_file(blobs_->path_of(c.runs.at(0).out.blob)), c.runs.at(0).out.head);
+  EXPECT_EQ(out.bodies.at(c.runs.at(0).out.blob), c.runs.at(0).out.head);
 }
 
 TEST_F(LocalRunnerTest, WritesStayInTheirRunAndNeverReachTheBase) {
@@ -227,7 +222,7 @@ TEST_F(LocalRunnerTest, DeclaredArtifactsAreKeptAsBlobsAndLinksAreNotFollowed) {
   EXPECT_TRUE(artifacts[0].present);
   EXPECT_EQ(artifacts[0].bytes, 3u);
   EXPECT_EQ(artifacts[0].sha256, sha256("BIN"));
-  EXPECT_EQ(read_file(blobs_->path_of(*artifacts[0].sha256)), "BIN");
+  EXPECT_EQ(out.bodies.at(*artifacts[0].sha256), "BIN");
   EXPECT_FALSE(artifacts[1].present);  // a symlink the sandbox made is never followed on the host
   EXPECT_FALSE(artifacts[2].present);
   auto back = RunResult::from_json(out.result.deterministic_json());

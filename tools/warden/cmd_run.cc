@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "common/file.h"
+#include "runner/blob_sink.h"
 #include "runner/local_runner.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
@@ -121,7 +122,6 @@ int run_run(const Options& o) {
   options.use_cache = !o.no_cache;
   auto blobs = DirectoryBlobSink::open(o.blobs_dir.empty() ? options.cache_dir / "blobs" : std::filesystem::path(o.blobs_dir));
   if (!blobs) return report_error(blobs.error(), o.json);
-  options.blobs = &*blobs;
   auto runner = LocalRunner::create(std::move(*profile), options);
   if (!runner) return report_error(runner.error(), o.json);
 
@@ -131,6 +131,9 @@ int run_run(const Options& o) {
   request.checks = std::move(*checks);
   auto out = runner->run(*repo, request);
   if (!out) return report_refusal(out.error(), o.json);
+  for (const auto& [digest, bytes] : out->bodies) {
+    if (auto put = blobs->put(bytes); !put) return report_error(put.error(), o.json);
+  }
   if (o.json) {
     Json j = out->result.to_json();
     std::cout << canonicalize(j).value() << "\n";
