@@ -298,7 +298,7 @@ class Build {
     if (!verified) return fail_stage(state, verified.error().message);
     a.decided = verified->decided;
     const Verdict& verdict = a.decided->verdict;
-    summary_.verdicts.push_back({ctx.step.id, a.number(), verdict});
+    summary_.verdicts.push_back({ctx.step.id, a.number(), verdict, a.tested ? checks_not_passing(a.tested->run) : std::vector<CheckEvidence>{}});
     executor::StageResult out;
     out.output = {{"accepted", verdict.accepted}, {"reasons", verdict.reason_codes()}};
     if (verified->refusal_report) {
@@ -422,6 +422,11 @@ Json BuildSummary::to_json() const {
                             {"accepted", v.verdict.accepted},
                             {"reasons", v.verdict.reason_codes()},
                             {"verdict", v.verdict.to_json()}});
+    if (!v.checks_not_passing.empty()) {
+      Json evidence = Json::array();
+      for (const CheckEvidence& e : v.checks_not_passing) evidence.push_back(e.to_json());
+      verdict_list.back()["checks_not_passing"] = std::move(evidence);
+    }
   }
   Json j = {{"run_id", run_id},
             {"status", run_status_name(status)},

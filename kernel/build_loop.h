@@ -24,6 +24,7 @@
 #include "executor/proposer.h"
 #include "kernel/blueprint.h"
 #include "kernel/build_plan.h"
+#include "kernel/check_evidence.h"
 #include "kernel/policy.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/session.h"
@@ -46,6 +47,7 @@ struct AttemptVerdict {
   std::string step_id;
   int64_t attempt = 0;
   Verdict verdict;
+  std::vector<CheckEvidence> checks_not_passing;  // from the attempt's run, when it ran
 };
 
 struct BuildSummary {

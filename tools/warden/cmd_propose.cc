@@ -27,6 +27,7 @@ void print_verdict(const kernel::ProposeOutcome& o) {
   } else if (verdict && !verdict->accepted) {
     std::cout << "refused:\n";
     for (const auto& r : verdict->reasons) std::cout << "  " << r.code << ": " << r.detail << "\n";
+    for (const auto& e : s.verdicts.back().checks_not_passing) std::cout << kernel::describe(e, o.ledger.string());
   } else {
     std::cout << kernel::run_status_name(s.status) << ": "
               << (s.error_type ? std::string(kernel::error_type_name(*s.error_type)) + ": " : "") << s.error << "\n";
