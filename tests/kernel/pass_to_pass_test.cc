@@ -1,0 +1,159 @@
+// decide() on tests: every test that passed on the step's base must exist and pass on the
+// proposal (PASS_TO_PASS, derived from the base run, never from the proposal), a step may
+// lose only the tests its plan says it removes, and a check that reports tests but ran none
+// fails (no_tests_ran) except on steps building up a project that has no tests yet.
+#include <gtest/gtest.h>
+
+#include "diff/diff.h"
+#include "kernel/decide.h"
+
+namespace warden::kernel {
+namespace {
+
+using Codes = std::vector<std::string>;
+
+CheckResult tests_check(std::vector<TestCase> tests, std::string verdict = kPassed, int64_t exit_code = 0) {
+  CheckResult c;
+  c.name = "tests";
+  c.verdict = std::move(verdict);
+  CheckRun run;
+  run.exit_code = exit_code;
+  run.report = "parsed";
+  run.tests = tests;
+  run.outcome = c.verdict;
+  c.runs = {run};
+  c.tests = std::move(tests);
+  return c;
+}
+
+class PassToPass : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    BuildStep change;
+    change.id = "fix";
+    change.action = StepAction::modify;
+    change.targets = {"src/ops.py"};
+    BuildStep module;
+    module.id = "module";
+    module.action = StepAction::create_module;
+    module.targets = {"src/ops.py"};
+    plan.name = "p";
+    plan.allowed_paths = {"**"};
+    plan.steps = {change, module};
+    policy.name = "p";
+    policy.required_checks = {"tests"};
+    policy.dangerous_operations = false;
+    use_step("fix");
+    base.checks = {tests_check({{"t::a", "passed"}, {"t::b", "passed"}, {"t::c", "failed"}, {"t::d", "skipped"}}, kFailed, 1)};
+  }
+
+  void use_step(const std::string& step_id) {
+    FileChange f;
+    f.op = FileOp::add;
+    f.path = "src/ops.py";
+    f.new_mode = kModeFile;
+    f.after_content = "x = 1\n";
+    f.after_sha256 = sha256(*f.after_content);
+    diff = Diff{step_id, {f}};
+    proposal = ProposalEvidence{step_id, diff.to_json(), {{"src/ops.py", {}}}, std::nullopt};
+    run = RunResult{};
+    run.preflight.ok = true;
+    run.diff_sha256 = diff.digest();
+    run.checks = {tests_check({{"t::a", "passed"}, {"t::b", "passed"}, {"t::c", "passed"}})};
+  }
+
+  Verdict verdict(bool with_base = true) {
+    return decide(DecisionInput{plan, done, proposal, &run, policy, with_base ? &base : nullptr});
+  }
+  std::string detail(std::string_view code) {
+    for (const Reason& r : verdict().reasons) {
+      if (r.code == code) return r.detail;
+    }
+    return "";
+  }
+
+  BuildPlan plan;
+  Policy policy;
+  std::set<std::string> done;
+  Diff diff;
+  ProposalEvidence proposal;
+  RunResult run, base;
+};
+
+TEST_F(PassToPass, KeepingEveryBaseTestPassingIsAccepted) {
+  Verdict v = verdict();
+  EXPECT_TRUE(v.accepted) << v.to_json().dump();
+}
+
+TEST_F(PassToPass, AMissingTestIsNamed) {
+  run.checks = {tests_check({{"t::a", "passed"}, {"t::c", "passed"}})};
+  EXPECT_EQ(verdict().reason_codes(), Codes{"pass_to_pass_failed"});
+  EXPECT_EQ(detail("pass_to_pass_failed"), "tests: t::b (missing) passed on the base");
+}
+
+TEST_F(PassToPass, AFailingTestIsNamedWithItsStatus) {
+  run.checks = {tests_check({{"t::a", "error"}, {"t::b", "skipped"}, {"t::c", "passed"}})};
+  EXPECT_EQ(verdict().reason_codes(), Codes{"pass_to_pass_failed"});
+  EXPECT_EQ(detail("pass_to_pass_failed"), "tests: t::a (error) passed on the base; tests: t::b (skipped) passed on the base");
+}
+
+TEST_F(PassToPass, TestsThatDidNotPassOnTheBaseMayGo) {
+  run.checks = {tests_check({{"t::a", "passed"}, {"t::b", "passed"}})};  // t::c failed, t::d skipped there
+  EXPECT_TRUE(verdict().accepted);
+}
+
+TEST_F(PassToPass, OnlyThePlanMayRemoveATest) {
+  run.checks = {tests_check({{"t::a", "passed"}, {"t::c", "passed"}})};
+  plan.steps[0].removes_tests = {"t::b"};
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  plan.steps[0].removes_tests = {"t::*"};
+  EXPECT_TRUE(verdict().accepted);
+  plan.steps[0].removes_tests = {"u::*"};
+  EXPECT_EQ(verdict().reason_codes(), Codes{"pass_to_pass_failed"});
+}
+
+TEST_F(PassToPass, ReportedTestsWithoutABaseRunAreNotTakenOnTrust) {
+  EXPECT_EQ(verdict(false).reason_codes(), Codes{"pass_to_pass_failed"});
+  base.checks = {};
+  EXPECT_EQ(verdict().reason_codes(), Codes{"pass_to_pass_failed"});
+  EXPECT_NE(detail("pass_to_pass_failed").find("the base run has no such check"), std::string::npos);
+}
+
+TEST_F(PassToPass, ACheckThatRanNoTestsFails) {
+  // The runner calls a run of nothing failed; decide() says why.
+  run.checks = {tests_check({}, kFailed)};
+  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "required_checks_failed"}));
+  EXPECT_EQ(detail("no_tests_ran"), "tests ran no tests");
+  // Even when a runner would call it passed, and even when the base ran none either: a
+  // change to a project is held to its tests.
+  run.checks = {tests_check({}, kPassed)};
+  base.checks = {tests_check({}, kFailed)};
+  EXPECT_EQ(verdict().reason_codes(), Codes{"no_tests_ran"});
+}
+
+TEST_F(PassToPass, AProjectBuiltUpFromNothingMayHaveNoTestsYet) {
+  use_step("module");
+  run.checks = {tests_check({}, kFailed)};
+  base.checks = {tests_check({}, kFailed)};
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  // Not once the base has tests,
+  base.checks = {tests_check({{"t::a", "passed"}})};
+  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "required_checks_failed"}));
+  // nor when the check crashed rather than found nothing.
+  base.checks = {tests_check({}, kFailed)};
+  run.checks = {tests_check({}, kFailed, 2)};
+  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "required_checks_failed"}));
+}
+
+TEST_F(PassToPass, ChecksWithoutReportsAreJudgedByTheirVerdictAlone) {
+  for (RunResult* r : {&run, &base}) {
+    r->checks[0].runs[0].report = "none";
+    r->checks[0].tests.clear();
+  }
+  EXPECT_TRUE(verdict(false).accepted);
+  run.checks[0].verdict = kFailed;
+  EXPECT_EQ(verdict(false).reason_codes(), Codes{"required_checks_failed"});
+}
+
+}  // namespace
+}  // namespace warden::kernel
