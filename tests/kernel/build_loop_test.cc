@@ -21,6 +21,12 @@ class FakeRunner final : public Runner {
   bool wrong_diff = false;  // claim to have tested another diff
   bool wrong_tree = false;  // claim to have tested another tree
   bool wrong_base = false;  // claim to have layered the tree over another base
+  // Tests each run reports (a check with a report format): the base's (no diff) and the
+  // proposal's.
+  std::vector<TestCase> base_tests, proposal_tests;
+  std::string output = "the check's output\n";  // every run's stdout
+  bool withhold_output = false;  // name the stdout blob without delivering its bytes
+  bool forge_output = false;     // deliver other bytes under its name
   std::vector<RunRequest> requests;
   std::vector<ObjectId> trees;
 
@@ -38,8 +44,18 @@ class FakeRunner final : public Runner {
       c.name = spec.name;
       c.argv = spec.argv;
       c.verdict = verdict;
+      CheckRun run;
+      run.exit_code = verdict == kPassed ? 0 : 1;
+      run.outcome = verdict;
+      run.out.blob = sha256(output);
+      if (spec.report_format != "none") {
+        run.report = "parsed";
+        run.tests = c.tests = request.diff ? proposal_tests : base_tests;
+      }
+      c.runs.push_back(run);
       r.checks.push_back(std::move(c));
     }
+    if (!withhold_output) out.bodies[sha256(output)] = forge_output ? "other bytes" : output;
     return out;
   }
 };
@@ -168,6 +184,62 @@ TEST_F(BuildLoopTest, NoSandboxNoAcceptance) {
   EXPECT_FALSE(outcome->accepted());
   ASSERT_NE(outcome->verdict(), nullptr);
   EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"sandbox_unavailable"});
+}
+
+// A check that reports tests is first run on the base (once, from the runner's cache if it
+// can); the proposal must keep every test that passed there.
+TEST_F(BuildLoopTest, TheBaseIsTestedFirstAndATestItPassedCannotGo) {
+  FakeRunner runner;
+  runner.base_tests = {{"t::a", "passed"}, {"t::b", "passed"}};
+  runner.proposal_tests = {{"t::a", "passed"}};
+  ProposeRequest r = request();
+  r.checks.front().report_format = "tap";
+  KernelSession session(clock_, ids_, signer_);
+  session.cache_dir = repo_.scratch("cache");
+  session.runner = &runner;
+  auto outcome = propose(r, session);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->accepted());
+  ASSERT_EQ(runner.requests.size(), 2u);
+  const RunRequest& base = runner.requests.front();
+  EXPECT_EQ(base.diff, nullptr);
+  EXPECT_TRUE(base.reuse) << "a base's run may come from the cache";
+  ASSERT_TRUE(base.tree.has_value());
+  EXPECT_EQ(base.tree->hex(), repo_.git_line({"rev-parse", base_ + "^{tree}"}));
+  EXPECT_FALSE(runner.requests.back().reuse);
+  ASSERT_NE(outcome->verdict(), nullptr);
+  EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"pass_to_pass_failed"});
+  EXPECT_EQ(outcome->verdict()->reasons.front().detail, "check1: t::b (missing) passed on the base");
+  auto k = kinds();
+  EXPECT_NE(std::find(k.begin(), k.end(), record_kind::base_run), k.end());
+
+  runner.proposal_tests = runner.base_tests;
+  runner.requests.clear();
+  r.branch = "second";
+  r.run_id = "second";
+  auto again = propose(r, session);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(again->accepted()) << again->summary.to_json().dump();
+}
+
+// Output a result names is evidence only when its bytes come with it, and are those bytes.
+TEST_F(BuildLoopTest, ARunnerThatWithholdsOrForgesOutputIsNotEvidence) {
+  for (bool forge : {false, true}) {
+    FakeRunner runner;
+    runner.withhold_output = !forge;
+    runner.forge_output = forge;
+    ProposeRequest r = request();
+    r.run_id = forge ? "forge" : "withhold";
+    r.branch = r.run_id;
+    KernelSession session(clock_, ids_, signer_);
+    session.cache_dir = repo_.scratch("cache");
+    session.runner = &runner;
+    auto outcome = propose(r, session);
+    ASSERT_TRUE(outcome) << outcome.error().message;
+    EXPECT_FALSE(outcome->accepted());
+    EXPECT_EQ(outcome->summary.status, RunStatus::failed);
+    EXPECT_NE(outcome->summary.error.find(forge ? "hash to" : "did not deliver"), std::string::npos) << outcome->summary.error;
+  }
 }
 
 // The summary carries the verdict with every reason's detail: no one rereads the ledger.
