@@ -6,8 +6,10 @@
 //   - every generated plan is generated again from its blueprint, every plan verdict
 //     (commit or PLANNING_ERROR refusal) is recomputed with verify_plan();
 //   - every decision is recomputed with decide() from the committed plan, the recorded
-//     policy, the proposal evidence blob, the recorded run result, and the completed steps
-//     re-derived from the run's earlier commit records (not from the decision's own claim);
+//     policy, the proposal evidence blob, the recorded run result, the base's test run (which
+//     must be of the tree the step built on), and the completed steps re-derived from the
+//     run's earlier commit records (not from the decision's own claim);
+//   - every output body, report and artifact a run result names is in the blob store;
 //   - every commit record follows an accepted decision of the same step and attempt and
 //     names the same digests; with a repository, the commit exists with that tree and parent.
 // With `rerun`, each recorded run result is produced again by the runner in the sandbox and
