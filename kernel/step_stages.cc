@@ -137,6 +137,10 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
     return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the base " + tree->hex()));
   }
   if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
+  Json verdicts = Json::object();
+  for (const auto& c : ran->result.checks) verdicts[c.name] = c.verdict;
+  ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
+               {{"step_id", ctx.step.id}, {"base_tree", tree->hex()}, {"checks", verdicts}});
   BaseRunRecord record;
   record.run_id = ctx.rec.run_id();
   record.step_id = ctx.step.id;

@@ -226,6 +226,7 @@ struct Attempt {
   int64_t number = 0;
   bool accepted = false;
   std::vector<std::string> checks;  // empty: the runner did not run (the proposal did not apply)
+  bool base = false;                // the step's base tested (PASS_TO_PASS), not a proposal
 };
 
 struct Scenario {
@@ -307,7 +308,7 @@ std::vector<Attempt> warden_build(Scenario& s, const warden::NoteSigner& signer,
     const std::string step_id = m.data.value("step_id", "");
     const int64_t number = m.data.value("attempt", int64_t{0});
     if (m.tool == "runner") {
-      Attempt a{step_id, number, false, {}};
+      Attempt a{step_id, number, false, {}, m.data.contains("base_tree")};
       for (const auto& [name, verdict] : m.data["checks"].items()) {
         a.checks.push_back(name);
         windows.back().expected_runs += check_spec(s, name).runs;
@@ -384,8 +385,25 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
   std::string script = "#!/bin/bash\n# The shell loop: the Warden build's proposals and checks, without its guarantees.\nset -eu\n";
   script += "git -C " + quote(repo.string()) + " worktree add -q -b shell-loop " + quote(worktree.string()) + " HEAD\n";
   script += "cd " + quote(worktree.string()) + "\n";
+  // One check in bwrap with the sandbox's argv and seccomp program, on the worktree.
+  auto check_line = [&](const std::string& name) {
+    const warden::CheckSpec spec = check_spec(s, name);
+    warden::SandboxRequest request;
+    request.argv = spec.argv;
+    request.env = spec.env;
+    request.workspace_dir = worktree;
+    std::string line;
+    for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
+    return line + "3<" + quote(seccomp.string()) + " >/dev/null 2>&1";
+  };
   for (size_t i = 0; i < s.attempts.size(); ++i) {
     const Attempt& a = s.attempts[i];
+    if (a.base) {
+      // The kernel tests the step's base once: so does the loop, on its worktree as it stands.
+      script += "# " + a.step_id + " base\n";
+      for (const auto& name : a.checks) script += check_line(name) + " || true\n";
+      continue;
+    }
     auto step = std::find_if(plan->steps.begin(), plan->steps.end(), [&](const auto& st) { return st.id == a.step_id; });
     if (step == plan->steps.end()) die(s.label + ": no plan step " + a.step_id);
     const auto k = static_cast<size_t>(a.number - 1);
@@ -403,16 +421,8 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
     script += "# " + a.step_id + " attempt " + std::to_string(a.number) + "\n";
     script += "git apply --index " + quote(patch.string()) + "\n";
     for (const auto& name : a.checks) {
-      const warden::CheckSpec spec = check_spec(s, name);
-      warden::SandboxRequest request;
-      request.argv = spec.argv;
-      request.env = spec.env;
-      request.workspace_dir = worktree;
-      std::string line;
-      for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
-      line += "3<" + quote(seccomp.string()) + " >/dev/null 2>&1";
       // A refused proposal's checks may fail; an accepted one's must pass here too.
-      for (int64_t r = 0; r < spec.runs; ++r) script += line + (a.accepted ? "\n" : " || true\n");
+      for (int64_t r = 0; r < check_spec(s, name).runs; ++r) script += check_line(name) + (a.accepted ? "\n" : " || true\n");
     }
     script += a.accepted ? "git -c user.name=bench -c user.email=bench@localhost commit -q -m " + quote(a.step_id) + "\n"
                          : "git reset -q --hard\n";
