@@ -66,6 +66,7 @@ Result<CheckSpec> Policy::invariant_check(std::string_view invariant) const {
   c.argv = {"python3", checks_prefix() + it->second.program};
   c.argv.insert(c.argv.end(), it->second.args.begin(), it->second.args.end());
   c.proves = {it->first};
+  c.tests_from = it->second.tests_from;
   return c;
 }
 
@@ -119,6 +120,11 @@ Result<Policy> Policy::parse(std::string_view text, std::string_view what) {
       }
       ir.strings("args", prog.args, false);
       ir.string("description", prog.description, false);
+      ir.strings("tests_from", prog.tests_from, false);
+      for (const std::string& from : prog.tests_from) {
+        bool known = std::any_of(p.checks.begin(), p.checks.end(), [&](const CheckSpec& c) { return c.name == from; });
+        if (ir.ok() && !known) ir.fail("tests_from", "\"" + from + "\" is not one of the policy's checks");
+      }
       r.adopt(ir.finish());
       p.invariants.emplace(inv_name, std::move(prog));
     }
@@ -176,6 +182,7 @@ Json Policy::to_json() const {
   for (const CheckSpec& c : checks) checks_j.push_back(c.to_json());
   for (const auto& [inv, prog] : invariants) {
     invariants_j[inv] = {{"program", prog.program}, {"args", prog.args}, {"description", prog.description}};
+    if (!prog.tests_from.empty()) invariants_j[inv]["tests_from"] = prog.tests_from;
   }
   for (const auto& [file, bytes] : programs) programs_j[file] = sha256(bytes).str();
   return {{"format", kPolicyFormat},

@@ -43,6 +43,8 @@ struct InvariantProgram {
   std::string program;  // file name in policies/checks/
   std::vector<std::string> args;
   std::string description;
+  // Checks whose passed test ids the program reads (CheckSpec::tests_from).
+  std::vector<std::string> tests_from;
 };
 
 struct Policy {

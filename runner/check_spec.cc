@@ -68,6 +68,17 @@ Result<CheckSpec> CheckSpec::from_json(const Json& json, std::string_view where)
       c.artifacts.push_back(std::move(spec));
     }
   }
+  r.boolean("authenticated_report", c.authenticated_report, false);
+  if (r.ok() && c.authenticated_report && c.report_format == "none") {
+    r.fail("authenticated_report", "needs a report_format (tap or junit)");
+  }
+  if (r.ok() && c.authenticated_report && !c.report_path.empty()) {
+    r.fail("report_path", "an authenticated report comes through the runner's channel, not a file");
+  }
+  r.strings("tests_from", c.tests_from, false);
+  for (const std::string& from : c.tests_from) {
+    if (r.ok() && (from.empty() || from == c.name)) r.fail("tests_from", "must name other checks");
+  }
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
   return c;
 }
@@ -83,6 +94,8 @@ Json CheckSpec::to_json() const {
     for (const auto& a : artifacts) list.push_back({{"path", a.path}, {"type", a.type}});
     j["artifacts"] = std::move(list);
   }
+  if (authenticated_report) j["authenticated_report"] = true;
+  if (!tests_from.empty()) j["tests_from"] = tests_from;
   return j;
 }
 

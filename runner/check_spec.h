@@ -39,6 +39,13 @@ struct CheckSpec {
   std::vector<std::string> proves;    // invariant names this check proves when it passes
   std::map<std::string, std::string> env;
   std::vector<ArtifactSpec> artifacts;  // in to_json only when declared, so older digests hold
+  // The report comes through the runner's authenticated channel (report_channel.h), never
+  // from stdout or the workspace: for test runners that import the code under test into
+  // their own process. Needs report_format tap or junit and no report_path.
+  bool authenticated_report = false;  // in to_json only when set
+  // Names of earlier checks of the same request whose passed test ids this check reads, as a
+  // read-only file (passed_tests_input.h): an invariant judged on the tests that ran.
+  std::vector<std::string> tests_from;  // in to_json only when declared
 
   int64_t effective_quorum() const { return quorum == 0 ? runs : quorum; }
 

@@ -13,6 +13,7 @@
 #include "common/file.h"
 #include "runner/check_verdict.h"
 #include "diff/diff_apply.h"
+#include "runner/passed_tests_input.h"
 #include "runner/test_report.h"
 #include "runner/toolchain.h"
 
@@ -49,6 +50,53 @@ ReportRead read_report(const std::filesystem::path& upper, const std::string& re
   }
   out.resize(done);
   return ReportRead::ok;
+}
+
+// What one run of a check receives besides its workspace: the descriptors of its
+// authenticated report channel and of its passed-tests file, when its spec declares them.
+// They are given to the sandbox as inherited descriptors, named by environment variables.
+struct RunInputs {
+  std::optional<ReportChannel> channel;
+  UniqueFd tests_from;
+};
+
+Result<RunInputs> open_run_inputs(const CheckSpec& spec, const std::vector<const CheckResult*>& from,
+                                  const NonceSource& nonces, SandboxRequest& req) {
+  RunInputs in;
+  auto pass = [&req](const char* variable, int fd) {
+    req.env[variable] = std::to_string(kFirstPassedFd + static_cast<int>(req.pass_fds.size()));
+    req.pass_fds.push_back(fd);
+  };
+  if (spec.authenticated_report) {
+    auto nonce = nonces();
+    if (!nonce) return std::unexpected(nonce.error().with_context("report nonce"));
+    auto channel = ReportChannel::open(*nonce);
+    if (!channel) return std::unexpected(channel.error());
+    in.channel.emplace(std::move(*channel));
+    pass(kNonceFdVariable, in.channel->nonce_fd());
+    pass(kReportFdVariable, in.channel->report_fd());
+  }
+  if (!spec.tests_from.empty()) {
+    auto file = passed_tests_file(from);
+    if (!file) return std::unexpected(file.error());
+    in.tests_from = std::move(*file);
+    pass(kTestsFromFdVariable, in.tests_from.get());
+  }
+  return in;
+}
+
+// The report of a check with an authenticated channel: only a report whose MAC verifies is
+// parsed; the body, without its MAC line, is what is parsed (and so what any record holds).
+bool channel_report(const ReportChannel& channel, CheckRun& run, std::string& body) {
+  ChannelReport got = channel.read();
+  switch (got.status) {
+    case ChannelReport::Status::authenticated: body = std::move(got.body); return true;
+    case ChannelReport::Status::missing: run.report = "missing"; break;
+    case ChannelReport::Status::unauthenticated: run.report = "unauthenticated"; break;
+    case ChannelReport::Status::too_large: run.report = "too_large"; break;
+  }
+  run.report_detail = "report channel: " + got.detail;
+  return false;
 }
 
 }  // namespace
@@ -140,7 +188,7 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
   return ws;
 }
 
-CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec) {
+CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec, const std::vector<const CheckResult*>& from) {
   CheckRun run;
   const SandboxHost& host = sandbox_->host();
   auto dir = ScratchDir::create(host.scratch_root, "warden-run-", 0711);
@@ -162,6 +210,12 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   req.timeout_ms = spec.timeout_ms;
   req.env = spec.env;
   req.stop = stop_;
+  auto inputs = open_run_inputs(spec, from, options_.nonce_source, req);
+  if (!inputs) {
+    run.error = inputs.error().message;
+    run.outcome = kError;
+    return run;
+  }
   if (stop_.stop_requested()) {
     run.error = "cancelled";
     run.outcome = kError;
@@ -188,7 +242,10 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   if (spec.report_format != "none") {
     std::string text;
     bool have = false;
-    if (spec.report_format == "tap" && spec.report_path.empty()) {
+    if (inputs->channel) {
+      have = channel_report(*inputs->channel, run, text);
+      if (have) run.report_blob = keep(text);
+    } else if (spec.report_format == "tap" && spec.report_path.empty()) {
       text = result->out.kept;
       have = true;
       if (result->out.truncated) run.report_detail = "stdout was truncated; parsed the kept part";
@@ -212,7 +269,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
     }
   }
   // Declared artifacts come from this run's upper layer, like reports, and their bytes go
-  // to the blob store; one that cannot be stored is evidence lost.
+  // with the outcome to the caller's blob store.
   for (const auto& declared : spec.artifacts) {
     ArtifactEvidence a{declared.path, declared.type, false, 0, std::nullopt};
     std::string bytes;
@@ -231,12 +288,12 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   return run;
 }
 
-CheckResult LocalRunner::run_check(const PreparedWorkspace& ws, const CheckSpec& spec) {
+CheckResult LocalRunner::run_check(const PreparedWorkspace& ws, const CheckSpec& spec, const std::vector<const CheckResult*>& from) {
   CheckResult c;
   c.name = spec.name;
   c.argv = spec.argv;
   c.spec_sha256 = spec.digest();
-  for (int64_t i = 0; i < spec.runs; ++i) c.runs.push_back(run_once(ws, spec));
+  for (int64_t i = 0; i < spec.runs; ++i) c.runs.push_back(run_once(ws, spec, from));
   c.verdict = combine_runs(c.runs, spec.effective_quorum());
   auto agreed = std::find_if(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.outcome != kError; });
   if (agreed != c.runs.end()) c.tests = agreed->tests;
@@ -254,6 +311,11 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   for (const auto& c : request.checks) {
     if (!names.insert(c.name).second) return std::unexpected(Refusal{RefusalCode::invalid_check, c.name, "two checks share this name"});
     if (!canonicalize(c.to_json())) return std::unexpected(Refusal{RefusalCode::invalid_check, c.name, "not valid UTF-8"});
+    for (const auto& from : c.tests_from) {
+      if (!names.contains(from) || from == c.name) {
+        return std::unexpected(Refusal{RefusalCode::invalid_check, c.name, "tests_from names \"" + from + "\", which is not an earlier check"});
+      }
+    }
   }
   if (request.checks.empty()) return std::unexpected(Refusal{RefusalCode::invalid_check, "", "no checks to run"});
   auto tree = tree_under_test(repo, request);
@@ -300,7 +362,14 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   r.toolchain_sha256 = toolchain_sha256_;
   stop_ = request.stop;
   bodies_ = &outcome.bodies;
-  for (const auto& spec : request.checks) r.checks.push_back(run_check(*ws, spec));
+  r.checks.reserve(request.checks.size());  // `from` points into it
+  for (const auto& spec : request.checks) {
+    std::vector<const CheckResult*> from;
+    for (const auto& name : spec.tests_from) {
+      from.push_back(&*std::find_if(r.checks.begin(), r.checks.end(), [&](const CheckResult& c) { return c.name == name; }));
+    }
+    r.checks.push_back(run_check(*ws, spec, from));
+  }
   stop_ = {};
   bodies_ = nullptr;
   for (size_t i = 0; i < request.checks.size(); ++i) {

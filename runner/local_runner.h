@@ -18,6 +18,7 @@
 
 #include "runner/base_checkout.h"
 #include "runner/diff_layer.h"
+#include "runner/report_channel.h"
 #include "runner/result_cache.h"
 #include "runner/runner.h"
 #include "runner/sandbox.h"
@@ -32,6 +33,9 @@ struct RunnerOptions {
   // asks for reuse (RunRequest::reuse).
   bool use_cache = true;
   bool kernel_release_in_toolchain = true;  // toolchain.h: off for golden runs
+  // A fresh nonce per run of a check with an authenticated report (report_channel.h). It is
+  // the run's one random input and never recorded; injectable so tests can write a right MAC.
+  NonceSource nonce_source = random_nonce;
 };
 
 // A workspace ready for runs: the layers an overlay stacks (topmost first).
@@ -63,8 +67,9 @@ class LocalRunner final : public Runner {
 
  private:
   LocalRunner() = default;
-  CheckResult run_check(const PreparedWorkspace& ws, const CheckSpec& spec);
-  CheckRun run_once(const PreparedWorkspace& ws, const CheckSpec& spec);
+  // `from`: the earlier results the spec's tests_from names, in its order.
+  CheckResult run_check(const PreparedWorkspace& ws, const CheckSpec& spec, const std::vector<const CheckResult*>& from);
+  CheckRun run_once(const PreparedWorkspace& ws, const CheckSpec& spec, const std::vector<const CheckResult*>& from);
   // Keeps a captured body for the current request's outcome; returns its digest.
   Digest keep(std::string bytes);
   std::stop_token stop_;         // the current request's

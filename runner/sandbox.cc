@@ -25,7 +25,8 @@ using SteadyClock = std::chrono::steady_clock;
 // After a kill, how long the pipes may stay open before the run is declared broken: every
 // writer is in the dead PID namespace, so EOF normally follows at once.
 constexpr auto kKillGrace = std::chrono::seconds(5);
-constexpr int kSeccompFd = 3;  // SpawnSpec::pass_fds[0]
+constexpr int kSeccompFd = 3;  // SpawnSpec::pass_fds[0]; the request's own follow it
+static_assert(kFirstPassedFd == kSeccompFd + 1);
 
 Status write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
@@ -205,6 +206,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   spec.stdout_fd = out_pipe->second.get();
   spec.stderr_fd = err_pipe->second.get();
   spec.pass_fds = {seccomp.get()};
+  spec.pass_fds.insert(spec.pass_fds.end(), request.pass_fds.begin(), request.pass_fds.end());
   auto child = SandboxChild::spawn(spec);
   if (!child) return std::unexpected(child.error());
   // Our copies of the write ends must go, or EOF would never come.

@@ -77,7 +77,12 @@ struct SandboxRequest {
   std::function<void(int, std::string_view)> live;
   // A stop request kills the sandbox as a timeout would (SandboxRun::cancelled).
   std::stop_token stop;
+  // Descriptors the command inherits, borrowed for the run: pass_fds[i] becomes descriptor
+  // kFirstPassedFd + i inside the sandbox (3 carries bwrap's seccomp program).
+  std::vector<int> pass_fds;
 };
+
+inline constexpr int kFirstPassedFd = 4;
 
 struct SandboxRun {
   int exit_code = -1;  // bwrap's exit status: the command's, or 128+N when a signal ended it

@@ -134,6 +134,35 @@ TEST_F(BuildE2ETest, EveryReasonCodeIsRefusedAndRecordedBeforeTheAcceptedRetry) 
   EXPECT_EQ(git_in(repo(), {"rev-parse", "warden/reasons^"}), git_in(repo(), {"rev-parse", "main"}));
 }
 
+// The python policy's test runner imports the code under test into its own process. A module
+// that prints a passing TAP stream to descriptor 1 and exits at import time must not pass:
+// the report comes through the runner's authenticated channel, which it never wrote to.
+TEST_F(BuildE2ETest, ATapStreamForgedByTheCodeUnderTestIsRefusedAndTheRealChangeAccepted) {
+  auto r = build(fixture("reasons/blueprint.json"), {"--executor", agent("forge")});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  auto records = ledger_records(ledger());
+  auto decisions = payloads(records, "decision");
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_EQ(decisions[0]["verdict"]["accepted"], false);
+  EXPECT_TRUE(has_code(reason_codes(decisions[0]), "required_checks_failed")) << decisions[0]["verdict"].dump();
+  auto results = payloads(records, "run_result");
+  ASSERT_EQ(results.size(), 2u);
+  const json& forged = results[0]["run_result"]["checks"][0];
+  ASSERT_EQ(forged["name"], "tests");
+  EXPECT_EQ(forged["verdict"], "failed");
+  EXPECT_EQ(forged["runs"][0]["exit_code"], 0) << "the forger exited 0";
+  EXPECT_EQ(forged["runs"][0]["report"], "missing") << forged.dump();
+  EXPECT_NE(forged["runs"][0]["report_detail"].get<std::string>().find("report channel"), std::string::npos);
+  EXPECT_TRUE(forged["tests"].empty());
+  EXPECT_EQ(decisions[1]["verdict"]["accepted"], true) << decisions[1]["verdict"].dump();
+  const json& real = results[1]["run_result"]["checks"][0];
+  EXPECT_EQ(real["verdict"], "passed");
+  EXPECT_EQ(real["tests"], json::parse(R"([{"id": "tests/test_ops.py::test_double", "status": "passed"}])"));
+  expect_consistent("warden/reasons", {"s1"});
+  auto replayed = warden({"replay", ledger().string(), "--key", verifier().string()});
+  EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
+}
+
 TEST_F(BuildE2ETest, AStepThatExhaustsItsRetriesFailsTheRun) {
   auto r = build(WARDEN_SOURCE_DIR "/examples/calculator/blueprint.json", {"--executor", agent("garbage-from s2")});
   ASSERT_TRUE(r.exited_with(1)) << describe(r);

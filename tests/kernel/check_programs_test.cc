@@ -5,12 +5,16 @@
 // checker or a broken example fails here rather than in a golden run.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernel/blueprint.h"
+#include "runner/report_channel.h"
 #include "runner/sandbox.h"
 #include "runner/sandbox_profile.h"
 #include "runner/scratch_dir.h"
@@ -59,13 +63,43 @@ struct Program {
   std::vector<std::string> args;
 };
 
+// The runner's passed-tests file (runner/passed_tests_input.h) for `ids`, as the "tests"
+// check's, in a file that lives as long as the test program.
+std::string tests_ran(const std::vector<std::string>& ids) {
+  static TempDir dir;
+  static int counter = 0;
+  nlohmann::json list = ids;
+  fs::path file = dir / ("ran-" + std::to_string(++counter) + ".json");
+  test::write_file(file, nlohmann::json{{"checks", {{"tests", list}}}}.dump());
+  return file.string();
+}
+
+// The ids a TAP stream reports as passed ("ok N - id", no directive).
+std::vector<std::string> passed_ids(const std::string& tap) {
+  std::vector<std::string> ids;
+  for (const std::string& line : test::complete_lines(tap)) {
+    if (!line.starts_with("ok ") || line.find(" # ") != std::string::npos) continue;
+    auto dash = line.find(" - ");
+    if (dash != std::string::npos) ids.push_back(line.substr(dash + 3));
+  }
+  return ids;
+}
+
+const std::string kNoTestsRan = tests_ran({});
+
+// `args` with the tests-ran file replaced by `file`.
+std::vector<std::string> with_tests_ran(std::vector<std::string> args, const std::string& file) {
+  std::replace(args.begin(), args.end(), kNoTestsRan, file);
+  return args;
+}
+
 const std::vector<Program> kPythonInvariants = {{"no_import_cycles.py", {"--lang", "python"}},
-                                                {"all_functions_have_tests.py", {"--lang", "python"}},
+                                                {"all_functions_have_tests.py", {"--lang", "python", "--tests-ran", kNoTestsRan}},
                                                 {"type_hints_required.py", {}},
                                                 {"no_dangerous_operations.py", {"--lang", "python"}},
                                                 {"dependencies_satisfied.py", {"--lang", "python"}}};
 const std::vector<Program> kCInvariants = {{"no_import_cycles.py", {"--lang", "c"}},
-                                           {"all_functions_have_tests.py", {"--lang", "c"}},
+                                           {"all_functions_have_tests.py", {"--lang", "c", "--tests-ran", kNoTestsRan}},
                                            {"no_dangerous_operations.py", {"--lang", "c"}},
                                            {"dependencies_satisfied.py", {"--lang", "c"}}};
 
@@ -131,21 +165,51 @@ TEST(NoImportCycles, CQuotedIncludeCycleIgnoringCommentsAndAngleIncludes) {
   expect_proven(check(ws.path(), "no_import_cycles.py", {"--lang", "c"}));
 }
 
-TEST(AllFunctionsHaveTests, PythonPublicTopLevelFunctionsNeedAReference) {
+TEST(AllFunctionsHaveTests, PythonPublicTopLevelFunctionsNeedAReferenceFromATestThatRan) {
   TempDir ws;
   write_file(ws / "src/calc/__init__.py", "");
   write_file(ws / "src/calc/ops.py",
              "def add(a, b): return a + b\ndef neg(a): return -a\ndef _private(): pass\n"
-             "def untested(): pass\nclass C:\n    def method(self): pass\n");
+             "def untested(): pass\ndef triple(a): return a * 4\nclass C:\n    def method(self): pass\n");
+  // Merely called from files that look like tests: none of it counts.
+  write_file(ws / "src/calc/conftest.py", "from calc.ops import triple\ntriple(1)\n");
   write_file(ws / "tests/test_ops.py",
-             "import calc.ops\nfrom calc.ops import neg as negate\ndef test_add(): assert calc.ops.add(1, 2) == 3\n");
-  expect_findings(check(ws.path(), "all_functions_have_tests.py", {"--lang", "python"}),
-                  "src/calc/ops.py:4: function untested is not referenced by any test\n");
-  write_file(ws / "tests/test_more.py", "from calc import ops\ndef test_untested(): ops.untested()\n");
-  expect_proven(check(ws.path(), "all_functions_have_tests.py", {"--lang", "python"}));
+             "import unittest\nimport calc.ops\nfrom calc.ops import neg as negate\nfrom calc.ops import untested\n"
+             "def test_add(): assert calc.ops.add(1, 2) == 3\n"
+             "class TestNeg(unittest.TestCase):\n    def test_neg(self): self.assertEqual(negate(1), -1)\n"
+             "class TestMore(TestNeg):\n    pass\n"
+             "def helper(): calc.ops.triple(2)\n");
+  auto all = [&](const std::vector<std::string>& ids) {
+    return check(ws.path(), "all_functions_have_tests.py", {"--lang", "python", "--tests-ran", tests_ran(ids)});
+  };
+  expect_findings(all({"tests/test_ops.py::test_add", "tests/test_ops.py::TestMore::test_neg"}),
+                  "src/calc/ops.py:4: function untested is not referenced by any test that ran\n"
+                  "src/calc/ops.py:5: function triple is not referenced by any test that ran\n");
+  // Imported by a file whose tests did not run (or failed): not referenced.
+  expect_findings(all({"tests/test_ops.py::test_add", "tests/test_other.py::test_neg"}),
+                  "src/calc/ops.py:2: function neg is not referenced by any test that ran\n"
+                  "src/calc/ops.py:4: function untested is not referenced by any test that ran\n"
+                  "src/calc/ops.py:5: function triple is not referenced by any test that ran\n");
+  write_file(ws / "tests/test_more.py",
+             "from calc import ops\nclass TestTriple:\n    def test_triple(self): assert ops.triple(1) == 3\n"
+             "def test_untested(): ops.untested()\n");
+  expect_proven(all({"tests/test_ops.py::test_add", "tests/test_ops.py::TestNeg::test_neg",
+                     "tests/test_more.py::TestTriple::test_triple", "tests/test_more.py::test_untested"}));
 }
 
-TEST(AllFunctionsHaveTests, CNonStaticDefinitionsMustBeCalledFromTests) {
+TEST(AllFunctionsHaveTests, WithoutTheTestsThatRanItIsAUsageError) {
+  TempDir ws;
+  write_file(ws / "src/m.py", "def f(): pass\n");
+  ProcessResult r = check(ws.path(), "all_functions_have_tests.py", {"--lang", "python"});
+  EXPECT_TRUE(r.exited_with(2)) << r.status();
+  EXPECT_NE(r.err.find("needs the ids of the tests that ran"), std::string::npos) << r.err;
+  write_file(ws / "ran.json", "{\"checks\": 3}");
+  ProcessResult bad = check(ws.path(), "all_functions_have_tests.py", {"--lang", "python", "--tests-ran", (ws / "ran.json").string()});
+  EXPECT_TRUE(bad.exited_with(2)) << bad.status();
+  EXPECT_NE(bad.err.find("unreadable list of tests that ran"), std::string::npos) << bad.err;
+}
+
+TEST(AllFunctionsHaveTests, CNonStaticDefinitionsMustBeCalledFromTestsOnceATestPassed) {
   TempDir ws;
   write_file(ws / "src/m.c",
              "#include <stdio.h>\n"
@@ -156,8 +220,13 @@ TEST(AllFunctionsHaveTests, CNonStaticDefinitionsMustBeCalledFromTests) {
              "int declared_only(int);\n"
              "void untested(void) {}\n");
   write_file(ws / "tests/t.c", "int main(void) { add(1, 2); name(); /* untested(); */ return 0; }\n");
-  expect_findings(check(ws.path(), "all_functions_have_tests.py", {"--lang", "c"}),
-                  "src/m.c:11: function untested is not called from any test\n");
+  expect_findings(check(ws.path(), "all_functions_have_tests.py", {"--lang", "c", "--tests-ran", tests_ran({"empty_after_init"})}),
+                  "src/m.c:11: function untested is not called from any test that ran\n");
+  // No test passed: no call counts.
+  expect_findings(check(ws.path(), "all_functions_have_tests.py", {"--lang", "c", "--tests-ran", kNoTestsRan}),
+                  "src/m.c:5: function add is not called from any test that ran\n"
+                  "src/m.c:6: function name is not called from any test that ran\n"
+                  "src/m.c:11: function untested is not called from any test that ran\n");
 }
 
 TEST(TypeHintsRequired, EveryParameterAndReturnOutsideTests) {
@@ -271,6 +340,106 @@ TEST(RunTests, TapWithDiagnosticsAndNoHostPaths) {
   EXPECT_EQ(none.out, "TAP version 13\n1..0\n");
 }
 
+TEST(RunTests, UnittestAndPytestStyleTestsAlikeDeterministically) {
+  TempDir ws;
+  write_file(ws / "mathlib/__init__.py", "");
+  write_file(ws / "mathlib/ops.py", "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n");
+  write_file(ws / "tests/__init__.py", "");
+  write_file(ws / "tests/test_ops.py",
+             "import unittest\nfrom mathlib.ops import add, mul\n\n"
+             "class TestOps(unittest.TestCase):\n"
+             "    @classmethod\n    def setUpClass(cls):\n        cls.two = 2\n"
+             "    def setUp(self):\n        self.three = 3\n"
+             "    def test_mul(self):\n        self.assertEqual(mul(self.three, self.two), 6)\n"
+             "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+             "    @unittest.skip('not yet')\n    def test_later(self):\n        self.fail()\n"
+             "    @unittest.expectedFailure\n    def test_known_bug(self):\n        self.assertEqual(mul(2, 2), 5)\n"
+             "    def test_each(self):\n        for i in range(3):\n            with self.subTest(i=i):\n"
+             "                self.assertLess(i, 2)\n\n"
+             "class TestNoDb(unittest.TestCase):\n"
+             "    @classmethod\n    def setUpClass(cls):\n        raise RuntimeError('no database')\n"
+             "    def test_query(self):\n        pass\n\n"
+             "def test_plain():\n    assert add(2, 2) == 4\n\n"
+             "def test_needs_fixture(tmp_path):\n    pass\n\n"
+             "class TestPytestStyle:\n"
+             "    def setup_method(self, method):\n        self.value = 1\n"
+             "    def test_one(self):\n        assert self.value == 1\n"
+             "    def test_two(self):\n        assert self.value == 2, 'value is not two'\n");
+  ProcessResult r = check(ws.path(), "run_tests.py");
+  EXPECT_TRUE(r.exited_with(1)) << r.status() << r.err;
+  EXPECT_EQ(r.out,
+            "TAP version 13\n1..11\n"
+            "ok 1 - tests/test_ops.py::TestOps::test_add\n"
+            "not ok 2 - tests/test_ops.py::TestOps::test_each\n"
+            "  ---\n  exception: AssertionError\n  message: \"2 not less than 2\"\n"
+            "  at: \"tests/test_ops.py:23\"\n  subtest: \"(i=2)\"\n  ...\n"
+            "not ok 3 - tests/test_ops.py::TestOps::test_known_bug # TODO expected failure\n"
+            "ok 4 - tests/test_ops.py::TestOps::test_later # SKIP not yet\n"
+            "ok 5 - tests/test_ops.py::TestOps::test_mul\n"
+            "not ok 6 - tests/test_ops.py::TestNoDb::test_query\n"
+            "  ---\n  exception: NotRun\n  message: \"did not run\"\n  ...\n"
+            "ok 7 - tests/test_ops.py::test_plain\n"
+            "not ok 8 - tests/test_ops.py::test_needs_fixture\n"
+            "  ---\n  exception: NotImplementedError\n"
+            "  message: \"pytest fixtures are not supported (needs tmp_path)\"\n  ...\n"
+            "ok 9 - tests/test_ops.py::TestPytestStyle::test_one\n"
+            "not ok 10 - tests/test_ops.py::TestPytestStyle::test_two\n"
+            "  ---\n  exception: AssertionError\n  message: \"value is not two\"\n"
+            "  at: \"tests/test_ops.py:44\"\n  ...\n"
+            "not ok 11 - tests/test_ops.py::TestNoDb::<setUpClass>\n"
+            "  ---\n  exception: RuntimeError\n  message: \"no database\"\n"
+            "  at: \"tests/test_ops.py:28\"\n  ...\n");
+  EXPECT_EQ(check(ws.path(), "run_tests.py").out, r.out) << "same tree, same bytes";
+}
+
+TEST(RunTests, APatchedFrameworkLeavesItsTestsFailedAsNotRun) {
+  TempDir ws;
+  write_file(ws / "tests/__init__.py", "");
+  write_file(ws / "tests/test_a.py",
+             "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n"
+             "class TestA(unittest.TestCase):\n    def test_broken(self):\n        self.fail('broken')\n");
+  ProcessResult r = check(ws.path(), "run_tests.py");
+  EXPECT_TRUE(r.exited_with(1)) << r.status() << r.err;
+  EXPECT_EQ(r.out, "TAP version 13\n1..1\nnot ok 1 - tests/test_a.py::TestA::test_broken\n"
+                   "  ---\n  exception: NotRun\n  message: \"did not run\"\n  ...\n");
+}
+
+// run_tests.py on the report channel as the runner hands it over: the nonce on a pipe, the
+// report on a memfd. Its MAC verifies with the runner's own verify_report(); a module that
+// prints a passing stream and exits at import time leaves nothing the runner accepts.
+ProcessResult run_tests_on_channel(const fs::path& ws) {
+  const std::string driver =
+      "import os, subprocess, sys\n"
+      "r, w = os.pipe()\nos.write(w, bytes(range(32)))\nos.close(w)\n"
+      "report = os.memfd_create('report', 0)\n"
+      "env = {'PATH': '/usr/bin:/bin', 'WARDEN_NONCE_FD': str(r), 'WARDEN_REPORT_FD': str(report)}\n"
+      "subprocess.run([sys.executable, '-B', sys.argv[1]], env=env, pass_fds=(r, report), stdout=subprocess.DEVNULL)\n"
+      "os.lseek(report, 0, 0)\n"
+      "sys.stdout.buffer.write(os.read(report, 1 << 20))\n";
+  return test::run({"/usr/bin/env", "-C", ws.string(), "python3", "-B", "-c", driver, (kChecks / "run_tests.py").string()});
+}
+
+TEST(RunTests, ReportsOnTheAuthenticatedChannelAndAForgerAtImportLeavesNoReport) {
+  ReportNonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(i);
+  TempDir ws;
+  write_file(ws / "src/ops.py", "def add(a, b):\n    return a + b\n");
+  write_file(ws / "tests/test_ops.py", "import ops\n\ndef test_add():\n    assert ops.add(2, 3) == 5\n");
+  ProcessResult honest = run_tests_on_channel(ws.path());
+  ASSERT_TRUE(honest.exited_with(0)) << honest.status() << honest.err;
+  ChannelReport verified = verify_report(honest.out, nonce);
+  EXPECT_EQ(verified.status, ChannelReport::Status::authenticated) << verified.detail << honest.out;
+  EXPECT_EQ(verified.body, "TAP version 13\n1..1\nok 1 - tests/test_ops.py::test_add\n");
+
+  write_file(ws / "src/ops.py",
+             "import os\nos.write(1, b'TAP version 13\\n1..1\\nok 1 - tests/test_ops.py::test_add\\n')\nos._exit(0)\n"
+             "def add(a, b):\n    return a - b\n");
+  ProcessResult forged = run_tests_on_channel(ws.path());
+  ASSERT_TRUE(forged.exited_with(0)) << forged.status() << forged.err;
+  EXPECT_EQ(forged.out, "");
+  EXPECT_EQ(verify_report(forged.out, nonce).status, ChannelReport::Status::missing);
+}
+
 // The programs as the kernel runs them: files under /warden/checks in the default profile,
 // the workspace bound read-write as the current directory, python3 from the host's /usr.
 TEST(CheckProgramsInSandbox, RunFromWardenChecksWithTheWorkspaceAsCwd) {
@@ -331,13 +500,14 @@ void write_example_tree(const std::string& example, const fs::path& to, const st
 TEST(ExampleTrees, CalculatorProvesEveryPythonInvariantAndPassesItsTests) {
   TempDir ws;
   ASSERT_NO_FATAL_FAILURE(write_example_tree("calculator", ws.path()));
-  for (const Program& p : kPythonInvariants) {
-    SCOPED_TRACE(p.file);
-    expect_proven(check(ws.path(), p.file, p.args));
-  }
   ProcessResult tests = check(ws.path(), "run_tests.py");
   EXPECT_TRUE(tests.exited_with(0)) << tests.out << tests.err;
   EXPECT_NE(tests.out.find("1..9\n"), std::string::npos) << tests.out;
+  const std::string ran = tests_ran(passed_ids(tests.out));
+  for (const Program& p : kPythonInvariants) {
+    SCOPED_TRACE(p.file);
+    expect_proven(check(ws.path(), p.file, with_tests_ran(p.args, ran)));
+  }
 }
 
 TEST(ExampleTrees, CalculatorFirstDraftOfParseIsRefusedAsDangerous) {
@@ -352,14 +522,15 @@ ProcessResult make_test(const fs::path& dir) { return test::run({"/usr/bin/make"
 TEST(ExampleTrees, RingbufProvesEveryCInvariantAndPassesItsTests) {
   TempDir ws;
   ASSERT_NO_FATAL_FAILURE(write_example_tree("ringbuf", ws.path()));
-  for (const Program& p : kCInvariants) {
-    SCOPED_TRACE(p.file);
-    expect_proven(check(ws.path(), p.file, p.args));
-  }
   ProcessResult tests = make_test(ws.path());
   EXPECT_TRUE(tests.exited_with(0)) << tests.out << tests.err;
   EXPECT_NE(tests.out.find("1..4\nok 1 - "), std::string::npos) << tests.out;
   EXPECT_EQ(tests.out.find("not ok"), std::string::npos) << tests.out;
+  const std::string ran = tests_ran(passed_ids(tests.out));
+  for (const Program& p : kCInvariants) {
+    SCOPED_TRACE(p.file);
+    expect_proven(check(ws.path(), p.file, with_tests_ran(p.args, ran)));
+  }
 }
 
 TEST(ExampleTrees, RingbufFirstDraftOfTheTestFails) {

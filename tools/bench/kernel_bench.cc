@@ -63,6 +63,7 @@
 #include "kernel/build_loop.h"
 #include "kernel/plan_generate.h"
 #include "kernel/repository.h"
+#include "runner/passed_tests_input.h"
 #include "runner/sandbox.h"
 #include "runner/scratch_dir.h"
 #include "tools/bench/bench_repo.h"
@@ -420,9 +421,38 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
 
     script += "# " + a.step_id + " attempt " + std::to_string(a.number) + "\n";
     script += "git apply --index " + quote(patch.string()) + "\n";
+    // A check with tests_from reads the passed ids of earlier checks, as the runner gives
+    // them (runner/passed_tests_input.h): their TAP is kept, and turned into that file.
+    std::set<std::string> feeding;
     for (const auto& name : a.checks) {
+      for (const auto& from : check_spec(s, name).tests_from) feeding.insert(from);
+    }
+    auto tap_file = [&](const std::string& name) { return quote((s.dir / (name + ".tap")).string()); };
+    std::vector<std::string> ordered = a.checks;  // the checks that feed others run first, as in the request
+    std::stable_partition(ordered.begin(), ordered.end(), [&](const std::string& name) { return feeding.contains(name); });
+    for (const auto& name : ordered) {
+      const warden::CheckSpec spec = check_spec(s, name);
+      warden::SandboxRequest request;
+      request.argv = spec.argv;
+      request.env = spec.env;
+      request.workspace_dir = worktree;
+      std::string inputs;
+      if (!spec.tests_from.empty()) {
+        const std::string ids = quote((s.dir / "tests-from.json").string());
+        script += "python3 -c " +
+                  quote("import json, sys; print(json.dumps({'checks': {a.rsplit('/', 1)[-1][:-4]: "
+                        "[l.split(' - ', 1)[1] for l in open(a).read().splitlines() "
+                        "if l.startswith('ok ') and ' # ' not in l and ' - ' in l] for a in sys.argv[1:]}}))");
+        for (const auto& from : spec.tests_from) script += " " + tap_file(from);
+        script += " > " + ids + "\n";
+        request.env[warden::kTestsFromFdVariable] = std::to_string(warden::kFirstPassedFd);
+        inputs = " " + std::to_string(warden::kFirstPassedFd) + "<" + ids;
+      }
+      std::string line;
+      for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
+      line += "3<" + quote(seccomp.string()) + inputs + (feeding.contains(name) ? " >" + tap_file(name) : " >/dev/null") + " 2>&1";
       // A refused proposal's checks may fail; an accepted one's must pass here too.
-      for (int64_t r = 0; r < check_spec(s, name).runs; ++r) script += check_line(name) + (a.accepted ? "\n" : " || true\n");
+      for (int64_t r = 0; r < spec.runs; ++r) script += line + (a.accepted ? "\n" : " || true\n");
     }
     script += a.accepted ? "git -c user.name=bench -c user.email=bench@localhost commit -q -m " + quote(a.step_id) + "\n"
                          : "git reset -q --hard\n";
