@@ -14,7 +14,7 @@ namespace {
 
 struct ProposeArgs {
   std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
-  std::vector<std::string> checks;
+  std::vector<std::string> checks, reports;
   double step_timeout_s = 0;
   bool json = false;
 };
@@ -42,9 +42,9 @@ int run(ProposeArgs a) {
   request.source = a.patch;
   request.repo = a.repo;
   request.base = a.base;
-  for (size_t i = 0; i < a.checks.size(); ++i) {
-    request.checks.push_back(CheckSpec::shell("check" + std::to_string(i + 1), a.checks[i]));
-  }
+  auto checks = command_checks(a.checks, a.reports, "check");
+  if (!checks) return report_error(checks.error(), a.json);
+  request.checks = std::move(*checks);
   if (!a.policy.empty()) {
     auto loaded = kernel::Policy::load(a.policy);
     if (!loaded) return report_error(loaded.error().with_context("policy " + a.policy), a.json);
@@ -112,6 +112,7 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--base", a->base, "Revision the proposal applies to (branch, tag, commit)")->required();
   cmd->add_option("--check", a->checks, "A shell command that must pass in the sandbox (repeatable; named check1, check2, ...)")
       ->allow_extra_args(false);
+  cmd->add_option("--report", a->reports, kReportHelp)->allow_extra_args(false);
   cmd->add_option("--policy", a->policy,
                   "Policy: a built-in name (python, cpp) or a JSON file (default: the --check commands must pass, "
                   ".git/** and .warden/** are protected, dangerous operations refused, 1 MiB at most)");
