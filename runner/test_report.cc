@@ -227,8 +227,9 @@ std::optional<std::pair<std::string_view, std::string>> ctest_result(std::string
       if (status.starts_with("Skipped") || status.starts_with("Not Run (Disabled)")) return std::pair{name, std::string("skipped")};
       return std::pair{name, std::string("error")};  // Timeout, Exception, Not Run, ...
     }
-    status = trim_view(status);
-    if (status.size() == rest.substr(end).size()) continue;  // dots must be followed by spaces or ***
+    size_t word = status.find_first_not_of(' ');
+    if (word == 0 || word == std::string_view::npos) continue;  // dots must be followed by spaces or ***
+    status.remove_prefix(word);
     if (status.starts_with("Passed")) return std::pair{name, std::string("passed")};
     if (status.starts_with("Skipped")) return std::pair{name, std::string("skipped")};
     if (status.starts_with("Failed")) return std::pair{name, std::string("failed")};

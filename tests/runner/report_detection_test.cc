@@ -84,7 +84,9 @@ TEST(ReportDetection, ReportOverridesAreJudgedLikeACheckSpec) {
   for (const char* bad : {"junit", "bogus", "pytest:x.xml", "tap:../x", "unittest:/abs", ""}) {
     auto refused = command_check("check1", "true", bad);
     EXPECT_FALSE(refused) << bad;
-    if (!refused) EXPECT_EQ(refused.error().code, Errc::invalid_argument);
+    if (!refused) {
+      EXPECT_EQ(refused.error().code, Errc::invalid_argument);
+    }
   }
 }
 

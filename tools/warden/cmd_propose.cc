@@ -110,7 +110,7 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("proposal", a->patch, "Diff JSON (warden diff parse) or a git patch / unified diff")->required();
   cmd->add_option("--repo", a->repo, "The git repository")->required();
   cmd->add_option("--base", a->base, "Revision the proposal applies to (branch, tag, commit)")->required();
-  cmd->add_option("--check", a->checks, "A shell command that must pass in the sandbox (repeatable; named check1, check2, ...)")
+  cmd->add_option("--check", a->checks, "A shell command that must pass in the sandbox (repeatable; named check1, check2, ...; its test report is detected from the command, see --report)")
       ->allow_extra_args(false);
   cmd->add_option("--report", a->reports, kReportHelp)->allow_extra_args(false);
   cmd->add_option("--policy", a->policy,

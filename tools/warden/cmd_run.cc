@@ -163,7 +163,7 @@ void add_run_commands(CLI::App& app, Action& action) {
   run->add_option("--diff", o->diff, "Canonical Diff JSON to apply to the base (see warden diff parse)");
   run->add_option("--profile", o->profile, "Sandbox profile: a built-in name (default, strict) or a JSON file")
       ->capture_default_str();
-  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c)")
+  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c; its test report is detected from the command, see --report)")
       ->allow_extra_args(false);
   run->add_option("--report", o->reports, kReportHelp)->allow_extra_args(false);
   run->add_option("--checks", o->checks_file, "A JSON array of check specs (name, argv, runs, quorum, report_format, "
