@@ -176,7 +176,13 @@ std::vector<std::string> program_words(const std::vector<std::string>& words) {
       ++i;
     } else if (name == "env" || name == "nice" || name == "stdbuf" || name == "timeout") {
       ++i;
-      while (i < words.size() && (words[i].starts_with("-") || assignment(words[i]))) ++i;
+      while (i < words.size() && (words[i].starts_with("-") || assignment(words[i]))) {
+        // The wrappers' options that take a separate value.
+        static constexpr std::string_view kWithValue[] = {"-s", "-k", "--signal", "--kill-after", "-n", "--adjustment",
+                                                          "-u", "--unset", "-C", "--chdir", "-i", "-o", "-e"};
+        bool takes_value = std::ranges::find(kWithValue, std::string_view(words[i])) != std::end(kWithValue);
+        i += takes_value ? 2 : 1;
+      }
       if (name == "timeout" && i < words.size()) ++i;  // the duration
     } else {
       break;

@@ -166,6 +166,7 @@ TEST(UnittestReport, Python311VerboseSample) {
 TEST(UnittestReport, RealPythonVerboseOutput) {
   if (!std::filesystem::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
   TempDir dir;
+  std::filesystem::create_directories(dir / "tests");
   write_file(dir / "tests/__init__.py", "");
   write_file(dir / "tests/test_ops.py", kUnittestProject);
   ProcessResult r = shell_in(dir, "/usr/bin/python3 -m unittest discover -s tests -t . -v");
@@ -180,6 +181,7 @@ TEST(UnittestReport, RealPythonVerboseOutput) {
 
   // An empty suite exits 0 on Python 3.11 and is zero tests.
   TempDir empty;
+  std::filesystem::create_directories(empty / "tests");
   write_file(empty / "tests/__init__.py", "");
   ProcessResult none = shell_in(empty, "/usr/bin/python3 -m unittest discover -s tests -t . -v");
   EXPECT_TRUE(none.exited_with(0)) << none.status() << none.err;
@@ -380,6 +382,7 @@ TEST(GoTestJsonReport, MalformedAndHostileLines) {
 TEST(PytestReport, RealPytestJunitXmlThroughPytestAddopts) {
   if (std::system("/usr/bin/python3 -c 'import pytest' 2>/dev/null") != 0) GTEST_SKIP() << "no pytest for /usr/bin/python3";
   TempDir dir;
+  std::filesystem::create_directories(dir / "tests");
   write_file(dir / "tests/test_py.py", R"py(import pytest
 def test_a(): assert 1
 def test_b(): assert 0, "b broke"
