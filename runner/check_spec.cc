@@ -16,6 +16,16 @@ bool safe_relative_path(const std::string& p) {
 
 }  // namespace
 
+bool is_report_format(std::string_view f) {
+  return f == "none" || f == "junit" || f == "tap" || f == "unittest" || f == "pytest" || f == "ctest" || f == "go-json";
+}
+
+ReportSource CheckSpec::report_source() const {
+  if (report_format == "none") return ReportSource::none;
+  if (report_format == "pytest" || !report_path.empty()) return ReportSource::file;
+  return report_format == "unittest" ? ReportSource::stderr_stream : ReportSource::stdout_stream;
+}
+
 CheckSpec CheckSpec::shell(std::string name, const std::string& command) {
   CheckSpec c;
   c.name = std::move(name);
@@ -41,18 +51,19 @@ Result<CheckSpec> CheckSpec::from_json(const Json& json, std::string_view where)
   r.integer("quorum", c.quorum, 0, 100, false);
   if (r.ok() && c.quorum > c.runs) r.fail("quorum", "must not exceed runs");
   r.string("report_format", c.report_format, false);
-  if (r.ok() && c.report_format != "none" && c.report_format != "junit" && c.report_format != "tap") {
-    r.fail("report_format", "must be none, junit or tap");
-  }
+  if (r.ok() && !is_report_format(c.report_format)) r.fail("report_format", std::string("must be ") + kReportFormats);
   r.string("report_path", c.report_path, false);
   if (r.ok() && c.report_format == "junit" && c.report_path.empty()) r.fail("report_path", "a JUnit report needs its path");
+  if (r.ok() && c.report_format == "pytest" && !c.report_path.empty()) {
+    r.fail("report_path", "pytest's report path is the runner's (for a --junitxml of the command's own, use junit)");
+  }
   if (r.ok() && !c.report_path.empty() && !safe_relative_path(c.report_path)) {
     r.fail("report_path", "must be a relative path inside the workspace");
   }
   r.strings("fail_to_pass", c.fail_to_pass, false);
   r.strings("pass_to_pass", c.pass_to_pass, false);
   if (r.ok() && (!c.fail_to_pass.empty() || !c.pass_to_pass.empty()) && c.report_format == "none") {
-    r.fail("report_format", "fail_to_pass/pass_to_pass need a test report (junit or tap)");
+    r.fail("report_format", "fail_to_pass/pass_to_pass need a test report");
   }
   r.strings("proves", c.proves, false);
   r.string_map("env", c.env, false);

@@ -1,5 +1,5 @@
 // What a check is: a command run in the sandbox with its own evidence, how many times (a
-// quorum for flaky oracles), where its test report is (JUnit XML or TAP), which test ids
+// quorum for flaky oracles), where its test report is and in which format, which test ids
 // must go from failing to passing and which must keep passing, and which invariants it
 // proves. A spec's digest is part of the result cache key.
 //
@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/canonical_json.h"
@@ -27,14 +28,30 @@ struct ArtifactSpec {
   bool operator==(const ArtifactSpec&) const = default;
 };
 
+// Where a check's test report is read from.
+enum class ReportSource { none, file, stdout_stream, stderr_stream };
+
+// The report formats, each with its parser (runner/test_report.h) and where it is read:
+//   none      no report: the exit status alone judges the check
+//   junit     JUnit XML the check writes at report_path (required)
+//   tap       TAP at report_path, else stdout
+//   unittest  `python -m unittest -v` output at report_path, else stderr
+//   pytest    JUnit XML that pytest writes at kPytestReportFile: the runner adds
+//             `--junitxml=<workspace>/kPytestReportFile` to PYTEST_ADDOPTS (no report_path)
+//   ctest     ctest's result lines at report_path, else stdout
+//   go-json   `go test -json` events at report_path, else stdout
+bool is_report_format(std::string_view format);
+inline constexpr const char* kReportFormats = "none, junit, tap, unittest, pytest, ctest or go-json";
+inline constexpr const char* kPytestReportFile = ".warden-pytest-report.xml";
+
 struct CheckSpec {
   std::string name;
   std::vector<std::string> argv;
   std::optional<int64_t> timeout_ms;  // at most the profile's wall timeout
   int64_t runs = 1;                   // executions; every one is recorded
   int64_t quorum = 0;                 // agreeing completed runs needed for a verdict (0: all runs)
-  std::string report_format = "none"; // none | junit | tap
-  std::string report_path;            // workspace-relative; for tap, empty means stdout
+  std::string report_format = "none"; // is_report_format()
+  std::string report_path;            // workspace-relative; empty: the format's stream
   std::vector<std::string> fail_to_pass, pass_to_pass;
   std::vector<std::string> proves;    // invariant names this check proves when it passes
   std::map<std::string, std::string> env;
@@ -48,6 +65,9 @@ struct CheckSpec {
   std::vector<std::string> tests_from;  // in to_json only when declared
 
   int64_t effective_quorum() const { return quorum == 0 ? runs : quorum; }
+  ReportSource report_source() const;
+  // The workspace-relative report file for ReportSource::file.
+  std::string report_file() const { return report_format == "pytest" ? kPytestReportFile : report_path; }
 
   // `command` through /bin/sh -c, as the CLI's --check does.
   static CheckSpec shell(std::string name, const std::string& command);

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 
+#include "runner/test_report.h"
+
 namespace warden {
 
 std::string run_outcome(const CheckRun& run, const CheckSpec& spec, const std::optional<TestJudgement>& judgement) {
   if (!run.error.empty()) return kError;
   if (run.timed_out) return kTimeout;
   if (run.output_limit_exceeded) return kFailed;
+  // A suite that ran nothing proves nothing, whatever its exit status.
+  if (run.report == "parsed" && no_test_ran(run.tests)) return kFailed;
   // A SWE-bench style check: the suite may fail elsewhere; the listed tests decide.
   if (judgement) return judgement->ok && run.report == "parsed" ? kPassed : kFailed;
   if (run.exit_code != 0 || run.signal != 0) return kFailed;
@@ -31,6 +35,12 @@ std::string combine_runs(const std::vector<CheckRun>& runs, int64_t quorum) {
   }
   if (!first || completed < quorum) return kError;
   return first->outcome;
+}
+
+bool ran_no_tests(const CheckResult& check) {
+  auto agreed = std::find_if(check.runs.begin(), check.runs.end(), [](const CheckRun& r) { return r.outcome != kError; });
+  return check.verdict == kFailed && agreed != check.runs.end() && agreed->report == "parsed" &&
+         no_test_ran(agreed->tests);
 }
 
 }  // namespace warden

@@ -1,5 +1,6 @@
 // Verdicts, as pure functions of recorded evidence, never of durations. A run's outcome:
-// error when the sandbox could not run it, timeout, failed on an output flood, then (with
+// error when the sandbox could not run it, timeout, failed on an output flood, failed when
+// its report was read and names no test that ran (zero tests, or all skipped), then (with
 // FAIL_TO_PASS / PASS_TO_PASS ids) whether every listed test passed, else whether it exited
 // 0 with its report readable and no failing test. A check's verdict: every completed run
 // (not error) must agree on outcome and tests, and at least `quorum` must have completed;
@@ -17,5 +18,9 @@ namespace warden {
 
 std::string run_outcome(const CheckRun& run, const CheckSpec& spec, const std::optional<TestJudgement>& judgement);
 std::string combine_runs(const std::vector<CheckRun>& runs, int64_t quorum);
+
+// True when the check failed and its agreed run (its first completed one) read its report and
+// the report names no test that ran: it failed because it proved nothing (`no_tests_ran`).
+bool ran_no_tests(const CheckResult& check);
 
 }  // namespace warden

@@ -99,6 +99,72 @@ bool channel_report(const ReportChannel& channel, CheckRun& run, std::string& bo
   return false;
 }
 
+// The run's environment: the spec's, and for a pytest report the option that makes pytest
+// write its JUnit XML where read_test_report() looks, appended to any PYTEST_ADDOPTS the
+// spec or profile sets, so the command runs as the user wrote it.
+std::map<std::string, std::string> run_env(const CheckSpec& spec, const SandboxProfile& profile) {
+  std::map<std::string, std::string> env = spec.env;
+  if (spec.report_format == "pytest") {
+    std::string opts = env.contains("PYTEST_ADDOPTS")            ? env["PYTEST_ADDOPTS"]
+                       : profile.env.contains("PYTEST_ADDOPTS") ? profile.env.at("PYTEST_ADDOPTS")
+                                                                 : "";
+    env["PYTEST_ADDOPTS"] = (opts.empty() ? "" : opts + " ") + "--junitxml=" + profile.workspace + "/" + kPytestReportFile;
+  }
+  return env;
+}
+
+// Reads the check's test report — from its authenticated channel when it has one, else from
+// where its format says (CheckSpec::report_source()) — and parses it into run.report,
+// run.report_detail and run.tests. `body`: the bytes of a report file or channel, evidence
+// to keep (a report on stdout or stderr is already kept as that stream).
+void read_test_report(const CheckSpec& spec, const SandboxRun& result, const std::filesystem::path& upper,
+                      const ReportChannel* channel, CheckRun& run, std::optional<std::string>& body) {
+  std::string text;
+  ReportSource source = spec.report_source();
+  if (source == ReportSource::none) return;
+  if (channel) {
+    if (!channel_report(*channel, run, text)) return;
+    body = text;
+  } else if (source == ReportSource::file) {
+    std::string path = spec.report_file();
+    std::string who = spec.report_format == "pytest" ? "pytest (given --junitxml through PYTEST_ADDOPTS)" : "the check";
+    switch (read_report(upper, path, text)) {
+      case ReportRead::ok: break;
+      case ReportRead::missing:
+        run.report = "missing";
+        run.report_detail = path + " was not written by " + who;
+        return;
+      case ReportRead::not_regular:
+        run.report = "missing";
+        run.report_detail = path + " is not a regular file";
+        return;
+      case ReportRead::too_large:
+        run.report = "too_large";
+        run.report_detail = path + " is larger than 16 MiB";
+        return;
+    }
+    body = text;
+  } else {
+    bool out = source == ReportSource::stdout_stream;
+    const StreamEvidence& stream = out ? result.out : result.err;
+    text = stream.kept;
+    if (stream.truncated) run.report_detail = std::string(out ? "stdout" : "stderr") + " was truncated; parsed the kept part";
+  }
+  auto tests = parse_report(spec.report_format, text);
+  if (!tests) {
+    run.report = "malformed";
+    run.report_detail = tests.error().message;
+    return;
+  }
+  run.report = "parsed";
+  run.tests = std::move(*tests);
+  if (no_test_ran(run.tests)) {
+    std::string none = run.tests.empty() ? "no test ran: the " + spec.report_format + " report names no test"
+                                         : "no test ran: all " + std::to_string(run.tests.size()) + " tests were skipped";
+    run.report_detail = run.report_detail.empty() ? none : none + " (" + run.report_detail + ")";
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> PreparedWorkspace::lowers() const {
@@ -208,7 +274,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   req.argv = spec.argv;
   req.overlay = OverlaySpec{ws.lowers(), (*dir / "upper").string(), (*dir / "work").string(), (*dir / "merged").string()};
   req.timeout_ms = spec.timeout_ms;
-  req.env = spec.env;
+  req.env = run_env(spec, sandbox_->profile());
   req.stop = stop_;
   auto inputs = open_run_inputs(spec, from, options_.nonce_source, req);
   if (!inputs) {
@@ -239,35 +305,9 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   run.err = OutputEvidence{result->err.sha256, result->err.bytes, result->err.truncated, cap, result->err.head, result->err.tail,
                            keep(result->err.kept)};
 
-  if (spec.report_format != "none") {
-    std::string text;
-    bool have = false;
-    if (inputs->channel) {
-      have = channel_report(*inputs->channel, run, text);
-      if (have) run.report_blob = keep(text);
-    } else if (spec.report_format == "tap" && spec.report_path.empty()) {
-      text = result->out.kept;
-      have = true;
-      if (result->out.truncated) run.report_detail = "stdout was truncated; parsed the kept part";
-    } else {
-      switch (read_report(*dir / "upper", spec.report_path, text)) {
-        case ReportRead::ok: have = true; run.report_blob = keep(text); break;
-        case ReportRead::missing: run.report = "missing"; run.report_detail = spec.report_path + " was not written by the check"; break;
-        case ReportRead::not_regular: run.report = "missing"; run.report_detail = spec.report_path + " is not a regular file"; break;
-        case ReportRead::too_large: run.report = "too_large"; run.report_detail = spec.report_path + " is larger than 16 MiB"; break;
-      }
-    }
-    if (have) {
-      auto tests = spec.report_format == "junit" ? parse_junit(text) : parse_tap(text);
-      if (tests) {
-        run.report = "parsed";
-        run.tests = std::move(*tests);
-      } else {
-        run.report = "malformed";
-        run.report_detail = tests.error().message;
-      }
-    }
-  }
+  std::optional<std::string> report_body;
+  read_test_report(spec, *result, *dir / "upper", inputs->channel ? &*inputs->channel : nullptr, run, report_body);
+  if (report_body) run.report_blob = keep(std::move(*report_body));
   // Declared artifacts come from this run's upper layer, like reports, and their bytes go
   // with the outcome to the caller's blob store.
   for (const auto& declared : spec.artifacts) {

@@ -4,7 +4,9 @@
 // the determinism of the deterministic digest.
 #include <sys/stat.h>
 
+#include "runner/check_verdict.h"
 #include "runner/local_runner.h"
+#include "runner/report_detection.h"
 #include "runner/tree_hash.h"
 #include "runner/workspace.h"
 #include "tests/support/git_fixture.h"
@@ -56,6 +58,18 @@ class LocalRunnerTest : public ::testing::Test {
     RunRequest req;
     req.base_tree = base_tree_;
     req.diff = with_diff ? &diff_ : nullptr;
+    req.checks = std::move(checks);
+    auto out = runner.run(*git_, req);
+    if (!out) throw std::runtime_error(out.error().message());
+    return std::move(*out);
+  }
+
+  // Runs `checks` on a tree of its own: the base plus `files`, committed.
+  RunOutcome run_files(Runner& runner, const std::map<std::string, std::string>& files, std::vector<CheckSpec> checks) {
+    for (const auto& [path, bytes] : files) repo_.write(path, bytes);
+    std::string commit = repo_.commit_all("project files");
+    RunRequest req;
+    req.base_tree = *git_->tree_of(*git_->resolve_commit(commit));
     req.checks = std::move(checks);
     auto out = runner.run(*git_, req);
     if (!out) throw std::runtime_error(out.error().message());
@@ -318,6 +332,83 @@ TEST_F(LocalRunnerTest, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
   EXPECT_EQ(second->base_dir, first->base_dir);
   EXPECT_EQ(fs::last_write_time(second->base_dir), base_mtime);
   EXPECT_EQ(second->tree_sha256, first->tree_sha256);
+}
+
+constexpr const char* kUnittestOps = R"py(import unittest
+
+
+class TestOps(unittest.TestCase):
+    def test_mul(self):
+        self.assertEqual(2 * 3, 6)
+
+    def test_div(self):
+        """Divides."""
+        self.assertEqual(6 / 3, 3)
+)py";
+
+CheckSpec detected(std::string name, const std::string& command) {
+  auto check = command_check(std::move(name), command);
+  if (!check) throw std::runtime_error(check.error().message);
+  return check->spec;
+}
+
+TEST_F(LocalRunnerTest, UnittestVerboseChecksNameTheirTests) {
+  LocalRunner runner = make_runner(false);
+  CheckSpec spec = detected("unittest", "python3 -m unittest discover -s tests -t . -v");
+  ASSERT_EQ(spec.report_format, "unittest");
+  RunOutcome out = run_files(runner, {{"tests/__init__.py", ""}, {"tests/test_ops.py", kUnittestOps}}, {spec});
+  const CheckResult& c = out.result.checks.at(0);
+  EXPECT_EQ(c.verdict, kFailed) << c.runs.at(0).err.tail;
+  EXPECT_EQ(c.tests, (std::vector<TestCase>{{"tests.test_ops.TestOps.test_div", "failed"},
+                                            {"tests.test_ops.TestOps.test_mul", "passed"}}))
+      << c.runs.at(0).err.tail;
+  EXPECT_FALSE(ran_no_tests(c));
+
+  // The same ids a PASS_TO_PASS list names.
+  spec.pass_to_pass = {"tests.test_ops.TestOps.test_mul"};
+  RunOutcome judged = run_files(runner, {}, {spec});
+  EXPECT_EQ(judged.result.checks.at(0).verdict, kPassed);
+}
+
+TEST_F(LocalRunnerTest, ACheckThatRanNoTestsFails) {
+  LocalRunner runner = make_runner(false);
+  CheckSpec empty_suite = detected("unittest", "python3 -m unittest discover -s tests -t . -v");
+  CheckSpec empty_plan = shell("tap", "echo 1..0");
+  empty_plan.report_format = "tap";
+  CheckSpec all_skipped = shell("skipped", "printf '1..2\\nok 1 - a # SKIP\\nok 2 - b # SKIP no db\\n'");
+  all_skipped.report_format = "tap";
+  CheckSpec plain = shell("plain", "true");
+  RunOutcome out = run_files(runner, {{"tests/__init__.py", ""}}, {empty_suite, empty_plan, all_skipped, plain});
+  for (size_t i = 0; i < 3; ++i) {
+    const CheckResult& c = out.result.checks.at(i);
+    EXPECT_EQ(c.runs.at(0).exit_code, 0) << c.name;  // the runner itself called it a success
+    EXPECT_EQ(c.verdict, kFailed) << c.name;
+    EXPECT_TRUE(ran_no_tests(c)) << c.name;
+    EXPECT_EQ(c.runs.at(0).report, "parsed") << c.name;
+    EXPECT_NE(c.runs.at(0).report_detail.find("no test ran"), std::string::npos) << c.runs.at(0).report_detail;
+  }
+  EXPECT_EQ(out.result.checks.at(3).verdict, kPassed);  // no report: the exit status alone
+  EXPECT_FALSE(ran_no_tests(out.result.checks.at(3)));
+}
+
+TEST_F(LocalRunnerTest, PytestReportsThroughPytestAddopts) {
+  if (std::system("/usr/bin/python3 -c 'import pytest' 2>/dev/null") != 0) GTEST_SKIP() << "no pytest";
+  LocalRunner runner = make_runner(false);
+  CheckSpec spec = detected("pytest", "cd tests && python3 -m pytest -p no:cacheprovider");
+  ASSERT_EQ(spec.report_format, "pytest");
+  spec.env["PYTEST_ADDOPTS"] = "-q";  // the spec's own options stay
+  CheckSpec not_pytest = detected("wrapped", "true");
+  not_pytest.report_format = "pytest";
+  RunOutcome out = run_files(runner, {{"tests/test_p.py", "def test_a(): pass\ndef test_b(): assert 0\n"}}, {spec, not_pytest});
+  const CheckResult& c = out.result.checks.at(0);
+  EXPECT_EQ(c.tests, (std::vector<TestCase>{{"test_p::test_a", "passed"}, {"test_p::test_b", "failed"}}))
+      << c.runs.at(0).report << " " << c.runs.at(0).report_detail << c.runs.at(0).out.tail << c.runs.at(0).err.tail;
+  EXPECT_EQ(c.verdict, kFailed);
+  // A check declared pytest whose command never ran pytest has no report: failed.
+  const CheckResult& w = out.result.checks.at(1);
+  EXPECT_EQ(w.runs.at(0).report, "missing");
+  EXPECT_NE(w.runs.at(0).report_detail.find("PYTEST_ADDOPTS"), std::string::npos);
+  EXPECT_EQ(w.verdict, kFailed);
 }
 
 }  // namespace

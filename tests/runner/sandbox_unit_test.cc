@@ -223,11 +223,24 @@ TEST(Verdicts, RunOutcomeNeverLooksAtDurations) {
   CheckRun swe;
   swe.exit_code = 1;
   swe.report = "parsed";
+  swe.tests = {{"fixed", "passed"}, {"other", "failed"}};
   TestJudgement j;
   j.ok = true;
   EXPECT_EQ(run_outcome(swe, spec, j), kPassed);
   swe.report = "missing";
   EXPECT_EQ(run_outcome(swe, spec, j), kFailed);
+  // A report that names no test that ran fails, whatever the exit status or the judgement.
+  CheckRun none;
+  none.exit_code = 0;
+  none.report = "parsed";
+  EXPECT_EQ(run_outcome(none, spec, std::nullopt), kFailed);
+  EXPECT_EQ(run_outcome(none, spec, j), kFailed);
+  none.tests = {{"a", "skipped"}};
+  EXPECT_EQ(run_outcome(none, spec, std::nullopt), kFailed);
+  CheckResult check{"c", {}, {}, kFailed, {none}, none.tests, std::nullopt};
+  EXPECT_TRUE(ran_no_tests(check));
+  check.runs[0].report = "none";  // no report: nothing is known about its tests
+  EXPECT_FALSE(ran_no_tests(check));
 }
 
 TEST(CheckSpecs, ParseStrictlyAndDigestStably) {
@@ -242,7 +255,14 @@ TEST(CheckSpecs, ParseStrictlyAndDigestStably) {
   EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"report_format":"junit","report_path":"../j.xml"})"),
             "check.report_path: must be a relative path inside the workspace");
   EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"fail_to_pass":["a"]})"),
-            "check.report_format: fail_to_pass/pass_to_pass need a test report (junit or tap)");
+            "check.report_format: fail_to_pass/pass_to_pass need a test report");
+  EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"report_format":"nose"})"),
+            "check.report_format: must be none, junit, tap, unittest, pytest, ctest or go-json");
+  EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"report_format":"pytest","report_path":"j.xml"})").substr(0, 40),
+            "check.report_path: pytest's report path ");
+  auto unittest = CheckSpec::from_json(parse_json(R"({"name":"t","argv":["x"],"report_format":"unittest"})").value());
+  ASSERT_TRUE(unittest);
+  EXPECT_EQ(unittest->report_source(), ReportSource::stderr_stream);
   EXPECT_EQ(refused(R"({"name":"t","argv":["x"],"bogus":1})"), "check.bogus: unknown field");
 }
 

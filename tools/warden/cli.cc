@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/file.h"
+#include "runner/report_detection.h"
 
 namespace warden::cli {
 namespace {
@@ -90,6 +91,35 @@ std::string join_proof(const std::vector<Digest>& proof) {
   for (size_t i = 0; i < proof.size(); ++i) {
     if (i) out += ',';
     out += proof[i].hex();
+  }
+  return out;
+}
+
+const char* const kReportHelp =
+    "Which test report a --check leaves (repeatable: one for every check, or one per check in order; "
+    "default auto): auto, none, junit:PATH, tap[:PATH], unittest[:PATH], pytest, ctest[:PATH], go-json[:PATH]. "
+    "auto reads the command: `python3 -m unittest ... -v` is unittest (its stderr; without -v unittest names no "
+    "test, so the check is judged by its exit status alone and Warden says so), `pytest`/`python3 -m pytest` is "
+    "pytest (Warden adds --junitxml to PYTEST_ADDOPTS and reads that file), `ctest` is ctest (stdout), "
+    "`go test -json` is go-json (stdout), anything else (make test, a script) is none. A check whose report "
+    "names no test that ran fails. Give --report for a script that wraps a runner (e.g. --report pytest for "
+    "./test.sh calling pytest) or for TAP (make test printing TAP: --report tap).";
+
+Result<std::vector<CheckSpec>> command_checks(const std::vector<std::string>& commands,
+                                              const std::vector<std::string>& reports, std::string_view prefix) {
+  if (reports.size() > 1 && reports.size() != commands.size()) {
+    return fail(Errc::invalid_argument, "--report: give one for every --check, or one per --check (" +
+                                            std::to_string(commands.size()) + "), not " + std::to_string(reports.size()));
+  }
+  std::vector<CheckSpec> out;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (!is_valid_utf8(commands[i])) return fail(Errc::invalid_argument, "--check: not valid UTF-8");
+    std::string name = std::string(prefix) + std::to_string(i + 1);
+    std::string_view report = reports.empty() ? "auto" : reports.size() == 1 ? reports[0] : reports[i];
+    auto check = command_check(name, commands[i], report);
+    if (!check) return std::unexpected(check.error());
+    if (!check->note.empty()) std::cerr << "warden: " << name << ": " << check->note << "\n";
+    out.push_back(std::move(check->spec));
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include "common/exit_codes.h"
 #include "common/sha256.h"
 #include "ledger/note.h"
+#include "runner/check_spec.h"
 
 namespace warden::cli {
 
@@ -33,6 +34,14 @@ Result<NoteSigner> load_signer(const std::string& path);
 Result<Digest> parse_hex_digest(std::string_view text, std::string_view what);
 Result<std::vector<Digest>> parse_proof(std::string_view text);
 std::string join_proof(const std::vector<Digest>& proof);
+
+// The --check commands as checks named `prefix`1, `prefix`2, ..., each with its report format
+// from --report (none given: detected from the command; one: for every check; else one per
+// check, in order). Prints on stderr why a detected test runner gives no report.
+Result<std::vector<CheckSpec>> command_checks(const std::vector<std::string>& commands,
+                                              const std::vector<std::string>& reports, std::string_view prefix);
+// --report's help, shared by propose and run.
+extern const char* const kReportHelp;
 
 void add_build_commands(CLI::App& app, Action& action);
 void add_diff_commands(CLI::App& app, Action& action);

@@ -14,7 +14,7 @@ namespace {
 
 struct ProposeArgs {
   std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
-  std::vector<std::string> checks;
+  std::vector<std::string> checks, reports;
   double step_timeout_s = 0;
   bool json = false;
 };
@@ -43,9 +43,9 @@ int run(ProposeArgs a) {
   request.source = a.patch;
   request.repo = a.repo;
   request.base = a.base;
-  for (size_t i = 0; i < a.checks.size(); ++i) {
-    request.checks.push_back(CheckSpec::shell("check" + std::to_string(i + 1), a.checks[i]));
-  }
+  auto checks = command_checks(a.checks, a.reports, "check");
+  if (!checks) return report_error(checks.error(), a.json);
+  request.checks = std::move(*checks);
   if (!a.policy.empty()) {
     auto loaded = kernel::Policy::load(a.policy);
     if (!loaded) return report_error(loaded.error().with_context("policy " + a.policy), a.json);
@@ -111,8 +111,9 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("proposal", a->patch, "Diff JSON (warden diff parse) or a git patch / unified diff")->required();
   cmd->add_option("--repo", a->repo, "The git repository")->required();
   cmd->add_option("--base", a->base, "Revision the proposal applies to (branch, tag, commit)")->required();
-  cmd->add_option("--check", a->checks, "A shell command that must pass in the sandbox (repeatable; named check1, check2, ...)")
+  cmd->add_option("--check", a->checks, "A shell command that must pass in the sandbox (repeatable; named check1, check2, ...; its test report is detected from the command, see --report)")
       ->allow_extra_args(false);
+  cmd->add_option("--report", a->reports, kReportHelp)->allow_extra_args(false);
   cmd->add_option("--policy", a->policy,
                   "Policy: a built-in name (python, cpp) or a JSON file (default: the --check commands must pass, "
                   ".git/** and .warden/** are protected, dangerous operations refused, 1 MiB at most)");

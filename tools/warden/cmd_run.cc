@@ -19,7 +19,7 @@ namespace {
 
 struct Options {
   std::string repo, base, diff, profile = "default", checks_file, cache_dir, blobs_dir;
-  std::vector<std::string> checks;
+  std::vector<std::string> checks, reports;
   double timeout_s = 0;
   int64_t runs = 1;
   bool json = false, no_cache = false;
@@ -45,9 +45,9 @@ Result<std::vector<CheckSpec>> load_checks(const Options& o) {
       out.push_back(std::move(*spec));
     }
   }
-  for (size_t i = 0; i < o.checks.size(); ++i) {
-    if (!is_valid_utf8(o.checks[i])) return fail(Errc::invalid_argument, "--check: not valid UTF-8");
-    CheckSpec spec = CheckSpec::shell("check-" + std::to_string(i + 1), o.checks[i]);
+  auto commands = command_checks(o.checks, o.reports, "check-");
+  if (!commands) return std::unexpected(commands.error());
+  for (CheckSpec& spec : *commands) {
     spec.runs = o.runs;
     out.push_back(std::move(spec));
   }
@@ -77,6 +77,9 @@ void print_human(const RunOutcome& out) {
     if (!c.tests.empty()) {
       size_t passed = std::count_if(c.tests.begin(), c.tests.end(), [](const TestCase& t) { return t.status == "passed"; });
       std::cout << "    tests: " << passed << " of " << c.tests.size() << " passed\n";
+    }
+    if (!c.runs.empty() && !c.runs.back().report_detail.empty()) {
+      std::cout << "    report " << c.runs.back().report << ": " << c.runs.back().report_detail << "\n";
     }
     if (c.judgement) std::cout << "    FAIL_TO_PASS/PASS_TO_PASS: " << (c.judgement->ok ? "ok" : "NOT met") << "\n";
     if (c.verdict != kPassed && !c.runs.empty()) {
@@ -163,10 +166,12 @@ void add_run_commands(CLI::App& app, Action& action) {
   run->add_option("--diff", o->diff, "Canonical Diff JSON to apply to the base (see warden diff parse)");
   run->add_option("--profile", o->profile, "Sandbox profile: a built-in name (default, strict) or a JSON file")
       ->capture_default_str();
-  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c)")
+  run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c; its test report is detected from the command, see --report)")
       ->allow_extra_args(false);
+  run->add_option("--report", o->reports, kReportHelp)->allow_extra_args(false);
   run->add_option("--checks", o->checks_file, "A JSON array of check specs (name, argv, runs, quorum, report_format, "
-                                              "report_path, fail_to_pass, pass_to_pass, proves, env, timeout_ms)");
+                                              "report_path, fail_to_pass, pass_to_pass, proves, env, timeout_ms; report_format: none, junit, "
+                                              "tap, unittest, pytest, ctest or go-json)");
   run->add_option("--timeout", o->timeout_s, "Per-run wall-clock timeout in seconds for every check")
       ->check(CLI::PositiveNumber);
   run->add_option("--runs", o->runs, "Runs of each --check (disagreeing runs give flaky_oracle)")
