@@ -84,26 +84,37 @@ void check_progress(const DecisionInput& in, const BuildStep& step, Reasons& rea
   }
 }
 
-// What a change removes and writes, as a line diff shows it: a hunk's '-' and '+' lines; a
-// whole-content file's pre-image (what it replaces; none for an add or a copy) and post-image;
-// a removed file's pre-image. A git binary patch carries its bytes compressed and a Diff
-// carries only the new content, so neither alone says how big the change is.
+// What a change removes and writes, as a diff shows it: a hunk's '-' and '+' lines; for a
+// whole-content file, the bytes between what its pre-image (none for an add or a copy) and
+// post-image have in common at the start and at the end; a removed file's whole pre-image.
+// A git binary patch carries its bytes compressed and a Diff only the new content, so neither
+// alone says how big the change is.
 struct ChangeSize {
   uint64_t removed = 0, written = 0;
 };
 
 ChangeSize change_size(const Diff& diff, const std::map<std::string, BaseFileImage>& base) {
   ChangeSize size;
-  auto pre_image_size = [&](const std::string& path) -> uint64_t {
+  auto pre_image = [&](const std::string& path) -> std::string_view {
     auto it = base.find(path);
-    return it != base.end() && it->second.content ? it->second.content->size() : 0;
+    return it != base.end() && it->second.content ? std::string_view(*it->second.content) : std::string_view();
   };
   for (const FileChange& f : diff.files) {
     if (f.op == FileOp::remove) {
-      size.removed += pre_image_size(f.path);
+      size.removed += pre_image(f.path).size();
     } else if (f.after_content) {
-      if (f.op != FileOp::add && f.op != FileOp::copy) size.removed += pre_image_size(f.source_path());
-      size.written += f.after_content->size();
+      std::string_view before = f.op == FileOp::add || f.op == FileOp::copy ? std::string_view() : pre_image(f.source_path());
+      std::string_view after = *f.after_content;
+      size_t common = 0;
+      while (common < before.size() && common < after.size() && before[common] == after[common]) ++common;
+      before.remove_prefix(common);
+      after.remove_prefix(common);
+      while (!before.empty() && !after.empty() && before.back() == after.back()) {
+        before.remove_suffix(1);
+        after.remove_suffix(1);
+      }
+      size.removed += before.size();
+      size.written += after.size();
     }
     for (const Hunk& h : f.hunks) {
       for (const std::string& line : h.lines) {

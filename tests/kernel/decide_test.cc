@@ -195,6 +195,13 @@ TEST_F(Decide, DiffTooLargeCountsWhatTheChangeRemovesAndWrites) {
   // A whole-content replacement carries only the new bytes; the old ones it removes count too,
   // as they would in a line diff (and as git's binary patch carries them, reversed).
   done = {"s1", "s2"};
+  // What the two sides share at the start and the end is neither removed nor written.
+  const std::string head(5000, 'h');
+  propose("s5", {modify_file("src/calc/ops.py", head + "old\n" + head, head + "new!\n" + head)},
+          {{"src/calc/ops.py", {head + "old\n" + head}}});
+  policy.max_diff_bytes = canonicalize(proposal.diff)->size();
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+
   const std::string before(700, 'a'), after(700, 'b');
   propose("s5", {modify_file("src/calc/ops.py", before, after)}, {{"src/calc/ops.py", {before}}});
   const uint64_t json_bytes = canonicalize(proposal.diff)->size();
