@@ -74,7 +74,7 @@ class ProposeReasonsTest : public ::testing::Test {
 
   // What `warden diff parse` says of the patch on --base `on`: its refusal's message.
   std::string diff_parse_refusal(const std::filesystem::path& proposal, const std::string& on) {
-    auto parsed = warden_diff("parse", read_file(proposal), repo, on);
+    auto parsed = warden_diff("parse", proposal.string(), repo, on);
     EXPECT_FALSE(parsed.exited_with(0)) << describe(parsed);
     const std::string prefix = "warden: refused: ";
     auto at = parsed.err.find(prefix);
