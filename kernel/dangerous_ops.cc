@@ -1,6 +1,9 @@
 #include "kernel/dangerous_ops.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <set>
 #include <span>
@@ -16,8 +19,20 @@ namespace {
 
 struct Rule {
   std::string_view id;
+  std::string_view category;  // kCategories
   std::string_view pattern;
   std::string_view unless = {};  // the finding is dropped when this also matches the line
+};
+
+struct Category {
+  std::string_view name;
+  std::string_view rule_class;  // "safety": every scan runs it; "lint": a policy names it
+};
+
+constexpr Category kCategories[] = {
+    {"process_execution", "safety"}, {"code_execution", "safety"}, {"deserialization", "safety"},
+    {"network", "safety"},           {"filesystem", "safety"},     {"unbounded_buffer", "lint"},
+    {"inline_asm", "lint"},
 };
 
 // "Not called as a method": the name follows neither a word character nor '.'.
@@ -26,34 +41,34 @@ struct Rule {
 #define WARDEN_C_CALL(name) "(?:^|[^\\w.>])" name "\\s*\\("
 
 constexpr Rule kPythonRules[] = {
-    {"py.eval", WARDEN_PY_CALL("eval"), R"(\bdef\s+eval\s*\()"},
-    {"py.exec", WARDEN_PY_CALL("exec"), R"(\bdef\s+exec\s*\()"},
-    {"py.compile", WARDEN_PY_CALL("compile"), R"(\bdef\s+compile\s*\()"},
-    {"py.dunder_import", WARDEN_PY_CALL("__import__"), R"(\bdef\s+__import__\s*\()"},
-    {"py.os_system", R"(\bos\s*\.\s*system\s*\()"},
-    {"py.os_popen", R"(\bos\s*\.\s*popen\s*\()"},
-    {"py.subprocess_shell", R"(\bsubprocess\s*\.\s*\w+\s*\(.*\bshell\s*=\s*True\b)"},
-    {"py.pickle_load", R"(\b(?:cPickle|pickle)\s*\.\s*loads?\s*\()"},
-    {"py.marshal_load", R"(\bmarshal\s*\.\s*loads?\s*\()"},
-    {"py.yaml_load", R"(\byaml\s*\.\s*load\s*\()", R"(\bSafeLoader\b)"},
+    {"py.eval", "code_execution", WARDEN_PY_CALL("eval"), R"(\bdef\s+eval\s*\()"},
+    {"py.exec", "code_execution", WARDEN_PY_CALL("exec"), R"(\bdef\s+exec\s*\()"},
+    {"py.compile", "code_execution", WARDEN_PY_CALL("compile"), R"(\bdef\s+compile\s*\()"},
+    {"py.dunder_import", "code_execution", WARDEN_PY_CALL("__import__"), R"(\bdef\s+__import__\s*\()"},
+    {"py.os_system", "process_execution", R"(\bos\s*\.\s*system\s*\()"},
+    {"py.os_popen", "process_execution", R"(\bos\s*\.\s*popen\s*\()"},
+    {"py.subprocess_shell", "process_execution", R"(\bsubprocess\s*\.\s*\w+\s*\(.*\bshell\s*=\s*True\b)"},
+    {"py.pickle_load", "deserialization", R"(\b(?:cPickle|pickle)\s*\.\s*loads?\s*\()"},
+    {"py.marshal_load", "deserialization", R"(\bmarshal\s*\.\s*loads?\s*\()"},
+    {"py.yaml_load", "deserialization", R"(\byaml\s*\.\s*load\s*\()", R"(\bSafeLoader\b)"},
 };
 
 constexpr Rule kCRules[] = {
-    {"c.system", WARDEN_C_CALL("system")},
-    {"c.popen", WARDEN_C_CALL("popen")},
-    {"c.gets", WARDEN_C_CALL("gets")},
-    {"c.strcpy", WARDEN_C_CALL("strcpy")},
-    {"c.strcat", WARDEN_C_CALL("strcat")},
-    {"c.sprintf", WARDEN_C_CALL("sprintf")},
-    {"c.vsprintf", WARDEN_C_CALL("vsprintf")},
-    {"c.exec", WARDEN_C_CALL("exec[lv]p?e?")},
-    {"c.asm", R"((?:^|[^\w.>])(?:asm|__asm__|__asm)\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*[({])"},
+    {"c.system", "process_execution", WARDEN_C_CALL("system")},
+    {"c.popen", "process_execution", WARDEN_C_CALL("popen")},
+    {"c.exec", "process_execution", WARDEN_C_CALL("exec[lv]p?e?")},
+    {"c.gets", "unbounded_buffer", WARDEN_C_CALL("gets")},
+    {"c.strcpy", "unbounded_buffer", WARDEN_C_CALL("strcpy")},
+    {"c.strcat", "unbounded_buffer", WARDEN_C_CALL("strcat")},
+    {"c.sprintf", "unbounded_buffer", WARDEN_C_CALL("sprintf")},
+    {"c.vsprintf", "unbounded_buffer", WARDEN_C_CALL("vsprintf")},
+    {"c.asm", "inline_asm", R"((?:^|[^\w.>])(?:asm|__asm__|__asm)\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*[({])"},
 };
 
 constexpr Rule kShellRules[] = {
-    {"sh.curl_pipe_sh", R"(\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:\S*/)?(?:ba|z|k|da)?sh\b)"},
-    {"sh.rm_rf_root", R"(\brm\s+(?:-\S+\s+)+["']?/\*?["']?(?:[\s;&|)]|$))"},
-    {"sh.eval", R"((?:^|[\s;&|(])eval(?:\s|$))"},
+    {"sh.curl_pipe_sh", "network", R"(\b(?:curl|wget)\b.*\|\s*(?:sudo\s+)?(?:\S*/)?(?:ba|z|k|da)?sh\b)"},
+    {"sh.rm_rf_root", "filesystem", R"(\brm\s+(?:-\S+\s+)+["']?/\*?["']?(?:[\s;&|)]|$))"},
+    {"sh.eval", "code_execution", R"((?:^|[\s;&|(])eval(?:\s|$))"},
 };
 
 #undef WARDEN_PY_CALL
@@ -66,38 +81,63 @@ RE2::Options rule_options() {
   return options;
 }
 
-// One language's rules compiled once: the set finds every matching rule in one pass.
+std::unique_ptr<RE2> compiled(std::string_view pattern) {
+  auto re = std::make_unique<RE2>(re2::StringPiece(pattern.data(), pattern.size()), rule_options());
+  // The patterns are constants of this file: a failure is a bug the tests catch at once.
+  if (!re->ok()) std::abort();
+  return re;
+}
+
+// How many times `re` matches `code`, one match after another. At least once: the caller
+// knows it matches.
+uint64_t count_matches(const RE2& re, std::string_view code) {
+  re2::StringPiece input(code.data(), code.size());
+  uint64_t n = 0;
+  while (!input.empty()) {
+    const char* before = input.data();
+    if (!RE2::FindAndConsume(&input, re) || input.data() == before) break;
+    ++n;
+  }
+  return std::max<uint64_t>(n, 1);
+}
+
+struct RuleMatch {
+  std::string_view id;
+  uint64_t count = 1;  // calls of it on the line
+};
+
+// One language's rules compiled once: the set finds every matching rule in one pass, the
+// rule's own pattern counts its calls on a line that matched.
 class RuleSet {
  public:
   explicit RuleSet(std::span<const Rule> rules) : rules_(rules), set_(rule_options(), RE2::UNANCHORED) {
     for (const Rule& rule : rules_) {
-      // The patterns are constants of this file: a failure is a bug the tests catch at once.
       if (set_.Add(re2::StringPiece(rule.pattern.data(), rule.pattern.size()), nullptr) < 0) std::abort();
-      unless_.push_back(rule.unless.empty() ? nullptr
-                                            : std::make_unique<RE2>(re2::StringPiece(rule.unless.data(), rule.unless.size()),
-                                                                    rule_options()));
+      patterns_.push_back(compiled(rule.pattern));
+      unless_.push_back(rule.unless.empty() ? nullptr : compiled(rule.unless));
     }
     if (!set_.Compile()) std::abort();
   }
 
-  // The ids of the rules matching one line of code, in table order.
-  std::vector<std::string_view> match(std::string_view code) const {
+  // The rules `selected` runs that match one line of code, in table order.
+  std::vector<RuleMatch> match(std::string_view code, const DangerRules& selected) const {
     std::vector<int> hits;
-    std::vector<std::string_view> ids;
-    if (!set_.Match(re2::StringPiece(code.data(), code.size()), &hits)) return ids;
+    std::vector<RuleMatch> out;
+    if (!set_.Match(re2::StringPiece(code.data(), code.size()), &hits)) return out;
     std::set<int> ordered(hits.begin(), hits.end());
     for (int i : ordered) {
-      const auto& unless = unless_[static_cast<size_t>(i)];
-      if (unless && RE2::PartialMatch(re2::StringPiece(code.data(), code.size()), *unless)) continue;
-      ids.push_back(rules_[static_cast<size_t>(i)].id);
+      const auto at = static_cast<size_t>(i);
+      if (!selected.runs(rules_[at].id)) continue;
+      if (unless_[at] && RE2::PartialMatch(re2::StringPiece(code.data(), code.size()), *unless_[at])) continue;
+      out.push_back({rules_[at].id, count_matches(*patterns_[at], code)});
     }
-    return ids;
+    return out;
   }
 
  private:
   std::span<const Rule> rules_;
   RE2::Set set_;
-  std::vector<std::unique_ptr<RE2>> unless_;
+  std::vector<std::unique_ptr<RE2>> patterns_, unless_;
 };
 
 // Compiled on first use and immutable afterwards; RE2 matching is thread-safe.
@@ -110,6 +150,22 @@ const RuleSet* rules_for(SourceLanguage language) {
     case SourceLanguage::other: break;
   }
   return nullptr;
+}
+
+std::string_view class_of(std::string_view category) {
+  for (const Category& c : kCategories) {
+    if (c.name == category) return c.rule_class;
+  }
+  std::abort();  // every rule names a category of the table: a bug the tests catch
+}
+
+// Every rule of every language, for selection.
+template <typename F>
+void for_each_rule(F&& f) {
+  for (std::span<const Rule> table : {std::span<const Rule>(kPythonRules), std::span<const Rule>(kCRules),
+                                      std::span<const Rule>(kShellRules)}) {
+    for (const Rule& rule : table) f(rule);
+  }
 }
 
 std::string excerpt_of(std::string_view line) {
@@ -145,22 +201,46 @@ std::vector<NumberedLine> numbered(std::string_view text) {
   return out;
 }
 
-// Lexes `lines` in order and matches those `report` names (all of them when it is null).
-std::vector<DangerFinding> scan_lines(std::string_view path, const std::vector<NumberedLine>& lines,
-                                      const std::set<uint64_t>* report) {
-  std::vector<DangerFinding> findings;
+// A rule's calls on one line: `key` is the line's code without whitespace, what an
+// occurrence keeps when it is moved, re-indented or reformatted.
+struct Occurrence {
+  uint64_t line;
+  std::string_view rule;
+  uint64_t count;
+  std::string key;
+  std::string_view text;  // the line as written
+};
+
+std::string without_space(std::string_view code) {
+  std::string out;
+  for (char c : code) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\f' && c != '\v') out += c;
+  }
+  return out;
+}
+
+// Lexes `lines` in order (the stripper carries comments and strings across them).
+std::vector<Occurrence> occurrences(std::string_view path, const std::vector<NumberedLine>& lines, const DangerRules& selected) {
+  std::vector<Occurrence> out;
   SourceLanguage language = source_language(path);
   const RuleSet* rules = rules_for(language);
-  if (!rules) return findings;
+  if (!rules) return out;
   CodeStripper stripper(language);
   for (const NumberedLine& line : lines) {
     std::string code = stripper.strip(line.text);
-    if (report && !report->contains(line.number)) continue;
-    for (std::string_view id : rules->match(code)) {
-      findings.push_back(DangerFinding{std::string(path), line.number, std::string(id), excerpt_of(line.text)});
-    }
+    for (const RuleMatch& m : rules->match(code, selected)) out.push_back({line.number, m.id, m.count, without_space(code), line.text});
   }
-  return findings;
+  return out;
+}
+
+DangerFinding finding(std::string_view path, const Occurrence& o) {
+  return DangerFinding{std::string(path), o.line, std::string(o.rule), excerpt_of(o.text)};
+}
+
+std::vector<DangerFinding> findings(std::string_view path, const std::vector<Occurrence>& found) {
+  std::vector<DangerFinding> out;
+  for (const Occurrence& o : found) out.push_back(finding(path, o));
+  return out;
 }
 
 std::string_view hunk_line_text(const std::string& line) {
@@ -171,13 +251,49 @@ std::string_view hunk_line_text(const std::string& line) {
 
 }  // namespace
 
-std::vector<DangerFinding> scan_source(std::string_view path, std::string_view text) {
-  return scan_lines(path, numbered(text), nullptr);
+DangerRules::DangerRules() : DangerRules(std::vector<std::string>{}) {}
+
+DangerRules::DangerRules(const std::vector<std::string>& selectors) {
+  auto named = [&](std::string_view name) { return std::find(selectors.begin(), selectors.end(), name) != selectors.end(); };
+  for_each_rule([&](const Rule& rule) {
+    std::string_view rule_class = class_of(rule.category);
+    if (rule_class == "safety" || named(rule.id) || named(rule.category) || named(rule_class)) ids_.emplace(rule.id);
+  });
 }
 
-std::vector<DangerFinding> scan_added_lines(const FileChange& file, const std::optional<std::string>& post_image) {
+bool is_danger_rule_selector(std::string_view name) {
+  bool found = false;
+  for_each_rule([&](const Rule& rule) {
+    found = found || name == rule.id || name == rule.category || name == class_of(rule.category);
+  });
+  return found;
+}
+
+std::vector<DangerFinding> scan_source(std::string_view path, std::string_view text, const DangerRules& rules) {
+  return findings(path, occurrences(path, numbered(text), rules));
+}
+
+std::set<uint64_t> added_lines(const FileChange& file) {
+  std::set<uint64_t> out;
+  if (file.op == FileOp::remove) return out;
+  if (file.after_content) {
+    for (uint64_t n = 1; n <= split_lines(*file.after_content).size(); ++n) out.insert(n);
+    return out;
+  }
+  for (const Hunk& hunk : file.hunks) {
+    uint64_t n = hunk.new_start;
+    for (const std::string& line : hunk.lines) {
+      if (line.empty() || line[0] == '-') continue;
+      if (line[0] == '+') out.insert(n);
+      ++n;
+    }
+  }
+  return out;
+}
+
+std::vector<DangerFinding> scan_added_lines(const FileChange& file, const DangerRules& rules) {
   if (file.op == FileOp::remove) return {};
-  if (file.after_content) return scan_source(file.path, *file.after_content);
+  if (file.after_content) return scan_source(file.path, *file.after_content, rules);
   std::vector<NumberedLine> added;
   for (const Hunk& hunk : file.hunks) {
     uint64_t n = hunk.new_start;
@@ -187,10 +303,43 @@ std::vector<DangerFinding> scan_added_lines(const FileChange& file, const std::o
       ++n;
     }
   }
-  if (!post_image) return scan_lines(file.path, added, nullptr);
-  std::set<uint64_t> report;
-  for (const NumberedLine& line : added) report.insert(line.number);
-  return scan_lines(file.path, numbered(*post_image), &report);
+  return findings(file.path, occurrences(file.path, added, rules));
+}
+
+std::vector<DangerFinding> introduced_operations(std::string_view path, std::string_view pre_image, std::string_view post_image,
+                                                 const std::set<uint64_t>& added, const DangerRules& rules) {
+  const std::vector<NumberedLine> pre_lines = numbered(pre_image), post_lines = numbered(post_image);
+  std::map<std::string_view, int64_t> growth;  // rule -> post count - pre count
+  std::map<std::pair<std::string_view, std::string>, uint64_t> unmatched_before;
+  for (Occurrence& o : occurrences(path, pre_lines, rules)) {
+    growth[o.rule] -= static_cast<int64_t>(o.count);
+    unmatched_before[{o.rule, std::move(o.key)}] += o.count;
+  }
+  // The post-image's calls that match none of the pre-image's, with how many on the line.
+  // Lines the diff leaves alone are matched first, so when a call is duplicated, the copy the
+  // diff wrote is the new one.
+  std::vector<Occurrence> after = occurrences(path, post_lines, rules);
+  std::stable_partition(after.begin(), after.end(), [&](const Occurrence& o) { return !added.contains(o.line); });
+  std::vector<std::pair<Occurrence, uint64_t>> candidates;
+  for (Occurrence& o : after) {
+    growth[o.rule] += static_cast<int64_t>(o.count);
+    uint64_t& left = unmatched_before[{o.rule, o.key}];
+    const uint64_t matched = std::min(left, o.count), unmatched = o.count - matched;
+    left -= matched;
+    if (unmatched > 0) candidates.emplace_back(std::move(o), unmatched);
+  }
+  // Of those, the ones on lines the diff wrote are reported first.
+  std::stable_partition(candidates.begin(), candidates.end(), [&](const auto& c) { return added.contains(c.first.line); });
+  std::vector<Occurrence> introduced;
+  for (auto& [o, unmatched] : candidates) {
+    int64_t& grows = growth[o.rule];
+    if (grows <= 0) continue;
+    grows -= static_cast<int64_t>(unmatched);
+    introduced.push_back(std::move(o));
+  }
+  std::sort(introduced.begin(), introduced.end(),
+            [](const Occurrence& a, const Occurrence& b) { return std::tie(a.line, a.rule) < std::tie(b.line, b.rule); });
+  return findings(path, introduced);
 }
 
 std::string describe(const DangerFinding& finding) {

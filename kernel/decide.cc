@@ -9,6 +9,9 @@
 //   mode_mismatch all mean the diff is not anchored to the base it names -> hash_mismatch;
 //   path_* and symlink_escapes_tree -> path_not_allowed; anything else (duplicate_path,
 //   malformed_diff, ...) -> malformed_diff. The runner's code is kept in the detail.
+// - A patch that did not become a Diff against the base (proposal.patch_refusal) is refused
+//   with that Refusal through the same mapping, so the detail is `warden diff parse`'s
+//   message ("hunk_mismatch (a.c): hunk 1 ..."), never the text's failure to be a Diff JSON.
 // - A diff without diff_sha256 is malformed: the kernel records and compares that digest.
 // - A run result must name this proposal's diff (RunResult.diff_sha256), else hash_mismatch:
 //   a passing run of some other tree proves nothing about this one.
@@ -81,6 +84,50 @@ void check_progress(const DecisionInput& in, const BuildStep& step, Reasons& rea
   }
 }
 
+// What a change removes and writes, as a diff shows it: a hunk's '-' and '+' lines; for a
+// whole-content file, the bytes between what its pre-image (none for an add or a copy) and
+// post-image have in common at the start and at the end; a removed file's whole pre-image.
+// A git binary patch carries its bytes compressed and a Diff only the new content, so neither
+// alone says how big the change is.
+struct ChangeSize {
+  uint64_t removed = 0, written = 0;
+};
+
+ChangeSize change_size(const Diff& diff, const std::map<std::string, BaseFileImage>& base) {
+  ChangeSize size;
+  auto pre_image = [&](const std::string& path) -> std::string_view {
+    auto it = base.find(path);
+    return it != base.end() && it->second.content ? std::string_view(*it->second.content) : std::string_view();
+  };
+  for (const FileChange& f : diff.files) {
+    if (f.op == FileOp::remove) {
+      size.removed += pre_image(f.path).size();
+    } else if (f.after_content) {
+      std::string_view before = f.op == FileOp::add || f.op == FileOp::copy ? std::string_view() : pre_image(f.source_path());
+      std::string_view after = *f.after_content;
+      size_t common = 0;
+      while (common < before.size() && common < after.size() && before[common] == after[common]) ++common;
+      before.remove_prefix(common);
+      after.remove_prefix(common);
+      while (!before.empty() && !after.empty() && before.back() == after.back()) {
+        before.remove_suffix(1);
+        after.remove_suffix(1);
+      }
+      size.removed += before.size();
+      size.written += after.size();
+    }
+    for (const Hunk& h : f.hunks) {
+      for (const std::string& line : h.lines) {
+        if (line.empty() || line[0] == ' ') continue;
+        (line[0] == '-' ? size.removed : size.written) += line.size() - 1;
+      }
+    }
+  }
+  return size;
+}
+
+// The size limits hold for every kind of patch: the larger of the Diff's canonical JSON and
+// what the change removes plus what it writes.
 void check_shape(const DecisionInput& in, const BuildStep& step, const Diff& diff, Reasons& reasons) {
   if (!in.proposal.diff.contains("diff_sha256")) reasons.add(reason::malformed_diff, "diff_sha256 is required");
   if (diff.step_id != step.id) {
@@ -89,9 +136,15 @@ void check_shape(const DecisionInput& in, const BuildStep& step, const Diff& dif
   auto bytes = canonicalize(in.proposal.diff);
   if (!bytes) {
     reasons.add(reason::malformed_diff, bytes.error().message);
-  } else if (bytes->size() > in.policy.max_diff_bytes) {
-    reasons.add(reason::diff_too_large, std::to_string(bytes->size()) + " bytes, the policy allows " +
-                                            std::to_string(in.policy.max_diff_bytes));
+  } else {
+    const ChangeSize change = change_size(diff, in.proposal.base);
+    const uint64_t size = std::max<uint64_t>(bytes->size(), change.removed + change.written);
+    if (size > in.policy.max_diff_bytes) {
+      reasons.add(reason::diff_too_large, std::to_string(size) + " bytes (the Diff's JSON is " + std::to_string(bytes->size()) +
+                                              " bytes; the change removes " + std::to_string(change.removed) + " and writes " +
+                                              std::to_string(change.written) + "), the policy allows " +
+                                              std::to_string(in.policy.max_diff_bytes));
+    }
   }
   if (diff.files.size() > in.policy.max_files) {
     reasons.add(reason::diff_too_large, std::to_string(diff.files.size()) + " files, the policy allows " +
@@ -175,15 +228,31 @@ std::optional<PostImages> apply_to_base(const ProposalEvidence& proposal, const 
   return out;
 }
 
-void check_dangerous(const Diff& diff, const PostImages* post_images, Reasons& reasons) {
+// What the diff introduces, file by file: its post-image's occurrences against its
+// pre-image's (dangerous_ops.h). A removal introduces nothing; a rename's pre-image is its
+// source's; an add or a copy has none (a copy's source keeps its calls). Without post-images
+// (the diff does not apply) each added line is judged alone.
+void check_dangerous(const DecisionInput& in, const Diff& diff, const PostImages* post_images, Reasons& reasons) {
   constexpr size_t kMaxListed = 20;
+  const DangerRules rules(in.policy.dangerous_operation_rules);
   std::vector<DangerFinding> findings;
   for (const FileChange& f : diff.files) {
-    std::optional<std::string> post;
+    if (f.op == FileOp::remove) continue;
+    const std::optional<std::string>* post = nullptr;
     if (post_images) {
-      if (auto it = post_images->find(f.path); it != post_images->end()) post = it->second;
+      if (auto it = post_images->find(f.path); it != post_images->end()) post = &it->second;
     }
-    auto found = scan_added_lines(f, post);
+    std::vector<DangerFinding> found;
+    if (!post) {
+      found = scan_added_lines(f, rules);
+    } else if (*post) {
+      std::string_view pre;
+      auto base = in.proposal.base.find(f.source_path());
+      if (f.op != FileOp::add && f.op != FileOp::copy && base != in.proposal.base.end() && base->second.content) {
+        pre = *base->second.content;
+      }
+      found = introduced_operations(f.path, pre, **post, added_lines(f), rules);
+    }
     findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   }
   for (size_t i = 0; i < findings.size() && i < kMaxListed; ++i) {
@@ -327,9 +396,12 @@ Verdict decide(const DecisionInput& in) {
   check_progress(in, *step, reasons);
   if (in.proposal.workspace_refusal) add_refusal(*in.proposal.workspace_refusal, reasons);
 
+  // A patch that did not become a Diff is refused for what the patch said, not for the text
+  // it left in place of a Diff.
+  if (in.proposal.patch_refusal) add_refusal(*in.proposal.patch_refusal, reasons);
   auto diff = Diff::from_json(in.proposal.diff);
   if (!diff) {
-    add_refusal(diff.error(), reasons);
+    if (!in.proposal.patch_refusal) add_refusal(diff.error(), reasons);
   } else {
     check_shape(in, *step, *diff, reasons);
     check_paths(in, *step, *diff, reasons);
@@ -338,7 +410,7 @@ Verdict decide(const DecisionInput& in) {
     for (std::string& problem : content_mismatches(ContentCheck{*step, *diff, in.proposal.base, post, in.policy.exact_content})) {
       reasons.add(reason::content_mismatch, std::move(problem));
     }
-    if (in.policy.dangerous_operations) check_dangerous(*diff, post, reasons);
+    if (in.policy.dangerous_operations) check_dangerous(in, *diff, post, reasons);
   }
   check_run(in, *step, diff ? &*diff : nullptr, reasons);
   return reasons.verdict();

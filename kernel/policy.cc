@@ -6,6 +6,7 @@
 
 #include "common/file.h"
 #include "kernel/blueprint.h"
+#include "kernel/dangerous_ops.h"
 #include "common/json_reader.h"
 
 namespace warden::kernel {
@@ -105,6 +106,15 @@ Result<Policy> Policy::parse(std::string_view text, std::string_view what) {
   r.unsigned_integer("max_files", p.max_files, 1, 1'000'000, false);
   r.boolean("exact_content", p.exact_content, false);
   r.boolean("dangerous_operations", p.dangerous_operations, false);
+  r.strings("dangerous_operation_rules", p.dangerous_operation_rules, false);
+  for (const std::string& selector : p.dangerous_operation_rules) {
+    if (r.ok() && !is_danger_rule_selector(selector)) {
+      r.fail("dangerous_operation_rules", "\"" + selector + "\" is neither a rule id, a category nor a class of the dangerous-operation scan");
+    }
+  }
+  if (r.ok() && !p.dangerous_operation_rules.empty() && !p.dangerous_operations) {
+    r.fail("dangerous_operation_rules", "names rules of a scan that \"dangerous_operations\": false turns off");
+  }
   if (const Json* invariants = r.value("invariants", Json::value_t::object, false)) {
     for (const auto& [inv_name, body] : invariants->items()) {
       if (!r.ok()) break;
@@ -200,6 +210,7 @@ Json Policy::to_json() const {
           {"max_files", max_files},
           {"exact_content", exact_content},
           {"dangerous_operations", dangerous_operations},
+          {"dangerous_operation_rules", dangerous_operation_rules},
           {"invariants", invariants_j},
           {"checkpoint_invariants", checkpoint_invariants},
           {"programs", programs_j}};

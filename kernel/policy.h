@@ -8,7 +8,10 @@
 //    "protected_paths": ["tests/**", ".github/**", ".warden/**"], // only a step targeting them may touch them
 //    "approval_paths": ["setup.py"],          // a change here waits for a human (refused as approval_required)
 //    "max_diff_bytes": 1048576, "max_files": 200, "exact_content": false,
-//    "dangerous_operations": true,            // the kernel's own scan of added lines (dangerous_ops.h)
+//    "dangerous_operations": true,            // the kernel's scan of what a change introduces (dangerous_ops.h):
+//                                             // its safety rules (process execution, eval, ...) ...
+//    "dangerous_operation_rules": ["unbounded_buffer"],  // ... and the lint rules named here
+//                                             // (rule ids such as "c.sprintf", categories, or "lint")
 //    "invariants": {"no_import_cycles": {"program": "no_import_cycles.py", "args": ["--lang", "python"],
 //                                         "description": "..."}}}
 // Each invariant maps to a check program in policies/checks/ (embedded in the binary too), run
@@ -62,6 +65,9 @@ struct Policy {
   uint64_t max_files = 200;
   bool exact_content = false;
   bool dangerous_operations = true;
+  // Lint rules the scan runs besides the safety rules: selectors of dangerous_ops.h, each
+  // known (parse() refuses an unknown one, and any with dangerous_operations false).
+  std::vector<std::string> dangerous_operation_rules;
   std::map<std::string, InvariantProgram> invariants;
   // Invariants that cannot hold part-way (every function has a test): generated plans prove
   // them at the final verification checkpoint instead of after every step.

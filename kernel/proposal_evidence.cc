@@ -43,16 +43,34 @@ Result<BaseFileImage> image_from_json(const Json& json, const std::string& where
   return image;
 }
 
+Json refusal_json(const Refusal& r) {
+  return {{"code", std::string(refusal_code_name(r.code))}, {"path", r.path}, {"detail", r.detail}};
+}
+
+Refusal refusal_from_json(const Json& json, const std::string& where, JsonReader& parent) {
+  JsonReader r(json, where);
+  Refusal out;
+  std::string code;
+  r.string("code", code);
+  if (auto parsed = parse_refusal_code(code)) out.code = *parsed;
+  else if (r.ok()) r.fail("code", "unknown refusal code \"" + code + "\"");
+  r.string("path", out.path);
+  r.string("detail", out.detail);
+  parent.adopt(r.finish());
+  return out;
+}
+
 }  // namespace
 
 Json ProposalEvidence::to_json() const {
   Json base_json = Json::object();
   for (const auto& [path, image] : base) base_json[path] = image_json(image);
-  Json refusal = nullptr;
-  if (workspace_refusal) {
-    refusal = {{"code", std::string(refusal_code_name(workspace_refusal->code))}, {"path", workspace_refusal->path}, {"detail", workspace_refusal->detail}};
-  }
-  return {{"step_id", step_id}, {"diff", diff}, {"base", base_json}, {"workspace_refusal", refusal}};
+  Json out = {{"step_id", step_id},
+              {"diff", diff},
+              {"base", base_json},
+              {"workspace_refusal", workspace_refusal ? refusal_json(*workspace_refusal) : Json(nullptr)}};
+  if (patch_refusal) out["patch_refusal"] = refusal_json(*patch_refusal);
+  return out;
 }
 
 Result<ProposalEvidence> ProposalEvidence::from_json(const Json& json) {
@@ -71,16 +89,10 @@ Result<ProposalEvidence> ProposalEvidence::from_json(const Json& json) {
     }
   }
   if (const Json* refusal = reader.nullable_object("workspace_refusal")) {
-    JsonReader r(*refusal, reader.path("workspace_refusal"));
-    Refusal out;
-    std::string code;
-    r.string("code", code);
-    if (auto parsed = parse_refusal_code(code)) out.code = *parsed;
-    else if (r.ok()) r.fail("code", "unknown refusal code \"" + code + "\"");
-    r.string("path", out.path);
-    r.string("detail", out.detail);
-    reader.adopt(r.finish());
-    p.workspace_refusal = std::move(out);
+    p.workspace_refusal = refusal_from_json(*refusal, reader.path("workspace_refusal"), reader);
+  }
+  if (const Json* refusal = reader.value("patch_refusal", Json::value_t::object, false)) {
+    p.patch_refusal = refusal_from_json(*refusal, reader.path("patch_refusal"), reader);
   }
   if (auto st = reader.finish(); !st) return std::unexpected(st.error());
   return p;

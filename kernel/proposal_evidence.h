@@ -8,9 +8,12 @@
 //   {"step_id": "s1", "diff": {...} | "the executor's raw text" | null,
 //    "base": {"src/a.py": {"content": "..." | null, "mode": "100644"},
 //             "bin/x": {"content_base64": "...", "mode": "100755"}},
-//    "workspace_refusal": null | {"code": "...", "path": "...", "detail": "..."}}
+//    "workspace_refusal": null | {"code": "...", "path": "...", "detail": "..."},
+//    "patch_refusal": {"code": "hunk_mismatch", "path": "...", "detail": "..."}}  (only when there is one)
 // A base entry has exactly one of content (UTF-8 text, or null: the path is absent from the
 // base) and content_base64 (bytes that are not UTF-8), so every content has one spelling.
+// patch_refusal is absent rather than null when there is none, so the evidence of every
+// proposal but a failed patch is what it was before the field existed (and old ledgers read).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,10 @@ struct ProposalEvidence {
   // What applying the diff to the real base tree said (structural rules that need the whole
   // tree: case collisions, symlinked parents, file/directory clashes). None: it applied.
   std::optional<Refusal> workspace_refusal;
+  // Why a patch (text that is not a Diff JSON) did not become a Diff against the base:
+  // malformed_patch, hunk_mismatch, hash_mismatch, ... exactly as `warden diff parse` says it.
+  // `diff` then holds the text itself (or null when it is long or not UTF-8).
+  std::optional<Refusal> patch_refusal;
 
   Json to_json() const;  // base contents as base64 when not UTF-8
   static Result<ProposalEvidence> from_json(const Json& json);

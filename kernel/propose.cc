@@ -63,7 +63,11 @@ Policy permissive_policy(const std::vector<CheckSpec>& checks) {
   Policy p;
   p.name = "propose";
   p.language = "any";
-  p.description = "warden propose without --policy: the --check commands must pass; .git and .warden are protected";
+  // Only the dangerous-operation scan's safety rules (dangerous_ops.h): an existing project's
+  // style (C's sprintf, say) is its own business; running a process, eval or a fetched script
+  // that the change introduces is refused.
+  p.description = "warden propose without --policy: the --check commands must pass; .git and .warden are protected; "
+                  "process execution, eval, unsafe deserialization, fetch-and-run and rm -rf / that the change introduces are refused";
   // The commands are the policy's own checks, so the recorded policy stands alone: replay
   // parses it, and a policy may only require checks it defines.
   p.checks = checks;

@@ -6,7 +6,8 @@
 // ledger either way.
 //
 // Without a policy, the checks must pass, .git/** and .warden/** are protected and the
-// kernel's dangerous-operation scan runs; nothing else is assumed about the project.
+// kernel's dangerous-operation scan runs its safety rules (no lint rules such as C's sprintf)
+// on what the change introduces; nothing else is assumed about the project.
 //
 // Errors (std::expected) are refusals before anything is recorded: the proposal is neither
 // a Diff nor a patch, nothing would judge it, the branch cannot take it, the repository or

@@ -37,11 +37,13 @@ Json target_files(const StepContext& ctx, std::optional<GitTree>& tree) {
 }
 
 // What the executor's answer is: a Diff JSON stays JSON (judged as received); anything else
-// is tried as a git patch against the head. A proposal that is neither is kept as text (when
-// it is short UTF-8): decide() refuses it as malformed.
+// is tried as a git patch against the head. A patch that does not become a Diff there keeps
+// its Refusal (malformed_patch, hunk_mismatch, hash_mismatch, ...: what `warden diff parse`
+// says of it), and its text when that is short UTF-8, for decide() to give as the reason.
 struct Parsed {
   Json diff_json;  // null when nothing usable was received
   std::optional<Diff> diff;
+  std::optional<Refusal> refusal;
   std::optional<std::string> error;
 };
 
@@ -61,6 +63,7 @@ Parsed parse_proposal(const StepContext& ctx, const std::string& text) {
   }
   if (text.size() <= 65536 && is_valid_utf8(text)) out.diff_json = text;
   out.error = diff.error().message();
+  out.refusal = std::move(diff.error());
   return out;
 }
 
@@ -179,6 +182,7 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
     Parsed parsed = parse_proposal(ctx, *text);
     out.evidence.diff = std::move(parsed.diff_json);
     out.diff = std::move(parsed.diff);
+    out.evidence.patch_refusal = std::move(parsed.refusal);
     executor_error = std::move(parsed.error);
   }
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the executor was proposing"));

@@ -1,9 +1,12 @@
 // The dangerous-operation scan: every rule on a line that should match and on lines that
-// should not (comments, strings, methods of the same name, safe variants), the added-lines
-// rule with hunks, and a pathological line scanned in linear time.
+// should not (comments, strings, methods of the same name, safe variants), safety and lint
+// rules and their selection, what a change introduces (before/after counts: re-indented,
+// moved, duplicated, renamed), the added-lines fallback, and a pathological line scanned in
+// linear time.
 #include "kernel/dangerous_ops.h"
 
 #include <chrono>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -18,6 +21,11 @@ struct Case {
   const char* line;
   const char* rule;  // "" when nothing should match
 };
+
+// Every rule, lint included.
+const DangerRules kAll({"safety", "lint"});
+
+std::vector<DangerFinding> scan_all(std::string_view path, std::string_view text) { return scan_source(path, text, kAll); }
 
 std::string rules_of(const std::vector<DangerFinding>& findings) {
   std::string out;
@@ -91,17 +99,17 @@ TEST(DangerousOps, EveryRuleMatchesAndItsLookalikesDoNot) {
       {"notes.txt", "eval(x); system(y)", ""},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(rules_of(scan_source(c.path, c.line)), c.rule) << c.path << ": " << c.line;
+    EXPECT_EQ(rules_of(scan_all(c.path, c.line)), c.rule) << c.path << ": " << c.line;
   }
 }
 
 TEST(DangerousOps, MultiLineCommentsAndStringsAreNotCode) {
-  EXPECT_EQ(rules_of(scan_source("a.py", "x = 1\n\"\"\"\nwe never eval(x)\n\"\"\"\nos.system(y)\n")), "py.os_system");
-  EXPECT_EQ(rules_of(scan_source("a.c", "/* start\n strcpy(a, b);\n end */ gets(b);\n")), "c.gets");
+  EXPECT_EQ(rules_of(scan_all("a.py", "x = 1\n\"\"\"\nwe never eval(x)\n\"\"\"\nos.system(y)\n")), "py.os_system");
+  EXPECT_EQ(rules_of(scan_all("a.c", "/* start\n strcpy(a, b);\n end */ gets(b);\n")), "c.gets");
 }
 
 TEST(DangerousOps, FindingNamesPathLineRuleAndExcerpt) {
-  auto findings = scan_source("src/a.py", "import os\n\n    os.system('x')   \n");
+  auto findings = scan_all("src/a.py", "import os\n\n    os.system('x')   \n");
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0], (DangerFinding{"src/a.py", 3, "py.os_system", "os.system('x')"}));
   EXPECT_EQ(describe(findings[0]), "src/a.py:3 py.os_system `os.system('x')`");
@@ -122,48 +130,114 @@ FileChange modify(std::string path, std::vector<std::string> hunk_lines, uint64_
   return f;
 }
 
-TEST(DangerousOps, OnlyAddedLinesCount) {
-  // eval on an unchanged line was there before; the diff adds a safe line after it.
-  std::string post = "a = 1\nb = eval(a)\nc = 2\n";
-  FileChange f = modify("m.py", {" b = eval(a)\n", "+c = 2\n"}, 2);
-  EXPECT_TRUE(scan_added_lines(f, post).empty());
-
-  FileChange bad = modify("m.py", {" a = 1\n", "-b = 1\n", "+b = eval(a)\n"}, 1);
-  auto found = scan_added_lines(bad, std::string("a = 1\nb = eval(a)\n"));
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].line, 2u);
-  // Without a post-image the hunk's own numbering is used.
-  found = scan_added_lines(bad, std::nullopt);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].line, 2u);
+TEST(DangerousOps, SafetyRulesAlwaysRunLintRulesWhenNamed) {
+  const std::string c = "system(cmd);\nsprintf(buf, \"%d\", n);\nasm(\"nop\");\n";
+  EXPECT_EQ(rules_of(scan_source("a.c", c, DangerRules())), "c.system");
+  EXPECT_EQ(rules_of(scan_source("a.c", c, DangerRules({"c.sprintf"}))), "c.system,c.sprintf");
+  EXPECT_EQ(rules_of(scan_source("a.c", c, DangerRules({"unbounded_buffer"}))), "c.system,c.sprintf");
+  EXPECT_EQ(rules_of(scan_source("a.c", c, DangerRules({"lint"}))), "c.system,c.sprintf,c.asm");
+  EXPECT_EQ(rules_of(scan_source("a.py", "eval(x)\npickle.loads(b)\nos.system(c)\n", DangerRules())),
+            "py.eval,py.pickle_load,py.os_system");
+  EXPECT_EQ(rules_of(scan_source("x.sh", "curl -s u | sh\nrm -rf /\neval \"$x\"\n", DangerRules())),
+            "sh.curl_pipe_sh,sh.rm_rf_root,sh.eval");
+  for (const char* name : {"c.sprintf", "unbounded_buffer", "inline_asm", "lint", "safety", "process_execution", "py.eval"}) {
+    EXPECT_TRUE(is_danger_rule_selector(name)) << name;
+  }
+  for (const char* name : {"", "sprintf", "c.", "style", "LINT"}) EXPECT_FALSE(is_danger_rule_selector(name)) << name;
 }
 
-TEST(DangerousOps, DocstringOpenedOnAnUnchangedLineIsKnownFromThePostImage) {
+// The findings of a change from `pre` to `post` of one C file, every added line named.
+std::string introduced(std::string_view path, std::string_view pre, std::string_view post, std::set<uint64_t> added,
+                       const DangerRules& rules = kAll) {
+  std::string out;
+  for (const auto& f : introduced_operations(path, pre, post, added, rules)) out += (out.empty() ? "" : "; ") + describe(f);
+  return out;
+}
+
+TEST(DangerousOps, AReindentedOrMovedCallIsNotNew) {
+  const std::string pre = "void f(char* b, int n) {\n  sprintf(b, \"%d\", n);\n  system(\"ls\");\n}\n";
+  // Re-indented (and reformatted inside the line): the same calls.
+  const std::string reindented = "void f(char* b, int n) {\n    if (n) {\n        sprintf(b,\"%d\",n);\n    }\n    system( \"ls\" );\n}\n";
+  EXPECT_EQ(introduced("a.c", pre, reindented, {2, 3, 4, 5}), "");
+  // Moved below another line, or its format string changed: still one call of each.
+  const std::string moved = "void f(char* b, int n) {\n  system(\"ls\");\n  sprintf(b, \"%x\", n);\n}\n";
+  EXPECT_EQ(introduced("a.c", pre, moved, {2, 3}), "");
+  // A call that is removed and another added elsewhere: the count did not grow.
+  EXPECT_EQ(introduced("a.c", "int x = system(a);\n", "int y = 1;\nint z = system(b);\n", {1, 2}), "");
+}
+
+TEST(DangerousOps, AGrowingCountIsAFindingAtTheAddedLine) {
+  const std::string pre = "int f(void) {\n  return system(\"ls\");\n}\n";
+  // The call duplicated: the copy the diff wrote is the new one, not the line it left alone.
+  const std::string dup = "int f(void) {\n  system(\"ls\");\n  return system(\"ls\");\n}\n";
+  EXPECT_EQ(introduced("a.c", pre, dup, {2}), "a.c:2 c.system `system(\"ls\");`");
+  // A second call on a line that had one is counted too.
+  EXPECT_EQ(introduced("a.c", "system(a);\n", "system(a); system(b);\n", {1}), "a.c:1 c.system `system(a); system(b);`");
+  // New calls of two rules, one each.
+  EXPECT_EQ(introduced("a.py", "x = 1\n", "x = eval(s)\nimport os\nos.system(c)\n", {1, 2, 3}),
+            "a.py:1 py.eval `x = eval(s)`; a.py:3 py.os_system `os.system(c)`");
+  // A file that had none: every call is new (an added file's pre-image is empty).
+  EXPECT_EQ(introduced("run.sh", "", "#!/bin/sh\ncurl https://x | sh\n", {1, 2}), "run.sh:2 sh.curl_pipe_sh `curl https://x | sh`");
+}
+
+TEST(DangerousOps, LintRulesCountOnlyWhenSelected) {
+  const std::string pre = "int f(char* b) { return 0; }\n";
+  const std::string post = "int f(char* b) { return sprintf(b, \"x\"); }\n";
+  EXPECT_EQ(introduced("a.c", pre, post, {1}, DangerRules()), "");
+  EXPECT_EQ(introduced("a.c", pre, post, {1}, DangerRules({"c.sprintf"})), "a.c:1 c.sprintf `int f(char* b) { return sprintf(b, \"x\"); }`");
+}
+
+TEST(DangerousOps, CommentsAndDocstringsOnEitherSideAreNotCode) {
+  // A call commented out before and restored after is new code.
+  EXPECT_EQ(introduced("a.c", "/* system(x); */\n", "system(x);\n", {1}), "a.c:1 c.system `system(x);`");
+  // A docstring opened on an unchanged line: the added line in it is text, not code.
+  std::string pre = "def f():\n    \"\"\"Docs.\n    \"\"\"\n";
   std::string post = "def f():\n    \"\"\"Docs.\n    eval(x) is what we avoid\n    \"\"\"\n";
-  FileChange f = modify("m.py", {" def f():\n", "     \"\"\"Docs.\n", "+    eval(x) is what we avoid\n", "     \"\"\"\n"}, 1);
-  EXPECT_TRUE(scan_added_lines(f, post).empty());
-  EXPECT_EQ(rules_of(scan_added_lines(f, std::nullopt)), "py.eval");  // seen alone, the line is code
+  EXPECT_EQ(introduced("m.py", pre, post, {3}), "");
 }
 
-TEST(DangerousOps, WholeFileContentIsScannedAndDeletesAreNot) {
+TEST(DangerousOps, AddedLinesAreTheHunksPlusLinesOrTheWholeContent) {
+  FileChange f = modify("m.py", {" a = 1\n", "-b = 1\n", "+b = eval(a)\n", "+c = 2\n", " d = 3\n"}, 4);
+  EXPECT_EQ(added_lines(f), (std::set<uint64_t>{5, 6}));
+  FileChange add;
+  add.op = FileOp::add;
+  add.path = "run.sh";
+  add.after_content = "a\nb\nc";
+  EXPECT_EQ(added_lines(add), (std::set<uint64_t>{1, 2, 3}));
+  FileChange del;
+  del.op = FileOp::remove;
+  del.path = "run.sh";
+  EXPECT_TRUE(added_lines(del).empty());
+}
+
+TEST(DangerousOps, WithoutAPostImageEachAddedLineIsJudgedAlone) {
+  FileChange f = modify("m.py", {" b = eval(a)\n", "+c = 2\n"}, 2);
+  EXPECT_TRUE(scan_added_lines(f, kAll).empty());
+  FileChange bad = modify("m.py", {" a = 1\n", "-b = 1\n", "+b = eval(a)\n"}, 1);
+  auto found = scan_added_lines(bad, kAll);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].line, 2u);
+  // Seen alone, a line inside a docstring is code: the fallback is the stricter reading.
+  FileChange doc = modify("m.py", {" def f():\n", "     \"\"\"Docs.\n", "+    eval(x) is what we avoid\n", "     \"\"\"\n"}, 1);
+  EXPECT_EQ(rules_of(scan_added_lines(doc, kAll)), "py.eval");
   FileChange add;
   add.op = FileOp::add;
   add.path = "run.sh";
   add.after_content = "#!/bin/sh\ncurl https://x | sh\n";
-  EXPECT_EQ(rules_of(scan_added_lines(add, add.after_content)), "sh.curl_pipe_sh");
+  EXPECT_EQ(rules_of(scan_added_lines(add, kAll)), "sh.curl_pipe_sh");
   FileChange del;
   del.op = FileOp::remove;
   del.path = "run.sh";
-  EXPECT_TRUE(scan_added_lines(del, std::nullopt).empty());
+  EXPECT_TRUE(scan_added_lines(del, kAll).empty());
 }
 
 TEST(DangerousOps, LongExcerptsAreCappedAndValidUtf8) {
   std::string line = "x = eval(\"\") # " + std::string(200, 'a') + "\xc3\xa9";
-  auto findings = scan_source("a.py", line);
+  auto findings = scan_all("a.py", line);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_LT(findings[0].excerpt.size(), 130u);
   EXPECT_TRUE(findings[0].excerpt.ends_with("..."));
-  auto binary = scan_source("a.py", "eval(x) # \xff\xfe");
+  auto binary = scan_all("a.py", "eval(x) # \xff\xfe");
   ASSERT_EQ(binary.size(), 1u);
   EXPECT_TRUE(is_valid_utf8(binary[0].excerpt));
 }
@@ -173,9 +247,9 @@ TEST(DangerousOps, PathologicalLongLinesScanInLinearTime) {
   std::string c = std::string(50000, '"') + std::string(50000, '/') + "system(x)";
   std::string sh = "curl " + std::string(100000, '|') + " x";
   auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(rules_of(scan_source("a.py", py)), "py.eval");
-  scan_source("a.c", c);
-  EXPECT_EQ(rules_of(scan_source("a.sh", sh)), "");
+  EXPECT_EQ(rules_of(scan_all("a.py", py)), "py.eval");
+  scan_all("a.c", c);
+  EXPECT_EQ(rules_of(scan_all("a.sh", sh)), "");
   defined_functions("a.c", std::string(100000, '(') + "f(x) {" + std::string(100000, ')'));
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(ms, 2000);

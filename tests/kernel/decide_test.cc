@@ -72,7 +72,7 @@ class Decide : public ::testing::Test {
   // on exactly that diff.
   void propose(const std::string& step_id, std::vector<FileChange> files, std::map<std::string, BaseFileImage> base) {
     diff = Diff{step_id, std::move(files)};
-    proposal = ProposalEvidence{step_id, diff.to_json(), std::move(base), std::nullopt};
+    proposal = ProposalEvidence{step_id, diff.to_json(), std::move(base), std::nullopt, std::nullopt};
     run = RunResult{};
     run.preflight.ok = true;
     run.diff_sha256 = diff.digest();
@@ -191,6 +191,41 @@ TEST_F(Decide, DiffTooLarge) {
   EXPECT_EQ(codes(), Codes{"diff_too_large"});
 }
 
+TEST_F(Decide, DiffTooLargeCountsWhatTheChangeRemovesAndWrites) {
+  // A whole-content replacement carries only the new bytes; the old ones it removes count too,
+  // as they would in a line diff (and as git's binary patch carries them, reversed).
+  done = {"s1", "s2"};
+  // What the two sides share at the start and the end is neither removed nor written.
+  const std::string head(5000, 'h');
+  propose("s5", {modify_file("src/calc/ops.py", head + "old\n" + head, head + "new!\n" + head)},
+          {{"src/calc/ops.py", {head + "old\n" + head}}});
+  policy.max_diff_bytes = canonicalize(proposal.diff)->size();
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+
+  const std::string before(700, 'a'), after(700, 'b');
+  propose("s5", {modify_file("src/calc/ops.py", before, after)}, {{"src/calc/ops.py", {before}}});
+  const uint64_t json_bytes = canonicalize(proposal.diff)->size();
+  ASSERT_LT(json_bytes, 1200u);
+  policy.max_diff_bytes = 1200;
+  EXPECT_EQ(codes(), Codes{"diff_too_large"});
+  EXPECT_EQ(detail("diff_too_large"), "1400 bytes (the Diff's JSON is " + std::to_string(json_bytes) +
+                                          " bytes; the change removes 700 and writes 700), the policy allows 1200");
+  policy.max_diff_bytes = 1400;
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+
+  // A removal removes its whole pre-image.
+  FileChange gone;
+  gone.op = FileOp::remove;
+  gone.path = "src/calc/ops.py";
+  gone.old_mode = kModeFile;
+  gone.before_sha256 = sha256(std::string(2000, 'a'));
+  plan.steps[4].action = StepAction::modify;
+  propose("s5", {gone}, {{"src/calc/ops.py", {std::string(2000, 'a')}}});
+  EXPECT_EQ(codes(), Codes{"diff_too_large"});
+  policy.max_diff_bytes = 2000;
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+}
+
 TEST_F(Decide, PathsOutsideThePlanOrPolicyAreNotAllowed) {
   plan.steps[3].targets = {"docs/req.txt"};
   propose("s4", {add_file("docs/req.txt", "numpy\n")}, {{"docs/req.txt", {}}});
@@ -297,6 +332,84 @@ TEST_F(Decide, DangerousOperationDetected) {
   EXPECT_EQ(detail("dangerous_operation_detected"), "src/calc/ops.py:3 py.eval `return eval(f'{a}+{b}')`");
   policy.dangerous_operations = false;
   EXPECT_TRUE(verdict().accepted);
+}
+
+TEST_F(Decide, DangerousOperationsAreJudgedOnWhatTheChangeIntroduces) {
+  done = {"s1", "s2"};
+  const std::string before = "import os\n\n\ndef add(a, b):\n    return eval(f'{a}+{b}')\n";
+  // Re-indented into a block and moved below a new line: the same one eval.
+  const std::string moved = "import os\n\n\ndef add(a, b):\n    total = None\n    if total is None:\n        return eval(f'{a}+{b}')\n";
+  propose("s5", {modify_file("src/calc/ops.py", before, moved)}, {{"src/calc/ops.py", {before}}});
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  // A second eval and a shell-out are new, each named at its line.
+  const std::string grown = moved + "\n\ndef run(c):\n    os.system(c)\n    return eval(c)\n";
+  propose("s5", {modify_file("src/calc/ops.py", before, grown)}, {{"src/calc/ops.py", {before}}});
+  EXPECT_EQ(codes(), Codes{"dangerous_operation_detected"});
+  EXPECT_EQ(detail("dangerous_operation_detected"),
+            "src/calc/ops.py:11 py.os_system `os.system(c)`; src/calc/ops.py:12 py.eval `return eval(c)`");
+}
+
+TEST_F(Decide, ARenamedFileKeepsItsCallsACopyDoesNot) {
+  done = {"s1", "s2"};
+  const std::string content = "import os\n\n\ndef add(a, b):\n    return os.system('true')\n";
+  plan.steps[4].targets = {"src/calc/ops.py", "src/calc/arith.py"};
+  FileChange rename;
+  rename.op = FileOp::rename;
+  rename.path = "src/calc/arith.py";
+  rename.old_path = "src/calc/ops.py";
+  rename.old_mode = rename.new_mode = kModeFile;
+  rename.before_sha256 = rename.after_sha256 = sha256(content);
+  propose("s5", {rename}, {{"src/calc/ops.py", {content}}, {"src/calc/arith.py", {}}});
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  FileChange copy = rename;
+  copy.op = FileOp::copy;
+  propose("s5", {copy}, {{"src/calc/ops.py", {content}}, {"src/calc/arith.py", {}}});
+  EXPECT_EQ(detail("dangerous_operation_detected"), "src/calc/arith.py:5 py.os_system `return os.system('true')`");
+}
+
+TEST_F(Decide, LintRulesRunOnlyWhenThePolicyNamesThem) {
+  done = {"s1", "s2"};
+  plan.allowed_paths.push_back("native/**");
+  plan.steps[4].targets = {"native/fmt.c"};
+  const std::string before = "void fmt(char* b, int n) {\n}\n";
+  const std::string after = "#include <stdio.h>\nvoid fmt(char* b, int n) {\n  sprintf(b, \"%d\", n);\n}\n";
+  propose("s5", {modify_file("native/fmt.c", before, after)}, {{"native/fmt.c", {before}}});
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  policy.dangerous_operation_rules = {"c.sprintf"};
+  EXPECT_EQ(detail("dangerous_operation_detected"), "native/fmt.c:3 c.sprintf `sprintf(b, \"%d\", n);`");
+  policy.dangerous_operation_rules = {"unbounded_buffer"};
+  EXPECT_EQ(codes(), Codes{"dangerous_operation_detected"});
+}
+
+TEST_F(Decide, WithoutPostImagesTheAddedLinesAreScanned) {
+  // The hunk does not apply to the recorded base: the added line is judged alone.
+  done = {"s1", "s2"};
+  FileChange f;
+  f.op = FileOp::modify;
+  f.path = "src/calc/ops.py";
+  f.old_mode = f.new_mode = kModeFile;
+  f.before_sha256 = sha256("a\nb\n");
+  f.after_sha256 = sha256("a\neval(b)\n");
+  f.hunks = {Hunk{1, 2, 1, 2, {" a\n", "-x\n", "+eval(b)\n"}}};
+  propose("s5", {f}, {{"src/calc/ops.py", {std::string("a\nb\n")}}});
+  EXPECT_EQ(codes(), (Codes{"dangerous_operation_detected", "hash_mismatch"}));
+  EXPECT_EQ(detail("dangerous_operation_detected"), "src/calc/ops.py:2 py.eval `eval(b)`");
+}
+
+TEST_F(Decide, APatchThatDidNotApplyIsRefusedForWhatThePatchSaid) {
+  done = {"s1", "s2"};
+  propose("s5", {}, {});
+  proposal.diff = "diff --git a/src/calc/ops.py b/src/calc/ops.py\n...";
+  proposal.patch_refusal = Refusal{RefusalCode::hunk_mismatch, "src/calc/ops.py", "hunk 1 (@@ -5,3): line 5 does not match"};
+  EXPECT_EQ(codes(false), Codes{"hash_mismatch"});
+  EXPECT_EQ(detail("hash_mismatch"), "hunk_mismatch (src/calc/ops.py): hunk 1 (@@ -5,3): line 5 does not match");
+  proposal.patch_refusal = Refusal{RefusalCode::malformed_patch, "", "line 3: a hunk header was expected"};
+  EXPECT_EQ(codes(false), Codes{"malformed_diff"});
+  EXPECT_EQ(detail("malformed_diff").find("diff: must be a JSON object"), std::string::npos) << detail("malformed_diff");
+  // Long or binary text is not kept; the refusal still is.
+  proposal.diff = nullptr;
+  proposal.patch_refusal = Refusal{RefusalCode::hash_mismatch, "a.c", "the patch's index line names blob ca82, the base has d7c7"};
+  EXPECT_EQ(codes(false), Codes{"hash_mismatch"});
 }
 
 TEST_F(Decide, RequiredChecksFailed) {

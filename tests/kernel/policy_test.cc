@@ -204,6 +204,11 @@ TEST(Policy, ParseRefusesBadFields) {
       {R"({"format": "warden.policy/v1", "name": "x", "checks": [{"name": "t", "argv": ["/warden/checks/a/b.py"]}]})",
        "policy.checks:"},
       {R"({"format": "warden.policy/v1", "name": "x", "colour": "red"})", "policy.colour: unknown field"},
+      {R"({"format": "warden.policy/v1", "name": "x", "dangerous_operation_rules": ["c.sprintff"]})",
+       "policy.dangerous_operation_rules: \"c.sprintff\" is neither a rule id, a category nor a class"},
+      {R"({"format": "warden.policy/v1", "name": "x", "dangerous_operation_rules": "lint"})", "policy.dangerous_operation_rules:"},
+      {R"({"format": "warden.policy/v1", "name": "x", "dangerous_operations": false, "dangerous_operation_rules": ["lint"]})",
+       "policy.dangerous_operation_rules: names rules of a scan that \"dangerous_operations\": false turns off"},
   };
   for (const auto& [text, expected] : cases) {
     auto p = Policy::parse(text, "test");
@@ -214,6 +219,21 @@ TEST(Policy, ParseRefusesBadFields) {
   ASSERT_TRUE(minimal) << minimal.error().message;
   EXPECT_EQ(minimal->allow_paths, std::vector<std::string>{"**"});
   EXPECT_EQ(minimal->sandbox_profile, "default");
+  EXPECT_TRUE(minimal->dangerous_operation_rules.empty()) << "the safety rules alone";
+}
+
+TEST(Policy, LintRulesAreNamedAndPartOfTheDigest) {
+  auto lint = Policy::parse(R"({"format": "warden.policy/v1", "name": "x", "dangerous_operation_rules": ["c.sprintf", "inline_asm"]})",
+                            "test");
+  ASSERT_TRUE(lint) << lint.error().message;
+  EXPECT_EQ(lint->dangerous_operation_rules, (std::vector<std::string>{"c.sprintf", "inline_asm"}));
+  auto plain = Policy::parse(R"({"format": "warden.policy/v1", "name": "x"})", "test");
+  EXPECT_NE(lint->digest(), plain->digest());
+  EXPECT_EQ(lint->to_json()["dangerous_operation_rules"], Json::array({"c.sprintf", "inline_asm"}));
+  // The builtins: cpp names the calls its no_dangerous_operations invariant forbids; python's
+  // invariant forbids only what the safety rules cover, so it names none.
+  EXPECT_EQ(Policy::load("cpp")->dangerous_operation_rules, (std::vector<std::string>{"unbounded_buffer", "inline_asm"}));
+  EXPECT_TRUE(Policy::load("python")->dangerous_operation_rules.empty());
 }
 
 }  // namespace

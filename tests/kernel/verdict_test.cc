@@ -152,6 +152,27 @@ TEST(ProposalEvidence, ReadsStrictly) {
   j = good;
   j["workspace_refusal"]["why"] = "x";
   EXPECT_EQ(error(j), "proposal.workspace_refusal.why: unknown field");
+  j = good;
+  j["patch_refusal"] = nullptr;
+  EXPECT_EQ(error(j), "proposal.patch_refusal: must be an object") << "none is spelled by its absence";
+  j["patch_refusal"] = {{"code", "no_such_code"}, {"path", ""}, {"detail", ""}};
+  EXPECT_EQ(error(j), "proposal.patch_refusal.code: unknown refusal code \"no_such_code\"");
+}
+
+// A patch that did not become a Diff keeps its refusal beside its text; evidence without one
+// has no patch_refusal field at all, so it is byte for byte what it was before the field was.
+TEST(ProposalEvidence, RoundTripsAPatchRefusalAndOmitsNone) {
+  ProposalEvidence p = evidence();
+  EXPECT_FALSE(p.to_json().contains("patch_refusal"));
+  p.diff = "diff --git a/a.c b/a.c\n...";
+  p.patch_refusal = Refusal{RefusalCode::hunk_mismatch, "a.c", "hunk 1 (@@ -5,3): line 5 does not match"};
+  Json j = p.to_json();
+  EXPECT_EQ(j["patch_refusal"], (Json{{"code", "hunk_mismatch"}, {"path", "a.c"}, {"detail", "hunk 1 (@@ -5,3): line 5 does not match"}}));
+  auto back = ProposalEvidence::from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_TRUE(back->patch_refusal);
+  EXPECT_EQ(back->patch_refusal->message(), "hunk_mismatch (a.c): hunk 1 (@@ -5,3): line 5 does not match");
+  EXPECT_EQ(back->to_json(), j);
 }
 
 }  // namespace
