@@ -63,7 +63,9 @@ Policy permissive_policy(const std::vector<CheckSpec>& checks) {
   Policy p;
   p.name = "propose";
   p.language = "any";
-  p.description = "warden propose without --policy: the --check commands must pass; .git and .warden are protected";
+  p.description =
+      "warden propose without --policy: the --check commands must pass; .git, .warden and the oracle (the tests, their "
+      "runner's hooks, the test sections of build files) are protected";
   for (const auto& c : checks) p.required_checks.push_back(c.name);
   p.protected_paths = {".git/**", ".warden/**"};
   return p;
@@ -126,6 +128,9 @@ Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& r) {
 Status check_proposal(const ProposeRequest& r) {
   auto touched = touched_paths(r.proposal, r.source);
   if (!touched) return std::unexpected(touched.error());
+  for (const std::string& glob : r.oracle) {
+    if (glob.empty()) return fail(Errc::invalid_argument, "--oracle: a glob may not be empty");
+  }
   if (!r.policy && r.checks.empty()) {
     return fail(Errc::invalid_argument, "nothing would judge the proposal: give --check 'CMD' or --policy");
   }
@@ -139,7 +144,8 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   auto touched = touched_paths(r.proposal, r.source);
   auto ledger = propose_ledger_dir(r);
   if (!touched || !ledger) return fail(Errc::internal, "the proposal changed while it was checked");
-  const Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
+  Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
+  policy.oracle.paths.insert(policy.oracle.paths.end(), r.oracle.begin(), r.oracle.end());
 
   GivenProposal proposer("file:" + std::filesystem::path(r.source).filename().string(), r.proposal);
   BuildOptions options;
