@@ -154,9 +154,9 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
 }
 
 // The oracle comes from the base (oracle.h): a proposal may not rewrite the tests that judge
-// it. Only a create_test step of the committed plan opens the files it targets; any other
-// step's targets — and every step `warden propose` makes — name what the proposal touches,
-// so they open nothing.
+// it. Only a create_test step of the committed plan opens the files it targets (and, since
+// a create step only creates, only to add them); any other step's targets — and every step
+// `warden propose` makes — name what the proposal touches, so they open nothing.
 void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& diff, const PostImages* post, Reasons& reasons) {
   for (const FileChange& f : diff.files) {
     for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {

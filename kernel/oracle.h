@@ -2,7 +2,11 @@
 // and the test sections of shared build files. A proposal is judged by the oracle of its
 // base, so it may not rewrite it: an existing oracle file it changes, renames or deletes, a
 // runner hook it adds, or a test section it edits is refused as protected_path (decide.cc),
-// unless the step is a create_test step of the committed plan that targets the file.
+// unless the step is a create_test step of the committed plan that targets the file. A
+// create_* step only creates files (content_rules.h), so what one opens is a new hook of the
+// test suite it writes; an existing oracle file never changes through a proposal. Any other
+// step's targets (a `modify` step's, and every `warden propose` step's) come from the very
+// proposal being judged and open nothing.
 //
 // A policy says which paths are the oracle, as globs (glob.h), in three lists:
 //   paths     whole files that are tests: an existing one may not change; new ones may be

@@ -430,12 +430,20 @@ TEST_F(OracleDecide, AModifyStepMayNotRewriteTheTestsEvenWhenItTargetsThem) {
                   .accepted);
 }
 
-TEST_F(OracleDecide, ACreateTestStepOpensWhatItTargets) {
-  EXPECT_TRUE(judge("tests", {{"tests/test_ops.py", "assert mul(2, 3) == 6\n", "assert mul(2, 3) == 6\nassert mul(0, 1) == 0\n"}})
-                  .accepted);
-  EXPECT_TRUE(judge("tests", {{"conftest.py", std::nullopt, "import pytest\n"}}).accepted);
+TEST_F(OracleDecide, ACreateTestStepOpensTheHookItTargets) {
+  // A new test suite may bring its conftest.py when the plan's create_test step names it.
+  plan.steps[1].targets = {"conftest.py"};
+  Verdict hook = judge("tests", {{"conftest.py", std::nullopt, "import pytest\n"}});
+  EXPECT_TRUE(hook.accepted) << hook.to_json().dump();
   // Not what it does not target.
-  EXPECT_EQ(judge("tests", {{"tests/other.py", "x\n", "y\n"}}).reason_codes(), (Strings{"content_mismatch", "protected_path"}));
+  plan.steps[1].targets = {"tests/test_new.py"};
+  EXPECT_EQ(judge("tests", {{"tests/test_new.py", std::nullopt, "x = 1\n"}, {"conftest.py", std::nullopt, "import pytest\n"}})
+                .reason_codes(),
+            (Strings{"content_mismatch", "protected_path"}));
+  // An existing test stays: the oracle lets the step by, and the step only creates files.
+  plan.steps[1].targets = {"tests/test_ops.py"};
+  EXPECT_EQ(judge("tests", {{"tests/test_ops.py", "assert mul(2, 3) == 6\n", "assert True\n"}}).reason_codes(),
+            Strings{"content_mismatch"});
 }
 
 TEST_F(OracleDecide, ThePolicyDecidesWhatTheOracleIs) {
@@ -460,8 +468,10 @@ TEST(OraclePolicy, AbsentMeansTheDefaultsAndEachListReplaces) {
   EXPECT_EQ(custom->oracle.sections, default_oracle_sections());
   EXPECT_NE(custom->digest(), plain->digest());
 
-  // What the ledger records reads back the same.
-  auto again = Policy::parse(custom->to_json().dump(), "recorded");
+  // What the ledger records reads back the same (replay reads it without the programs' digests).
+  Json recorded = custom->to_json();
+  recorded.erase("programs");
+  auto again = Policy::parse(recorded.dump(), "recorded");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(again->oracle, custom->oracle);
   EXPECT_EQ(again->digest(), custom->digest());
