@@ -44,7 +44,7 @@ class OracleCliTest : public ::testing::Test {
     last_patch = patch_text(files);
     write_file(patch, last_patch);
     std::vector<std::string> argv = {"propose", patch.string(), "--repo", repo.repo().string(), "--base", base,
-                                     "--branch", "warden/" + name, "--cache", repo.scratch("cache").string(),
+                                     "--branch", "warden/" + name,
                                      "--step-timeout", "240", "--json"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = warden(argv);
@@ -79,6 +79,14 @@ class OracleCliTest : public ::testing::Test {
     EXPECT_EQ(repo.git_line({"rev-parse", "warden/" + name + "^"}), base);
   }
 
+  // Refused by the checks alone: the change is really broken, and the tests really ran.
+  void expect_tests_fail(const std::string& name, const Files& files, const std::vector<std::string>& args) {
+    auto j = propose(name, files, args, 1);
+    ASSERT_EQ(j["verdict"]["reasons"].size(), 1u) << name << ": " << j.dump();
+    EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "required_checks_failed") << name << ": " << j.dump();
+    EXPECT_NE(j["verdict"]["reasons"][0]["detail"].get<std::string>().find(": failed"), std::string::npos) << j.dump();
+  }
+
   // Every decision the ledger holds, as the kernel signed it.
   void expect_ledger_verifies_here() {
     expect_ledger_verifies(repo.repo() / ".git" / "warden-ledger", repo.repo() / ".git" / "warden-ledger.key.pub");
@@ -109,8 +117,7 @@ class UnittestProject : public OracleCliTest {
 };
 
 TEST_F(UnittestProject, TheBrokenChangeAloneFailsTheTests) {
-  auto j = propose("broken", {{"mathlib/ops.py", kBrokenOps}}, check(), 1);
-  EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "required_checks_failed") << j.dump();
+  expect_tests_fail("broken", {{"mathlib/ops.py", kBrokenOps}}, check());
 }
 
 TEST_F(UnittestProject, DeletingTheFailingTestIsRefused) {
@@ -178,6 +185,10 @@ class PytestProject : public OracleCliTest {
   std::vector<std::string> check() const { return {"--check", kPytest}; }
 };
 
+TEST_F(PytestProject, TheBrokenChangeAloneFailsTheTests) {
+  expect_tests_fail("broken", {{"mathlib/ops.py", kBrokenOps}}, check());
+}
+
 TEST_F(PytestProject, ASkipDecoratorIsRefused) {
   std::string skipped = kPytestTests;
   skipped.replace(skipped.find("def test_mul"), 12, "import pytest\n\n\n@pytest.mark.skip\ndef test_mul");
@@ -212,11 +223,13 @@ constexpr const char* kOpsC = "#include \"ops.h\"\n\nint add(int a, int b) { ret
                               "int mul(int a, int b) { return a * b; }\n";
 constexpr const char* kBrokenOpsC = "#include \"ops.h\"\n\nint add(int a, int b) { return a + b; }\n\n"
                                     "int mul(int a, int b) { return a + b; }\n";
+// TAP on stdout, and a failing exit status too (the default policy judges the exit status).
 constexpr const char* kTestC = "#include <stdio.h>\n\n#include \"ops.h\"\n\n"
-                               "int main(void) {\n  printf(\"1..2\\n\");\n"
-                               "  printf(\"%s 1 - add\\n\", add(2, 3) == 5 ? \"ok\" : \"not ok\");\n"
-                               "  printf(\"%s 2 - mul\\n\", mul(2, 3) == 6 ? \"ok\" : \"not ok\");\n"
-                               "  return 0;\n}\n";
+                               "int main(void) {\n  int ok_add = add(2, 3) == 5, ok_mul = mul(2, 3) == 6;\n"
+                               "  printf(\"1..2\\n\");\n"
+                               "  printf(\"%s 1 - add\\n\", ok_add ? \"ok\" : \"not ok\");\n"
+                               "  printf(\"%s 2 - mul\\n\", ok_mul ? \"ok\" : \"not ok\");\n"
+                               "  return ok_add && ok_mul ? 0 : 1;\n}\n";
 constexpr const char* kMakefile = "CC ?= cc\n"
                                   "CFLAGS = -std=c11 -Wall -O1\n"
                                   "OBJS = src/ops.o\n"
@@ -251,6 +264,10 @@ class MakeProject : public OracleCliTest, public ::testing::WithParamInterface<s
     return {"--check", "make -s test"};
   }
 };
+
+TEST_P(MakeProject, TheBrokenChangeAloneFailsTheTests) {
+  expect_tests_fail("broken-" + GetParam(), {{"src/ops.c", kBrokenOpsC}}, args());
+}
 
 TEST_P(MakeProject, RewritingTheTestRecipeIsRefusedNamingTheMakefile) {
   std::string forged = kMakefile;
@@ -294,8 +311,7 @@ class CMakeProject : public OracleCliTest {
 };
 
 TEST_F(CMakeProject, TheBrokenChangeAloneFailsCTest) {
-  auto j = propose("broken", {{"src/ops.c", kBrokenOpsC}}, check(), 1);
-  EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "required_checks_failed") << j.dump();
+  expect_tests_fail("broken", {{"src/ops.c", kBrokenOpsC}}, check());
 }
 
 TEST_F(CMakeProject, ChangingAddTestIsRefused) {
