@@ -49,6 +49,7 @@ struct Makefile {
   std::map<std::string, MakeRule> rules;                   // by target as written (patterns too)
   std::map<std::string, std::vector<std::string>> variables;  // name -> every assignment, in order
   std::map<std::string, std::set<std::string>> specials;   // .PHONY and friends -> their targets
+  std::vector<std::string> patterns;                       // the targets of pattern rules
   std::string default_goal;
 };
 
@@ -169,6 +170,9 @@ Makefile read_makefile(std::string_view text) {
       if (mk.default_goal.empty() && target.find('%') == std::string::npos) mk.default_goal = target;
     }
   }
+  for (const auto& [target, rule] : mk.rules) {
+    if (target.find('%') != std::string::npos) mk.patterns.push_back(target);
+  }
   return mk;
 }
 
@@ -196,20 +200,21 @@ std::set<std::string> references(std::string_view text) {
 }
 
 // `text` with the variables it references replaced by their values (every assignment's
-// value, joined), so prerequisites written as $(TESTS) can be followed.
-std::string expand(const Makefile& mk, std::string_view text, int depth = 0) {
-  if (depth > 8) return std::string(text);
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '$' && i + 1 < text.size() && (text[i + 1] == '(' || text[i + 1] == '{')) {
+// value, joined), so prerequisites written as $(TESTS) can be followed. Bounded in depth and
+// in size: a Makefile whose variables double at each level cannot make decide() slow.
+constexpr size_t kMaxExpansion = 64 * 1024;
+
+void expand_into(const Makefile& mk, std::string_view text, int depth, std::string& out) {
+  for (size_t i = 0; i < text.size() && out.size() < kMaxExpansion; ++i) {
+    if (depth < 8 && text[i] == '$' && i + 1 < text.size() && (text[i + 1] == '(' || text[i + 1] == '{')) {
       char close = text[i + 1] == '(' ? ')' : '}';
       size_t end = text.find(close, i + 2);
       if (end != std::string_view::npos) {
-        std::string name(text.substr(i + 2, end - i - 2));
-        if (auto var = mk.variables.find(name); var != mk.variables.end()) {
+        if (auto var = mk.variables.find(std::string(text.substr(i + 2, end - i - 2))); var != mk.variables.end()) {
           for (const std::string& assignment : var->second) {
             size_t eq = assignment.find('=');
-            out += " " + expand(mk, eq == std::string::npos ? "" : std::string_view(assignment).substr(eq + 1), depth + 1);
+            out += ' ';
+            if (eq != std::string::npos) expand_into(mk, std::string_view(assignment).substr(eq + 1), depth + 1, out);
           }
           i = end;
           continue;
@@ -218,6 +223,11 @@ std::string expand(const Makefile& mk, std::string_view text, int depth = 0) {
     }
     out += text[i];
   }
+}
+
+std::string expand(const Makefile& mk, std::string_view text) {
+  std::string out;
+  expand_into(mk, text, 0, out);
   return out;
 }
 
@@ -240,7 +250,7 @@ std::vector<std::string> prerequisite_rules(const Makefile& mk, const std::strin
         out.push_back(word);
         continue;
       }
-      for (const auto& [pattern, unused] : mk.rules) {
+      for (const std::string& pattern : mk.patterns) {
         if (pattern_matches(pattern, word)) out.push_back(pattern);
       }
     }

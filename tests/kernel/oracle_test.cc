@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "diff/diff.h"
 #include "kernel/decide.h"
 #include "kernel/oracle_sections.h"
@@ -282,6 +284,19 @@ TEST(OracleSections, MakefileContinuationsDefinesAndTargetVariables) {
   EXPECT_EQ(s["the variable FLAGS"], "FLAGS = -a -b");
   EXPECT_EQ(s["the variable RUN"], "define RUN\n./t\n");
   EXPECT_EQ(s["the variables of target test"], "FLAGS += -c");
+}
+
+TEST(OracleSections, MakefileExpansionIsBounded) {
+  // Each variable twice the one before: unbounded expansion would take 2^60 words.
+  std::string make = "V0 = x\n";
+  for (int i = 1; i <= 60; ++i) {
+    make += "V" + std::to_string(i) + " = $(V" + std::to_string(i - 1) + ") $(V" + std::to_string(i - 1) + ")\n";
+  }
+  make += "test: $(V60)\n\t./t\n";
+  auto start = std::chrono::steady_clock::now();
+  TestSection s = makefile_test_section(make);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(s.contains("the variable V0"));
 }
 
 // --- package.json ---------------------------------------------------------------------------
