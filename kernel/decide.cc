@@ -168,8 +168,12 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
       }
       if (post) {
         touch.after_known = true;
-        if (auto after = post->find(*p); after != post->end() && after->second) touch.after = &*after->second;
-        else if (after == post->end()) touch.after = touch.before;  // named but not written: unchanged
+        auto after = post->find(*p);
+        if (after == post->end()) {
+          touch.after = touch.before;  // named but not written: unchanged
+        } else if (after->second) {
+          touch.after = &*after->second;
+        }
       }
       for (std::string& v : oracle_violations(in.policy.oracle, touch)) reasons.add(reason::protected_path, std::move(v));
     }
