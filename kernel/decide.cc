@@ -16,6 +16,9 @@
 // - A run result must name this proposal's diff (RunResult.diff_sha256), else hash_mismatch:
 //   a passing run of some other tree proves nothing about this one.
 // - An empty plan.allowed_paths leaves the policy's allow list alone in charge.
+// - The oracle (oracle.h) is judged on the pre- and post-images: whole test files and hooks by
+//   name, shared build files by their test sections; a proposal that does not apply has no
+//   post-images, so only the whole files are judged then.
 #include "kernel/decide.h"
 
 #include <algorithm>
@@ -24,6 +27,7 @@
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
 #include "kernel/glob.h"
+#include "kernel/oracle.h"
 #include "diff/diff_apply.h"
 #include "diff/path_safety.h"
 
@@ -198,6 +202,33 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
       if (any_glob_match(policy.approval_paths, path)) {
         reasons.add(reason::approval_required, path + " needs a human's approval");
       }
+    }
+  }
+}
+
+// The oracle comes from the base (oracle.h): a proposal may not rewrite the tests that judge
+// it. Only a create_test step of the committed plan opens the files it targets (and, since
+// a create step only creates, only to add them); any other step's targets — and every step
+// `warden propose` makes — name what the proposal touches, so they open nothing.
+void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& diff, const PostImages* post, Reasons& reasons) {
+  for (const FileChange& f : diff.files) {
+    for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
+      if (!p || in_kernel_dir(*p)) continue;
+      if (step.action == StepAction::create_test && contains(step.targets, *p)) continue;
+      OracleTouch touch{.path = *p};
+      if (auto base = in.proposal.base.find(*p); base != in.proposal.base.end() && base->second.content) {
+        touch.before = &*base->second.content;
+      }
+      if (post) {
+        touch.after_known = true;
+        auto after = post->find(*p);
+        if (after == post->end()) {
+          touch.after = touch.before;  // named but not written: unchanged
+        } else if (after->second) {
+          touch.after = &*after->second;
+        }
+      }
+      for (std::string& v : oracle_violations(in.policy.oracle, touch)) reasons.add(reason::protected_path, std::move(v));
     }
   }
 }
@@ -407,6 +438,7 @@ Verdict decide(const DecisionInput& in) {
     check_paths(in, *step, *diff, reasons);
     std::optional<PostImages> post_images = apply_to_base(in.proposal, *diff, reasons);
     const PostImages* post = post_images ? &*post_images : nullptr;
+    check_oracle(in, *step, *diff, post, reasons);
     for (std::string& problem : content_mismatches(ContentCheck{*step, *diff, in.proposal.base, post, in.policy.exact_content})) {
       reasons.add(reason::content_mismatch, std::move(problem));
     }

@@ -102,6 +102,13 @@ Result<Policy> Policy::parse(std::string_view text, std::string_view what) {
   read_globs(r, "deny_paths", p.deny_paths);
   read_globs(r, "protected_paths", p.protected_paths);
   read_globs(r, "approval_paths", p.approval_paths);
+  if (const Json* oracle = r.value("oracle", Json::value_t::object, false)) {
+    JsonReader o(*oracle, r.path("oracle"));
+    read_globs(o, "paths", p.oracle.paths);
+    read_globs(o, "hooks", p.oracle.hooks);
+    read_globs(o, "sections", p.oracle.sections);
+    r.adopt(o.finish());
+  }
   r.unsigned_integer("max_diff_bytes", p.max_diff_bytes, 1, uint64_t{1} << 40, false);
   r.unsigned_integer("max_files", p.max_files, 1, 1'000'000, false);
   r.boolean("exact_content", p.exact_content, false);
@@ -206,6 +213,7 @@ Json Policy::to_json() const {
           {"deny_paths", deny_paths},
           {"protected_paths", protected_paths},
           {"approval_paths", approval_paths},
+          {"oracle", oracle.to_json()},
           {"max_diff_bytes", max_diff_bytes},
           {"max_files", max_files},
           {"exact_content", exact_content},

@@ -5,8 +5,10 @@
 //    "checks": [CheckSpec...],                 // run on every proposal, e.g. the test suite
 //    "required_checks": ["tests"],            // check names that must pass
 //    "allow_paths": ["**"], "deny_paths": ["**/*.pem"],          // globs (glob.h)
-//    "protected_paths": ["tests/**", ".github/**", ".warden/**"], // only a step targeting them may touch them
+//    "protected_paths": [".github/**", ".warden/**"], // only a step targeting them may touch them
 //    "approval_paths": ["setup.py"],          // a change here waits for a human (refused as approval_required)
+//    "oracle": {"paths": [...], "hooks": [...], "sections": [...]},  // the tests' own files (oracle.h);
+//                                             // each list optional, absent: the built-in defaults
 //    "max_diff_bytes": 1048576, "max_files": 200, "exact_content": false,
 //    "dangerous_operations": true,            // the kernel's scan of what a change introduces (dangerous_ops.h):
 //                                             // its safety rules (process execution, eval, ...) ...
@@ -34,6 +36,7 @@
 #include "common/canonical_json.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "kernel/oracle.h"
 #include "runner/check_spec.h"
 #include "runner/sandbox_profile.h"
 
@@ -61,6 +64,7 @@ struct Policy {
   std::vector<std::string> deny_paths;
   std::vector<std::string> protected_paths;
   std::vector<std::string> approval_paths;
+  OracleRules oracle;  // what judges a proposal and so may not be rewritten by it (oracle.h)
   uint64_t max_diff_bytes = 1 << 20;
   uint64_t max_files = 200;
   bool exact_content = false;

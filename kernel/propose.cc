@@ -66,8 +66,10 @@ Policy permissive_policy(const std::vector<CheckSpec>& checks) {
   // Only the dangerous-operation scan's safety rules (dangerous_ops.h): an existing project's
   // style (C's sprintf, say) is its own business; running a process, eval or a fetched script
   // that the change introduces is refused.
-  p.description = "warden propose without --policy: the --check commands must pass; .git and .warden are protected; "
-                  "process execution, eval, unsafe deserialization, fetch-and-run and rm -rf / that the change introduces are refused";
+  p.description =
+      "warden propose without --policy: the --check commands must pass; .git, .warden and the oracle (the tests, their "
+      "runner's hooks, the test sections of build files) are protected; process execution, eval, unsafe "
+      "deserialization, fetch-and-run and rm -rf / that the change introduces are refused";
   // The commands are the policy's own checks, so the recorded policy stands alone: replay
   // parses it, and a policy may only require checks it defines.
   p.checks = checks;
@@ -133,6 +135,9 @@ Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& r) {
 Status check_proposal(const ProposeRequest& r) {
   auto touched = touched_paths(r.proposal, r.source);
   if (!touched) return std::unexpected(touched.error());
+  for (const std::string& glob : r.oracle) {
+    if (glob.empty()) return fail(Errc::invalid_argument, "--oracle: a glob may not be empty");
+  }
   if (!r.policy && r.checks.empty()) {
     return fail(Errc::invalid_argument, "nothing would judge the proposal: give --check 'CMD' or --policy");
   }
@@ -146,7 +151,8 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   auto touched = touched_paths(r.proposal, r.source);
   auto ledger = propose_ledger_dir(r);
   if (!touched || !ledger) return fail(Errc::internal, "the proposal changed while it was checked");
-  const Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
+  Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
+  policy.oracle.paths.insert(policy.oracle.paths.end(), r.oracle.begin(), r.oracle.end());
 
   GivenProposal proposer("file:" + std::filesystem::path(r.source).filename().string(), r.proposal);
   BuildOptions options;

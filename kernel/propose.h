@@ -5,9 +5,18 @@
 // decide(), a commit with trailers on the branch when accepted, and every record in the
 // ledger either way.
 //
-// Without a policy, the checks must pass, .git/** and .warden/** are protected and the
-// kernel's dangerous-operation scan runs its safety rules (no lint rules such as C's sprintf)
-// on what the change introduces; nothing else is assumed about the project.
+// Without a policy, the checks must pass, .git/** and .warden/** are protected, the oracle's
+// built-in defaults hold (oracle.h: the tests, their runner's hooks and the test sections of
+// build files come from the base), every test the base passed must still pass (the kernel
+// runs the base's tests itself), and the kernel's dangerous-operation scan runs its safety
+// rules (no lint rules such as C's sprintf) on what the change introduces; nothing else is
+// assumed about the project.
+//
+// The oracle is closed to a proposal: its one step is a `modify` step whose targets come from
+// the proposal itself, so they cannot vouch for a change to a test. There is deliberately no
+// flag that opens it: a test change is made by a person (a commit of their own), by a build
+// plan's create_test step, or under a policy file whose "oracle" leaves the file out — each
+// of them reviewed before the proposal, and the policy recorded in the ledger with it.
 //
 // Errors (std::expected) are refusals before anything is recorded: the proposal is neither
 // a Diff nor a patch, nothing would judge it, the branch cannot take it, the repository or
@@ -33,6 +42,7 @@ struct ProposeRequest {
   std::string base;                 // the revision the proposal applies to
   std::vector<CheckSpec> checks;    // the repository's own checks (may be empty with a policy)
   std::optional<Policy> policy;     // none: the permissive policy over `checks`
+  std::vector<std::string> oracle;  // globs added to the policy's oracle paths (--oracle), recorded with it
   std::filesystem::path ledger;     // empty: <repo>/.git/warden-ledger
   std::string branch = "warden/propose";
   std::string step_id;              // empty: the Diff's own step id, else "propose"

@@ -14,7 +14,7 @@ namespace {
 
 struct ProposeArgs {
   std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
-  std::vector<std::string> checks, reports;
+  std::vector<std::string> checks, reports, oracle;
   double step_timeout_s = 0;
   bool json = false;
 };
@@ -51,6 +51,7 @@ int run(ProposeArgs a) {
     if (!loaded) return report_error(loaded.error().with_context("policy " + a.policy), a.json);
     request.policy = std::move(*loaded);
   }
+  request.oracle = a.oracle;
   request.ledger = a.ledger;
   request.branch = a.branch;
   request.step_id = a.step_id;
@@ -116,7 +117,12 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--report", a->reports, kReportHelp)->allow_extra_args(false);
   cmd->add_option("--policy", a->policy,
                   "Policy: a built-in name (python, cpp) or a JSON file (default: the --check commands must pass, "
-                  ".git/** and .warden/** are protected, dangerous operations refused, 1 MiB at most)");
+                  ".git/**, .warden/** and the oracle are protected, dangerous operations refused, 1 MiB at most)");
+  cmd->add_option("--oracle", a->oracle,
+                  "A glob of more files that judge the proposal (repeatable): added to the policy's oracle paths, so an "
+                  "existing one may not change (the tests, their runner's hooks and the test sections of build files "
+                  "are protected already)")
+      ->allow_extra_args(false);
   cmd->add_option("--ledger", a->ledger, "Ledger directory (default <repo>/.git/warden-ledger; created when missing)");
   cmd->add_option("--key", a->key, "The kernel's note signer key file (default <ledger>.key, generated on first use)");
   cmd->add_option("--branch", a->branch, "Branch the accepted commit goes on (new, or at --base)")->capture_default_str();

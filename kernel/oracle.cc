@@ -1,0 +1,92 @@
+#include "kernel/oracle.h"
+
+#include "kernel/glob.h"
+#include "kernel/oracle_sections.h"
+
+namespace warden::kernel {
+namespace {
+
+// The first glob of `globs` that matches `path`, or null.
+const std::string* matching(const std::vector<std::string>& globs, std::string_view path) {
+  for (const std::string& g : globs) {
+    if (glob_match(g, path)) return &g;
+  }
+  return nullptr;
+}
+
+std::string verb(const OracleTouch& t) {
+  if (!t.before) return "adds";
+  return t.after_known && !t.after ? "removes (deletes or renames)" : "changes";
+}
+
+constexpr std::string_view kOnlyCreateTest = "only a create_test step of the committed plan that targets it may change it";
+
+}  // namespace
+
+std::vector<std::string> default_oracle_paths() {
+  return {
+      // Test trees, any ecosystem.
+      "**/tests/**", "**/test/**", "**/__tests__/**", "**/testdata/**",
+      // Python.
+      "**/test_*.py", "**/*_test.py",
+      // C and C++.
+      "**/test_*.c", "**/test_*.cc", "**/test_*.cpp", "**/*_test.c", "**/*_test.cc", "**/*_test.cpp",
+      // JavaScript and TypeScript.
+      "**/*.test.*", "**/*.spec.*",
+      // Go.
+      "**/*_test.go",
+  };
+}
+
+std::vector<std::string> default_oracle_hooks() {
+  return {
+      // Python: pytest's plugins and config, interpreter start-up hooks, the test package's
+      // import-time code, tox/nox/coverage configuration.
+      "**/conftest.py", "**/sitecustomize.py", "**/usercustomize.py", "**/tests/__init__.py", "**/test/__init__.py",
+      "**/pytest.ini", "**/.pytest.ini", "**/.coveragerc", "**/noxfile.py",
+      // CTest's own files.
+      "**/CTestTestfile.cmake", "**/CTestCustom.cmake",
+      // JavaScript test runners' configuration and set-up files.
+      "**/jest.config.*", "**/jest.setup.*", "**/vitest.config.*", "**/vitest.setup.*", "**/.mocharc*",
+      "**/karma.conf.*", "**/ava.config.*", "**/.nycrc*", "**/.c8rc*",
+  };
+}
+
+std::vector<std::string> default_oracle_sections() {
+  return {"**/pyproject.toml", "**/setup.cfg", "**/tox.ini",   "**/CMakeLists.txt", "**/*.cmake",
+          "**/Makefile",       "**/makefile",  "**/GNUmakefile", "**/*.mk",         "**/package.json"};
+}
+
+Json OracleRules::to_json() const { return {{"paths", paths}, {"hooks", hooks}, {"sections", sections}}; }
+
+std::vector<std::string> oracle_violations(const OracleRules& rules, const OracleTouch& t) {
+  if (const std::string* glob = matching(rules.hooks, t.path)) {
+    std::string why = t.before ? std::string(kOnlyCreateTest)
+                               : "a new one changes how every existing test runs; " + std::string(kOnlyCreateTest);
+    return {t.path + " is a test-runner hook (oracle hook " + *glob + "): the proposal " + verb(t) + " it; " + why};
+  }
+  if (const std::string* glob = matching(rules.paths, t.path)) {
+    if (!t.before) return {};  // a new test
+    return {t.path + " is part of the oracle (oracle path " + *glob + "): the proposal " + verb(t) + " it; " +
+            std::string(kOnlyCreateTest)};
+  }
+  const std::string* glob = matching(rules.sections, t.path);
+  if (!glob) return {};
+  std::optional<SectionKind> kind = section_kind(t.path);
+  if (!kind) {
+    if (!t.before) return {};
+    return {t.path + " holds the oracle (oracle section " + *glob + ", a kind of file the kernel judges whole): the proposal " +
+            verb(t) + " it; " + std::string(kOnlyCreateTest)};
+  }
+  if (!t.after_known) return {};  // it did not apply: refused for that, with nothing to compare
+  std::vector<std::string> changes = section_changes(extract_test_section(*kind, t.before ? *t.before : ""),
+                                                     extract_test_section(*kind, t.after ? *t.after : ""));
+  if (changes.empty()) return {};
+  constexpr size_t kMaxListed = 8;
+  std::string joined;
+  for (size_t i = 0; i < changes.size() && i < kMaxListed; ++i) joined += (joined.empty() ? "" : ", ") + changes[i];
+  if (changes.size() > kMaxListed) joined += " and " + std::to_string(changes.size() - kMaxListed) + " more";
+  return {t.path + ": " + joined + " (its test section is the oracle; " + std::string(kOnlyCreateTest) + ")"};
+}
+
+}  // namespace warden::kernel

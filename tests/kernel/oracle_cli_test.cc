@@ -1,0 +1,336 @@
+// The oracle comes from the base, end to end: the real `warden propose` on real git
+// repositories, the checks run in the real sandbox. Each cheat an agent might use to pass a
+// broken change — delete the failing test, weaken its assertion, disable the runner from
+// tests/__init__.py, add a conftest.py or sitecustomize.py, skip the test, change the
+// runner's options, rewrite the Makefile's test recipe, re-register the CTest test — is
+// refused as protected_path naming the file; the legitimate change beside it is accepted with
+// exactly the tree git makes of the same patch. Projects: Python with unittest, Python with
+// pytest, C with a Makefile (TAP; the cpp policy and the default one), C with CMake + CTest.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "tests/kernel/build_fixture.h"
+
+namespace warden::test {
+namespace {
+
+using Files = std::map<std::string, std::optional<std::string>>;  // nullopt: the file is removed
+
+class OracleCliTest : public ::testing::Test {
+ protected:
+  void commit_base(const std::map<std::string, std::string>& files) {
+    for (const auto& [path, content] : files) repo.write(path, content);
+    base = repo.commit_all("base");
+  }
+
+  // The patch of `files` over the base, written beside the repository; the work tree is put back.
+  std::string patch_text(const Files& files) {
+    for (const auto& [path, content] : files) {
+      if (content) repo.write(path, *content); else repo.remove(path);
+    }
+    std::string text = repo.staged_patch();
+    repo.reset_hard(base);
+    return text;
+  }
+
+  // `warden propose` of `files` over the base with `args`, each on its own branch.
+  nlohmann::json propose(const std::string& name, const Files& files, const std::vector<std::string>& args,
+                         int expected_exit) {
+    std::filesystem::path patch = repo.scratch(name + ".patch");
+    last_patch = patch_text(files);
+    write_file(patch, last_patch);
+    std::vector<std::string> argv = {"propose", patch.string(), "--repo", repo.repo().string(), "--base", base,
+                                     "--branch", "warden/" + name,
+                                     "--step-timeout", "240", "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = warden(argv);
+    EXPECT_TRUE(r.exited_with(expected_exit)) << name << ": " << describe(r);
+    return r.out.empty() ? nlohmann::json() : stdout_json(r);
+  }
+
+  // Refused, with protected_path among the reasons naming `file` (and, when `exactly`, the only one).
+  void expect_oracle_refusal(const std::string& name, const Files& files, const std::vector<std::string>& args,
+                             const std::string& detail, bool exactly = true) {
+    auto j = propose(name, files, args, 1);
+    ASSERT_EQ(j["accepted"], false) << name << ": " << j.dump();
+    std::vector<std::string> codes;
+    std::string protected_detail;
+    for (const auto& reason : j["verdict"]["reasons"]) {
+      codes.push_back(reason["code"]);
+      if (reason["code"] == "protected_path") protected_detail = reason["detail"];
+    }
+    EXPECT_TRUE(has_code(codes, "protected_path")) << name << ": " << j["verdict"].dump();
+    EXPECT_NE(protected_detail.find(detail), std::string::npos) << name << ": " << protected_detail;
+    if (exactly) {
+      EXPECT_EQ(codes, std::vector<std::string>{"protected_path"}) << name << ": " << j["verdict"].dump();
+    }
+    EXPECT_FALSE(has_ref(repo.repo(), "warden/" + name));
+  }
+
+  // Accepted, committed on its branch with the tree git makes of the same patch.
+  void expect_accepted(const std::string& name, const Files& files, const std::vector<std::string>& args) {
+    auto j = propose(name, files, args, 0);
+    ASSERT_EQ(j["accepted"], true) << name << ": " << j.dump();
+    EXPECT_EQ(repo.git_line({"rev-parse", "warden/" + name + "^{tree}"}), repo.git_apply_tree(base, last_patch));
+    EXPECT_EQ(repo.git_line({"rev-parse", "warden/" + name + "^"}), base);
+  }
+
+  // Refused by the checks alone: the change is really broken, and the tests really ran.
+  void expect_tests_fail(const std::string& name, const Files& files, const std::vector<std::string>& args) {
+    auto j = propose(name, files, args, 1);
+    ASSERT_EQ(j["verdict"]["reasons"].size(), 1u) << name << ": " << j.dump();
+    EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "required_checks_failed") << name << ": " << j.dump();
+    EXPECT_NE(j["verdict"]["reasons"][0]["detail"].get<std::string>().find(": failed"), std::string::npos) << j.dump();
+  }
+
+  // Every decision the ledger holds, as the kernel signed it.
+  void expect_ledger_verifies_here() {
+    expect_ledger_verifies(repo.repo() / ".git" / "warden-ledger", repo.repo() / ".git" / "warden-ledger.key.pub");
+  }
+
+  GitRepoFixture repo;
+  std::string base, last_patch;
+};
+
+// --- Python, unittest -----------------------------------------------------------------------
+
+constexpr const char* kUnittest = "python3 -B -m unittest discover -s tests -t . -v";
+constexpr const char* kOps = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    total = 0\n"
+                             "    for _ in range(b):\n        total += a\n    return total\n";
+constexpr const char* kBrokenOps = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n";
+constexpr const char* kFixedOps = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
+constexpr const char* kUnittestTests = "import unittest\n\nfrom mathlib.ops import add, mul\n\n\n"
+                                       "class OpsTest(unittest.TestCase):\n"
+                                       "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+                                       "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
+
+class UnittestProject : public OracleCliTest {
+ protected:
+  void SetUp() override {
+    commit_base({{"mathlib/__init__.py", ""}, {"mathlib/ops.py", kOps}, {"tests/__init__.py", ""}, {"tests/test_ops.py", kUnittestTests}});
+  }
+  std::vector<std::string> check() const { return {"--check", kUnittest}; }
+};
+
+TEST_F(UnittestProject, TheBrokenChangeAloneFailsTheTests) {
+  expect_tests_fail("broken", {{"mathlib/ops.py", kBrokenOps}}, check());
+}
+
+TEST_F(UnittestProject, DeletingTheFailingTestIsRefused) {
+  expect_oracle_refusal("delete", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", std::nullopt}}, check(),
+                        "tests/test_ops.py is part of the oracle (oracle path **/tests/**): the proposal removes", false);
+}
+
+TEST_F(UnittestProject, WeakeningTheAssertionIsRefused) {
+  std::string weak = kUnittestTests;
+  weak.replace(weak.find("self.assertEqual(mul(2, 3), 6)"), 30, "self.assertTrue(True)");
+  expect_oracle_refusal("weaken", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", weak}}, check(),
+                        "tests/test_ops.py is part of the oracle");
+}
+
+TEST_F(UnittestProject, DisablingTheRunnerFromTestsInitIsRefused) {
+  expect_oracle_refusal("noop-run",
+                        {{"mathlib/ops.py", kBrokenOps},
+                         {"tests/__init__.py", "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n"}},
+                        check(), "tests/__init__.py is a test-runner hook", false);
+}
+
+TEST_F(UnittestProject, NewHooksAreRefused) {
+  expect_oracle_refusal("conftest", {{"mathlib/ops.py", kFixedOps}, {"conftest.py", "import unittest\n"}}, check(),
+                        "conftest.py is a test-runner hook (oracle hook **/conftest.py): the proposal adds it");
+  expect_oracle_refusal("sitecustomize", {{"mathlib/ops.py", kFixedOps}, {"sitecustomize.py", "import os\n"}}, check(),
+                        "sitecustomize.py is a test-runner hook");
+}
+
+TEST_F(UnittestProject, TheLegitimateChangeIsAcceptedAndANewTestFileToo) {
+  expect_accepted("fix", {{"mathlib/ops.py", kFixedOps}}, check());
+  expect_accepted("fix-with-test",
+                  {{"mathlib/ops.py", kFixedOps},
+                   {"tests/test_mul.py", "import unittest\n\nfrom mathlib.ops import mul\n\n\nclass MulTest(unittest.TestCase):\n"
+                                         "    def test_zero(self):\n        self.assertEqual(mul(0, 7), 0)\n"}},
+                  check());
+  expect_ledger_verifies_here();
+}
+
+TEST_F(UnittestProject, OracleAddsGlobsAndIsRecordedInThePolicy) {
+  repo.write("golden/expected.txt", "6\n");
+  base = repo.commit_all("golden output");
+  expect_accepted("without", {{"golden/expected.txt", "5\n"}}, check());
+  expect_oracle_refusal("with", {{"golden/expected.txt", "5\n"}}, {"--check", kUnittest, "--oracle", "golden/**"},
+                        "golden/expected.txt is part of the oracle (oracle path golden/**)");
+  auto policies = payloads(ledger_records(repo.repo() / ".git" / "warden-ledger"), "policy");
+  ASSERT_EQ(policies.size(), 2u);
+  const auto& paths = policies[1]["policy"]["oracle"]["paths"];
+  EXPECT_EQ(paths.back(), "golden/**") << policies[1].dump();
+}
+
+// --- Python, pytest -------------------------------------------------------------------------
+
+constexpr const char* kPytest = "python3 -B -m pytest -q -p no:cacheprovider";
+constexpr const char* kPytestTests = "from mathlib.ops import add, mul\n\n\n"
+                                     "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+                                     "def test_mul():\n    assert mul(2, 3) == 6\n";
+constexpr const char* kPyproject = "[project]\nname = \"mathlib\"\nversion = \"0.1.0\"\n\n"
+                                   "[tool.pytest.ini_options]\naddopts = \"-ra\"\ntestpaths = [\"tests\"]\n";
+
+class PytestProject : public OracleCliTest {
+ protected:
+  void SetUp() override {
+    commit_base({{"mathlib/__init__.py", ""}, {"mathlib/ops.py", kOps}, {"tests/test_ops.py", kPytestTests}, {"pyproject.toml", kPyproject}});
+  }
+  std::vector<std::string> check() const { return {"--check", kPytest}; }
+};
+
+TEST_F(PytestProject, TheBrokenChangeAloneFailsTheTests) {
+  expect_tests_fail("broken", {{"mathlib/ops.py", kBrokenOps}}, check());
+}
+
+TEST_F(PytestProject, ASkipDecoratorIsRefused) {
+  std::string skipped = kPytestTests;
+  skipped.replace(skipped.find("def test_mul"), 12, "import pytest\n\n\n@pytest.mark.skip\ndef test_mul");
+  expect_oracle_refusal("skip", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", skipped}}, check(),
+                        "tests/test_ops.py is part of the oracle");
+}
+
+TEST_F(PytestProject, ChangingAddoptsInPyprojectIsRefused) {
+  std::string deselect = kPyproject;
+  deselect.replace(deselect.find("\"-ra\""), 5, "\"-ra -k 'not mul'\"");
+  expect_oracle_refusal("addopts", {{"mathlib/ops.py", kBrokenOps}, {"pyproject.toml", deselect}}, check(),
+                        "pyproject.toml: tool.pytest.ini_options.addopts changed");
+}
+
+TEST_F(PytestProject, ChangingAddoptsInPytestIniIsRefused) {
+  repo.write("pytest.ini", "[pytest]\naddopts = -ra\n");
+  base = repo.commit_all("pytest.ini");
+  expect_oracle_refusal("ini", {{"mathlib/ops.py", kBrokenOps}, {"pytest.ini", "[pytest]\naddopts = -ra -k 'not mul'\n"}}, check(),
+                        "pytest.ini is a test-runner hook (oracle hook **/pytest.ini): the proposal changes it");
+}
+
+TEST_F(PytestProject, AnUnrelatedPyprojectChangeIsAccepted) {
+  std::string bumped = kPyproject;
+  bumped.replace(bumped.find("0.1.0"), 5, "0.2.0");
+  expect_accepted("version", {{"mathlib/ops.py", kFixedOps}, {"pyproject.toml", bumped}}, check());
+}
+
+// --- C, make + TAP --------------------------------------------------------------------------
+
+constexpr const char* kOpsH = "#ifndef OPS_H\n#define OPS_H\nint add(int a, int b);\nint mul(int a, int b);\n#endif\n";
+constexpr const char* kOpsC = "#include \"ops.h\"\n\nint add(int a, int b) { return a + b; }\n\n"
+                              "int mul(int a, int b) { return a * b; }\n";
+constexpr const char* kBrokenOpsC = "#include \"ops.h\"\n\nint add(int a, int b) { return a + b; }\n\n"
+                                    "int mul(int a, int b) { return a + b; }\n";
+// TAP on stdout, and a failing exit status too (the default policy judges the exit status).
+constexpr const char* kTestC = "#include <stdio.h>\n\n#include \"ops.h\"\n\n"
+                               "int main(void) {\n  int ok_add = add(2, 3) == 5, ok_mul = mul(2, 3) == 6;\n"
+                               "  printf(\"1..2\\n\");\n"
+                               "  printf(\"%s 1 - add\\n\", ok_add ? \"ok\" : \"not ok\");\n"
+                               "  printf(\"%s 2 - mul\\n\", ok_mul ? \"ok\" : \"not ok\");\n"
+                               "  return ok_add && ok_mul ? 0 : 1;\n}\n";
+constexpr const char* kMakefile = "CC ?= cc\n"
+                                  "CFLAGS = -std=c11 -Wall -O1\n"
+                                  "OBJS = src/ops.o\n"
+                                  "\n"
+                                  ".PHONY: all test clean\n"
+                                  "all: libops.a\n"
+                                  "\n"
+                                  "libops.a: $(OBJS)\n"
+                                  "\t@ar rcs $@ $^\n"
+                                  "\n"
+                                  "%.o: %.c\n"
+                                  "\t@$(CC) $(CFLAGS) -Isrc -c -o $@ $<\n"
+                                  "\n"
+                                  "build/test_ops: tests/test_ops.c libops.a\n"
+                                  "\t@mkdir -p build\n"
+                                  "\t@$(CC) $(CFLAGS) -Isrc -o $@ $^\n"
+                                  "\n"
+                                  "test: build/test_ops\n"
+                                  "\t@./build/test_ops\n"
+                                  "\n"
+                                  "clean:\n"
+                                  "\trm -rf build libops.a src/*.o\n";
+
+class MakeProject : public OracleCliTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    commit_base({{"src/ops.h", kOpsH}, {"src/ops.c", kOpsC}, {"tests/test_ops.c", kTestC}, {"Makefile", kMakefile}});
+  }
+  // The cpp policy runs `make -s test` itself; the default policy runs the given check.
+  std::vector<std::string> args() const {
+    if (GetParam() == "cpp") return {"--policy", "cpp"};
+    return {"--check", "make -s test"};
+  }
+};
+
+TEST_P(MakeProject, TheBrokenChangeAloneFailsTheTests) {
+  expect_tests_fail("broken-" + GetParam(), {{"src/ops.c", kBrokenOpsC}}, args());
+}
+
+TEST_P(MakeProject, RewritingTheTestRecipeIsRefusedNamingTheMakefile) {
+  std::string forged = kMakefile;
+  forged.replace(forged.find("\t@./build/test_ops\n"), 19, "\t@printf '1..1\\nok 1\\n'\n");
+  expect_oracle_refusal("recipe-" + GetParam(), {{"src/ops.c", kBrokenOpsC}, {"Makefile", forged}}, args(),
+                        "Makefile: the recipe of target test changed");
+}
+
+TEST_P(MakeProject, ANewSourceInTheLibraryRuleIsAccepted) {
+  std::string more = kMakefile;
+  more.replace(more.find("OBJS = src/ops.o"), 16, "OBJS = src/ops.o src/mul.o");
+  expect_accepted("source-" + GetParam(),
+                  {{"src/ops.c", "#include \"ops.h\"\n\nint add(int a, int b) { return a + b; }\n"},
+                   {"src/mul.c", "#include \"ops.h\"\n\nint mul(int a, int b) { return a * b; }\n"},
+                   {"Makefile", more}},
+                  args());
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, MakeProject, ::testing::Values("cpp", "default"));
+
+// --- C, CMake + CTest -----------------------------------------------------------------------
+
+constexpr const char* kCMake = "cmake_minimum_required(VERSION 3.10)\n"
+                               "project(ops C)\n"
+                               "add_library(ops src/ops.c)\n"
+                               "target_include_directories(ops PUBLIC src)\n"
+                               "enable_testing()\n"
+                               "add_executable(test_ops tests/test_ops.c)\n"
+                               "target_link_libraries(test_ops ops)\n"
+                               "add_test(NAME ops COMMAND test_ops)\n"
+                               "set_tests_properties(ops PROPERTIES FAIL_REGULAR_EXPRESSION \"not ok\")\n";
+constexpr const char* kCTest = "cmake -S . -B /tmp/b >/dev/null && cmake --build /tmp/b >/dev/null && cd /tmp/b && "
+                               "ctest --output-on-failure";
+
+class CMakeProject : public OracleCliTest {
+ protected:
+  void SetUp() override {
+    commit_base({{"src/ops.h", kOpsH}, {"src/ops.c", kOpsC}, {"tests/test_ops.c", kTestC}, {"CMakeLists.txt", kCMake}});
+  }
+  std::vector<std::string> check() const { return {"--check", kCTest}; }
+};
+
+TEST_F(CMakeProject, TheBrokenChangeAloneFailsCTest) {
+  expect_tests_fail("broken", {{"src/ops.c", kBrokenOpsC}}, check());
+}
+
+TEST_F(CMakeProject, ChangingAddTestIsRefused) {
+  std::string forged = kCMake;
+  forged.replace(forged.find("COMMAND test_ops"), 16, "COMMAND true");
+  expect_oracle_refusal("add-test", {{"src/ops.c", kBrokenOpsC}, {"CMakeLists.txt", forged}}, check(),
+                        "CMakeLists.txt: add_test(ops) changed");
+}
+
+TEST_F(CMakeProject, ASourceOnlyChangeIsAccepted) {
+  std::string more = kCMake;
+  more.replace(more.find("add_library(ops src/ops.c)"), 26, "add_library(ops src/ops.c src/mul.c)");
+  expect_accepted("source",
+                  {{"src/ops.c", "#include \"ops.h\"\n\nint add(int a, int b) { return a + b; }\n"},
+                   {"src/mul.c", "#include \"ops.h\"\n\nint mul(int a, int b) { return a * b; }\n"},
+                   {"CMakeLists.txt", more}},
+                  check());
+  expect_ledger_verifies_here();
+}
+
+}  // namespace
+}  // namespace warden::test
