@@ -52,7 +52,9 @@ class OracleCliTest : public ::testing::Test {
     return r.out.empty() ? nlohmann::json() : stdout_json(r);
   }
 
-  // Refused, with protected_path among the reasons naming `file` (and, when `exactly`, the only one).
+  // Refused, with protected_path among the reasons naming `file` (and, when `exactly`, the only
+  // one besides pass_to_pass_failed: the kernel's own comparison with the base's tests, which
+  // refuses some of these cheats a second time on its own).
   void expect_oracle_refusal(const std::string& name, const Files& files, const std::vector<std::string>& args,
                              const std::string& detail, bool exactly = true) {
     auto j = propose(name, files, args, 1);
@@ -66,6 +68,7 @@ class OracleCliTest : public ::testing::Test {
     EXPECT_TRUE(has_code(codes, "protected_path")) << name << ": " << j["verdict"].dump();
     EXPECT_NE(protected_detail.find(detail), std::string::npos) << name << ": " << protected_detail;
     if (exactly) {
+      std::erase(codes, "pass_to_pass_failed");
       EXPECT_EQ(codes, std::vector<std::string>{"protected_path"}) << name << ": " << j["verdict"].dump();
     }
     EXPECT_FALSE(has_ref(repo.repo(), "warden/" + name));
@@ -82,9 +85,16 @@ class OracleCliTest : public ::testing::Test {
   // Refused by the checks alone: the change is really broken, and the tests really ran.
   void expect_tests_fail(const std::string& name, const Files& files, const std::vector<std::string>& args) {
     auto j = propose(name, files, args, 1);
-    ASSERT_EQ(j["verdict"]["reasons"].size(), 1u) << name << ": " << j.dump();
-    EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "required_checks_failed") << name << ": " << j.dump();
-    EXPECT_NE(j["verdict"]["reasons"][0]["detail"].get<std::string>().find(": failed"), std::string::npos) << j.dump();
+    // The failing check, and (for a check that names its tests) the base's test it broke.
+    const json& reasons = j["verdict"]["reasons"];
+    ASSERT_GE(reasons.size(), 1u) << name << ": " << j.dump();
+    const json& last = reasons.back();
+    EXPECT_EQ(last["code"], "required_checks_failed") << name << ": " << j.dump();
+    EXPECT_NE(last["detail"].get<std::string>().find(": failed"), std::string::npos) << j.dump();
+    if (reasons.size() > 1) {
+      ASSERT_EQ(reasons.size(), 2u) << name << ": " << j.dump();
+      EXPECT_EQ(reasons[0]["code"], "pass_to_pass_failed") << name << ": " << j.dump();
+    }
   }
 
   // Every decision the ledger holds, as the kernel signed it.
