@@ -386,23 +386,24 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
   std::string script = "#!/bin/bash\n# The shell loop: the Warden build's proposals and checks, without its guarantees.\nset -eu\n";
   script += "git -C " + quote(repo.string()) + " worktree add -q -b shell-loop " + quote(worktree.string()) + " HEAD\n";
   script += "cd " + quote(worktree.string()) + "\n";
-  // One check in bwrap with the sandbox's argv and seccomp program, on the worktree.
-  auto check_line = [&](const std::string& name) {
-    const warden::CheckSpec spec = check_spec(s, name);
+  // One check in bwrap with the sandbox's argv and seccomp program, on the worktree (its
+  // redirections are the caller's).
+  auto sandbox_line = [&](const warden::CheckSpec& spec, const std::map<std::string, std::string>& extra_env) {
     warden::SandboxRequest request;
     request.argv = spec.argv;
     request.env = spec.env;
+    request.env.insert(extra_env.begin(), extra_env.end());
     request.workspace_dir = worktree;
     std::string line;
     for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
-    return line + "3<" + quote(seccomp.string()) + " >/dev/null 2>&1";
+    return line + "3<" + quote(seccomp.string());
   };
   for (size_t i = 0; i < s.attempts.size(); ++i) {
     const Attempt& a = s.attempts[i];
     if (a.base) {
       // The kernel tests the step's base once: so does the loop, on its worktree as it stands.
       script += "# " + a.step_id + " base\n";
-      for (const auto& name : a.checks) script += check_line(name) + " || true\n";
+      for (const auto& name : a.checks) script += sandbox_line(check_spec(s, name), {}) + " >/dev/null 2>&1 || true\n";
       continue;
     }
     auto step = std::find_if(plan->steps.begin(), plan->steps.end(), [&](const auto& st) { return st.id == a.step_id; });
@@ -432,10 +433,7 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
     std::stable_partition(ordered.begin(), ordered.end(), [&](const std::string& name) { return feeding.contains(name); });
     for (const auto& name : ordered) {
       const warden::CheckSpec spec = check_spec(s, name);
-      warden::SandboxRequest request;
-      request.argv = spec.argv;
-      request.env = spec.env;
-      request.workspace_dir = worktree;
+      std::map<std::string, std::string> extra_env;
       std::string inputs;
       if (!spec.tests_from.empty()) {
         const std::string ids = quote((s.dir / "tests-from.json").string());
@@ -445,12 +443,11 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
                         "if l.startswith('ok ') and ' # ' not in l and ' - ' in l] for a in sys.argv[1:]}}))");
         for (const auto& from : spec.tests_from) script += " " + tap_file(from);
         script += " > " + ids + "\n";
-        request.env[warden::kTestsFromFdVariable] = std::to_string(warden::kFirstPassedFd);
+        extra_env[warden::kTestsFromFdVariable] = std::to_string(warden::kFirstPassedFd);
         inputs = " " + std::to_string(warden::kFirstPassedFd) + "<" + ids;
       }
-      std::string line;
-      for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
-      line += "3<" + quote(seccomp.string()) + inputs + (feeding.contains(name) ? " >" + tap_file(name) : " >/dev/null") + " 2>&1";
+      const std::string line =
+          sandbox_line(spec, extra_env) + inputs + (feeding.contains(name) ? " >" + tap_file(name) : " >/dev/null") + " 2>&1";
       // A refused proposal's checks may fail; an accepted one's must pass here too.
       for (int64_t r = 0; r < spec.runs; ++r) script += line + (a.accepted ? "\n" : " || true\n");
     }
@@ -460,6 +457,11 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
   fs::remove_all(prep);
   s.shell_script = s.dir / "shell-loop.sh";
   if (auto st = warden::write_file_atomic(s.shell_script, script, 0755); !st) die(st.error().message);
+}
+
+// The executor's proposals (the kernel's base runs are attempts of the shell loop too).
+size_t proposals(const Scenario& s) {
+  return static_cast<size_t>(std::count_if(s.attempts.begin(), s.attempts.end(), [](const Attempt& a) { return !a.base; }));
 }
 
 void shell_build(Scenario& s, bool keep) {
@@ -606,7 +608,7 @@ int main(int argc, char** argv) {
     if (json) {
       out["scenarios"].push_back({{"name", s.label},
                                   {"steps", steps},
-                                  {"proposals", s.attempts.size()},
+                                  {"proposals", proposals(s)},
                                   {"overhead_ms", {{"median", overhead}, {"p90", percentile(s.overhead_ms, 0.9)}, {"max", percentile(s.overhead_ms, 1.0)}}},
                                   {"checks_per_step_ms", median(s.checks_ms)},
                                   {"outside_steps_ms", median(s.outside_ms)},
@@ -617,7 +619,7 @@ int main(int argc, char** argv) {
       continue;
     }
     auto verdict = [](bool pass) { return pass ? "PASS" : "FAIL"; };
-    std::printf("\n%s: %zu steps, %zu proposals; %zu step samples\n", s.label.c_str(), steps, s.attempts.size(),
+    std::printf("\n%s: %zu steps, %zu proposals; %zu step samples\n", s.label.c_str(), steps, proposals(s),
                 s.overhead_ms.size());
     std::printf("  %-34s median %8.1f ms  p90 %8.1f  max %8.1f   (target median <= 20 ms)  %s\n",
                 "kernel overhead per step", overhead, percentile(s.overhead_ms, 0.9), percentile(s.overhead_ms, 1.0),
