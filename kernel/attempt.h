@@ -36,10 +36,17 @@ struct BaseRun {
   uint64_t seq = 0;
 };
 
+// The base's tests on the proposal without the oracle files it adds (oracle_run.h).
+struct OracleRun {
+  RunResult run;
+  uint64_t seq = 0;  // its oracle_run record
+};
+
 struct Tested {
   AppliedDiff applied;  // the diff on the branch tip: the tree under test
   RunResult run;
   Appended record;      // the run_result record
+  std::optional<OracleRun> oracle;  // when the proposal adds tests or hooks and the base has tests
 };
 
 struct Decided {

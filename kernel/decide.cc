@@ -27,6 +27,7 @@
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
 #include "kernel/glob.h"
+#include "kernel/oracle_run.h"
 #include "kernel/oracle.h"
 #include "diff/diff_apply.h"
 #include "diff/path_safety.h"
@@ -326,11 +327,55 @@ bool may_run_no_tests(const BuildStep& step, const CheckResult* base) {
   return builds_up && base && base->tests.empty();
 }
 
+// Every test that passed in `base` and is missing or not passing in `now`, as reasons.
+void add_lost_tests(const BuildStep& step, const CheckResult& base, const CheckResult& now, std::string_view where,
+                    Reasons& reasons) {
+  constexpr size_t kMaxListed = 20;
+  std::map<std::string_view, std::string_view> status;
+  for (const TestCase& t : now.tests) status.emplace(t.id, t.status);
+  std::vector<std::string> lost;
+  for (const TestCase& t : base.tests) {
+    if (t.status != "passed" || any_glob_match(step.removes_tests, t.id)) continue;
+    auto it = status.find(t.id);
+    if (it == status.end()) lost.push_back(t.id + " (missing)");
+    else if (it->second != "passed") lost.push_back(t.id + " (" + std::string(it->second) + ")");
+  }
+  for (size_t i = 0; i < lost.size() && i < kMaxListed; ++i) {
+    reasons.add(reason::pass_to_pass_failed, now.name + ": " + lost[i] + " passed on the base" + std::string(where));
+  }
+  if (lost.size() > kMaxListed) {
+    reasons.add(reason::pass_to_pass_failed, now.name + ": and " + std::to_string(lost.size() - kMaxListed) + " more" + std::string(where));
+  }
+}
+
+// A proposal that adds tests or hooks is judged by the base's tests alone as well: the oracle
+// run (oracle_run.h) must be of exactly the proposal's diff without them, and keep every
+// test the base passed.
+void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
+  if (!diff || !in.base_run) return;
+  std::optional<Diff> without = oracle_diff(*diff, in.proposal, in.policy.oracle);
+  if (!without) return;
+  const bool reports = std::any_of(in.base_run->checks.begin(), in.base_run->checks.end(), reports_tests);
+  if (!reports) return;
+  if (!in.oracle_run || in.oracle_run->diff_sha256 != without->digest()) {
+    reasons.add(reason::pass_to_pass_failed, "no run of the base's tests on the proposal without the tests and hooks it adds");
+    return;
+  }
+  for (const CheckResult& base : in.base_run->checks) {
+    if (!reports_tests(base)) continue;
+    const CheckResult* now = find_check(*in.oracle_run, base.name);
+    if (!now) {
+      reasons.add(reason::pass_to_pass_failed, base.name + ": not run without the proposal's new tests");
+      continue;
+    }
+    add_lost_tests(step, base, *now, " (run without the tests and hooks the proposal adds)", reasons);
+  }
+}
+
 // Tests judged: a reporting check that ran no tests fails as no_tests_ran; every test that
 // passed on the base must be there and pass. Returns the checks excused from their verdict
 // (no tests, exit 0, on a step building up a project that has none yet).
-std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step, Reasons& reasons) {
-  constexpr size_t kMaxListed = 20;
+std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
   std::set<std::string> judged;
   const RunResult& run = *in.run;
   for (const CheckResult& c : run.checks) {
@@ -350,22 +395,9 @@ std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step
       reasons.add(reason::pass_to_pass_failed, c.name + ": the base run has no such check");
       continue;
     }
-    std::map<std::string_view, std::string_view> now;
-    for (const TestCase& t : c.tests) now.emplace(t.id, t.status);
-    std::vector<std::string> lost;
-    for (const TestCase& t : base->tests) {
-      if (t.status != "passed" || any_glob_match(step.removes_tests, t.id)) continue;
-      auto it = now.find(t.id);
-      if (it == now.end()) lost.push_back(t.id + " (missing)");
-      else if (it->second != "passed") lost.push_back(t.id + " (" + std::string(it->second) + ")");
-    }
-    for (size_t i = 0; i < lost.size() && i < kMaxListed; ++i) {
-      reasons.add(reason::pass_to_pass_failed, c.name + ": " + lost[i] + " passed on the base");
-    }
-    if (lost.size() > kMaxListed) {
-      reasons.add(reason::pass_to_pass_failed, c.name + ": and " + std::to_string(lost.size() - kMaxListed) + " more");
-    }
+    add_lost_tests(step, *base, c, "", reasons);
   }
+  check_oracle_run(in, step, diff, reasons);
   return judged;
 }
 
@@ -381,7 +413,7 @@ void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff,
                                            ", not this proposal's diff " + diff->digest().str());
   }
 
-  const std::set<std::string> judged = check_tests(in, step, reasons);
+  const std::set<std::string> judged = check_tests(in, step, diff, reasons);
   std::set<std::string> checks(in.policy.required_checks.begin(), in.policy.required_checks.end());
   for (const CheckSpec& spec : in.plan.checks) checks.insert(spec.name);
   std::set<std::string> invariants(in.plan.invariants.begin(), in.plan.invariants.end());

@@ -33,6 +33,9 @@ struct DecisionInput {
   // there must exist and pass in `run` (PASS_TO_PASS, derived here, never taken from a
   // proposal). None: no check of the run reports tests, or the proposal never ran.
   const RunResult* base_run = nullptr;
+  // The test checks on the proposal without the tests and hooks it adds (oracle_run.h):
+  // required, and held to the base's passing tests too, when it adds any.
+  const RunResult* oracle_run = nullptr;
 };
 
 Verdict decide(const DecisionInput& input);

@@ -65,11 +65,12 @@ std::vector<std::string> oracle_violations(const OracleRules& rules, const Oracl
                                : "a new one changes how every existing test runs; " + std::string(kOnlyCreateTest);
     return {t.path + " is a test-runner hook (oracle hook " + *glob + "): the proposal " + verb(t) + " it; " + why};
   }
-  if (const std::string* glob = matching(rules.paths, t.path)) {
-    if (!t.before) return {};  // a new test
+  if (const std::string* glob = matching(rules.paths, t.path); glob && t.before) {
     return {t.path + " is part of the oracle (oracle path " + *glob + "): the proposal " + verb(t) + " it; " +
             std::string(kOnlyCreateTest)};
   }
+  // A new test may be added; a new file there that configures the runner (tests/tox.ini,
+  // tests/pyproject.toml) is judged by its test section below, like any such file.
   const std::string* glob = matching(rules.sections, t.path);
   if (!glob) return {};
   std::optional<SectionKind> kind = section_kind(t.path);
@@ -87,6 +88,10 @@ std::vector<std::string> oracle_violations(const OracleRules& rules, const Oracl
   for (size_t i = 0; i < changes.size() && i < kMaxListed; ++i) joined += (joined.empty() ? "" : ", ") + changes[i];
   if (changes.size() > kMaxListed) joined += " and " + std::to_string(changes.size() - kMaxListed) + " more";
   return {t.path + ": " + joined + " (its test section is the oracle; " + std::string(kOnlyCreateTest) + ")"};
+}
+
+bool adds_to_oracle(const OracleRules& rules, std::string_view path) {
+  return matching(rules.paths, path) || matching(rules.hooks, path);
 }
 
 }  // namespace warden::kernel

@@ -19,8 +19,9 @@
 //             the kernel cannot read is judged whole, like `paths`
 // The defaults (OracleRules{}) cover Python, C/C++ (CMake/CTest, make), JavaScript and Go;
 // a policy's "oracle" object replaces any list it names, and `warden propose --oracle GLOB`
-// adds to `paths`. What path rules cannot see: a new test file runs code at import too; that
-// the base's tests still run and pass is the job of the checks, not of these rules.
+// adds to `paths`. What path rules cannot see: a new test file runs code at import too; so the
+// kernel also runs the base's tests on the proposal without its new oracle files (the
+// oracle run, step_stages.h), and decide() holds both runs to the base's passing tests.
 //
 // Plain values and pure functions, safe to share and call from any thread.
 #pragma once
@@ -58,5 +59,10 @@ struct OracleTouch {
 // Why the change to `touch` rewrites the oracle, one sentence per finding naming the file;
 // empty when it does not.
 std::vector<std::string> oracle_violations(const OracleRules& rules, const OracleTouch& touch);
+
+// Whether a file new at `path` would be part of the oracle (a test or a hook). The base's
+// tests are also run without a proposal's new ones (step_stages.h): a new test file runs code
+// at import in the same process as the old tests, and could replace what they test.
+bool adds_to_oracle(const OracleRules& rules, std::string_view path);
 
 }  // namespace warden::kernel

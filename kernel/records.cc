@@ -293,6 +293,25 @@ Result<BaseRunRecord> BaseRunRecord::from_json(const Json& json) {
   return done(r, std::move(b));
 }
 
+Json OracleRunRecord::to_json() const {
+  return {{"run_id", run_id},
+          {"step_id", step_id},
+          {"attempt", attempt},
+          {"run_result_sha256", run_result_sha256.str()},
+          {"run_result", run_result}};
+}
+
+Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
+  JsonReader r(json, "oracle_run record");
+  OracleRunRecord o;
+  non_empty(r, "run_id", o.run_id);
+  non_empty(r, "step_id", o.step_id);
+  attempt_number(r, o.attempt);
+  r.digest("run_result_sha256", o.run_result_sha256);
+  object(r, "run_result", o.run_result);
+  return done(r, std::move(o));
+}
+
 Json DecisionRecord::to_json() const {
   Json j = {{"run_id", run_id},
           {"step_id", step_id},
@@ -304,6 +323,7 @@ Json DecisionRecord::to_json() const {
           {"run_result_seq", run_result_seq ? Json(*run_result_seq) : Json(nullptr)},
           {"verdict", verdict.to_json()}};
   if (base_run_seq) j["base_run_seq"] = *base_run_seq;
+  if (oracle_run_seq) j["oracle_run_seq"] = *oracle_run_seq;
   return j;
 }
 
@@ -322,6 +342,11 @@ Result<DecisionRecord> DecisionRecord::from_json(const Json& json) {
     uint64_t seq = 0;
     r.unsigned_integer("base_run_seq", seq, 0, kMaxSeq);
     d.base_run_seq = seq;
+  }
+  if (r.has("oracle_run_seq")) {
+    uint64_t seq = 0;
+    r.unsigned_integer("oracle_run_seq", seq, 0, kMaxSeq);
+    d.oracle_run_seq = seq;
   }
   if (const Json* verdict = r.value("verdict", Json::value_t::object)) {
     auto parsed = Verdict::from_json(*verdict);

@@ -20,6 +20,7 @@
 //   proposal        ProposalRecord          the evidence (ProposalEvidence) is a blob
 //   run_result      RunResultRecord         the deterministic part of the RunResult
 //   base_run        BaseRunRecord           the test checks on a step's base tree (PASS_TO_PASS)
+//   oracle_run      OracleRunRecord         the test checks on a proposal without its new tests
 //   decision        DecisionRecord          decide()'s verdict and the seqs of its inputs
 //   commit          CommitRecord            an accepted change on the branch
 //   step_evidence   StepEvidenceRecord      seeds/002's RunEvidence, one per step
@@ -51,6 +52,7 @@ inline constexpr std::string_view plan_commit = "plan_commit";
 inline constexpr std::string_view proposal = "proposal";
 inline constexpr std::string_view run_result = "run_result";
 inline constexpr std::string_view base_run = "base_run";
+inline constexpr std::string_view oracle_run = "oracle_run";
 inline constexpr std::string_view decision = "decision";
 inline constexpr std::string_view refusal = "refusal";
 inline constexpr std::string_view commit = "commit";
@@ -185,6 +187,20 @@ struct BaseRunRecord {
   static Result<BaseRunRecord> from_json(const Json& json);
 };
 
+// The test checks on a proposal's diff without the tests and hooks it adds (oracle_run.h):
+// the base's tests judging the proposal's code with nothing new beside them.
+struct OracleRunRecord {
+  static constexpr std::string_view kind = record_kind::oracle_run;
+  std::string run_id;
+  std::string step_id;
+  int64_t attempt = 0;
+  Digest run_result_sha256;  // RunResult::deterministic_digest()
+  Json run_result;           // RunResult::deterministic_json(); its diff_sha256 is the oracle diff's
+
+  Json to_json() const;
+  static Result<OracleRunRecord> from_json(const Json& json);
+};
+
 struct DecisionRecord {
   static constexpr std::string_view kind = record_kind::decision;
   std::string run_id;
@@ -199,6 +215,7 @@ struct DecisionRecord {
   // the same tree); none when no check reports tests or the proposal never ran. Written only
   // when set, so decisions without one keep their bytes.
   std::optional<uint64_t> base_run_seq;
+  std::optional<uint64_t> oracle_run_seq;  // the oracle_run record, when there is one (written only then)
   Verdict verdict;
 
   Json to_json() const;

@@ -129,6 +129,7 @@ class Replayer {
     if (kind_ == record_kind::proposal) return typed<ProposalRecord>(p, &Replayer::readable<ProposalRecord>);
     if (kind_ == record_kind::run_result) return typed<RunResultRecord>(p, &Replayer::readable<RunResultRecord>);
     if (kind_ == record_kind::base_run) return typed<BaseRunRecord>(p, &Replayer::readable<BaseRunRecord>);
+    if (kind_ == record_kind::oracle_run) return typed<OracleRunRecord>(p, &Replayer::readable<OracleRunRecord>);
     if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
     if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
     if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
@@ -309,12 +310,32 @@ class Replayer {
       }
       base_run = std::move(*base);
     }
+    std::optional<RunResult> oracle_run;
+    if (d.oracle_run_seq) {
+      auto record = earlier<OracleRunRecord>(*d.oracle_run_seq, "oracle_run_seq");
+      auto oracle = record ? run_result_of(record->run_result, record->run_result_sha256, *d.oracle_run_seq)
+                           : Result<RunResult>(std::unexpected(record.error()));
+      if (!oracle) {
+        problem(oracle.error().message);
+        return {};
+      }
+      if (record->run_id != d.run_id || record->step_id != d.step_id || record->attempt != d.attempt) {
+        problem("oracle run " + std::to_string(*d.oracle_run_seq) + " is another attempt's");
+        return {};
+      }
+      // decide() holds its diff to the proposal's without its new tests; its base must be the run's.
+      if (oracle->base_tree != run.start_tree) {
+        problem("oracle run " + std::to_string(*d.oracle_run_seq) + " was tested over another base tree");
+        return {};
+      }
+      oracle_run = std::move(*oracle);
+    }
     if (Status st = check_pre_images(run, *evidence); !st) {
       problem(st.error().message);
       return {};
     }
     DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy,
-                        base_run ? &*base_run : nullptr};
+                        base_run ? &*base_run : nullptr, oracle_run ? &*oracle_run : nullptr};
     Verdict again = decide(input);
     if (again != d.verdict) {
       problem("decide() gives " + again.to_json().dump() + " but the ledger records " + d.verdict.to_json().dump());

@@ -7,7 +7,8 @@
 //     (commit or PLANNING_ERROR refusal) is recomputed with verify_plan();
 //   - every decision is recomputed with decide() from the committed plan, the recorded
 //     policy, the proposal evidence blob, the recorded run result, the base's test run (which
-//     must be of the tree the step built on), and the completed steps re-derived from the
+//     must be of the tree the step built on), the oracle run (the proposal without the tests
+//     it adds, oracle_run.h; decide() holds its diff), and the completed steps re-derived from the
 //     run's earlier commit records (not from the decision's own claim);
 //   - every output body, report and artifact a run result names is in the blob store;
 //   - every commit record follows an accepted decision of the same step and attempt and

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/encoding.h"
+#include "kernel/oracle_run.h"
 #include "kernel/records.h"
 #include "kernel/step_checks.h"
 
@@ -155,6 +156,38 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   return std::optional<BaseRun>(BaseRun{*tree, std::move(ran->result), rec->seq});
 }
 
+// The oracle run (oracle_run.h): when the proposal adds tests or hooks, its test checks again
+// on its diff without them, recorded.
+Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Proposed& proposed, const std::vector<CheckSpec>& checks) {
+  if (checks.empty()) return std::optional<OracleRun>();
+  std::optional<Diff> diff = oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle);
+  if (!diff) return std::optional<OracleRun>();
+  auto applied = ctx.workspace.apply(*diff, ctx.head.hex());
+  if (!applied) return std::unexpected(stage_error("applying the diff without its new tests: " + applied.error().message()));
+  RunRequest request;
+  request.base_tree = ctx.start_tree;
+  request.tree = applied->tree;
+  request.diff = &*diff;
+  request.checks = checks;
+  request.stop = ctx.stop;
+  auto ran = ctx.runner.run(ctx.workspace.repo(), request);
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's tests ran on the proposal"));
+  if (!ran) return std::unexpected(stage_error("runner (the oracle run): " + ran.error().message()));
+  if (ran->result.tree != applied->tree.hex()) {
+    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied->tree.hex()));
+  }
+  if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
+  OracleRunRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.attempt = proposed.number;
+  record.run_result_sha256 = ran->result.deterministic_digest();
+  record.run_result = ran->result.deterministic_json();
+  auto rec = ctx.rec.record(record);
+  if (!rec) return std::unexpected(rec.error());
+  return std::optional<OracleRun>(OracleRun{std::move(ran->result), rec->seq});
+}
+
 }  // namespace
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number) {
@@ -244,7 +277,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
 
   if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
 
-  Tested out{*applied, std::move(ran->result), {}};
+  Tested out{*applied, std::move(ran->result), {}, std::nullopt};
   RunResultRecord record;
   record.run_id = ctx.rec.run_id();
   record.step_id = ctx.step.id;
@@ -258,6 +291,11 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   for (const auto& c : out.run.checks) verdicts[c.name] = c.verdict;
   ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
                {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"checks", verdicts}});
+  if (base) {
+    auto oracle = test_oracle(ctx, proposed, test_checks(checks));
+    if (!oracle) return std::unexpected(oracle.error());
+    out.oracle = std::move(*oracle);
+  }
   return std::optional<Tested>(std::move(out));
 }
 
@@ -265,7 +303,8 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   // The base run counts only beside a run of the proposal: without one there is nothing to compare.
   const BaseRun* compared = tested ? base : nullptr;
   DecisionInput input{ctx.plan, ctx.completed, proposed.evidence, tested ? &tested->run : nullptr, ctx.policy,
-                      compared ? &compared->run : nullptr};
+                      compared ? &compared->run : nullptr,
+                      tested && tested->oracle ? &tested->oracle->run : nullptr};
   Verified out;
   DecisionRecord record;
   record.run_id = ctx.rec.run_id();
@@ -277,6 +316,7 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   record.proposal_seq = proposed.record.seq;
   if (tested) record.run_result_seq = tested->record.seq;
   if (compared) record.base_run_seq = compared->seq;
+  if (tested && tested->oracle) record.oracle_run_seq = tested->oracle->seq;
   record.verdict = decide(input);
   auto rec = ctx.rec.record(record);
   if (!rec) return std::unexpected(rec.error());

@@ -1,0 +1,24 @@
+// The oracle run: the base's tests on the proposal's code, without the tests and hooks the
+// proposal adds. New test files may be added (oracle.h), but a test module runs code when it
+// is imported, in the same process as the base's tests: it could replace the very function
+// they test, or shadow its module. So when a proposal adds oracle files, the kernel also runs
+// its test checks on the proposal's diff without them, and decide() holds that run, as well
+// as the full one, to every test that passed on the base.
+//
+// Pure functions of the diff, the recorded pre-images and the policy's oracle: the build
+// loop and replay derive the same oracle diff.
+#pragma once
+
+#include <optional>
+
+#include "diff/diff.h"
+#include "kernel/oracle.h"
+#include "kernel/proposal_evidence.h"
+
+namespace warden::kernel {
+
+// `diff` without the files it adds to the oracle (new tests and hooks, absent from the
+// base); none when it adds none. The result keeps the diff's step id.
+std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules);
+
+}  // namespace warden::kernel
