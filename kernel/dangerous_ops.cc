@@ -31,8 +31,8 @@ struct Category {
 
 constexpr Category kCategories[] = {
     {"process_execution", "safety"}, {"code_execution", "safety"}, {"deserialization", "safety"},
-    {"network", "safety"},           {"filesystem", "safety"},     {"unbounded_buffer", "lint"},
-    {"inline_asm", "lint"},
+    {"network", "safety"},           {"filesystem", "safety"},     {"test_tampering", "safety"},
+    {"unbounded_buffer", "lint"},    {"inline_asm", "lint"},
 };
 
 // "Not called as a method": the name follows neither a word character nor '.'.
@@ -51,12 +51,22 @@ constexpr Rule kPythonRules[] = {
     {"py.pickle_load", "deserialization", R"(\b(?:cPickle|pickle)\s*\.\s*loads?\s*\()"},
     {"py.marshal_load", "deserialization", R"(\bmarshal\s*\.\s*loads?\s*\()"},
     {"py.yaml_load", "deserialization", R"(\byaml\s*\.\s*load\s*\()", R"(\bSafeLoader\b)"},
+    // Code under test shares its process with the test runner: rebinding the framework's
+    // parts, ending the process before the runner reports, or taking over its streams.
+    {"py.patch_test_framework", "test_tampering", R"(\b(?:unittest|TestCase|TestResult|TextTestRunner|pytest|_pytest)(?:\s*\.\s*\w+)+\s*=(?:[^=]|$))"},
+    {"py.setattr_test_framework", "test_tampering", R"(\bsetattr\s*\(\s*(?:unittest|TestCase|TestResult|pytest|_pytest)\b)"},
+    {"py.os_exit", "test_tampering", R"(\bos\s*\.\s*_exit\s*\()"},
+    {"py.replace_std_stream", "test_tampering", R"(\bsys\s*\.\s*(?:stdout|stderr|__stdout__|__stderr__)\s*=(?:[^=]|$))"},
 };
 
 constexpr Rule kCRules[] = {
     {"c.system", "process_execution", WARDEN_C_CALL("system")},
     {"c.popen", "process_execution", WARDEN_C_CALL("popen")},
     {"c.exec", "process_execution", WARDEN_C_CALL("exec[lv]p?e?")},
+    // Code run before main (a library constructor can print a passing report and exit before
+    // any test runs), and ending the process without unwinding.
+    {"c.constructor", "test_tampering", R"(__attribute__\s*\(\(\s*(?:__)?(?:constructor|destructor)\b)"},
+    {"c.quick_exit", "test_tampering", WARDEN_C_CALL("(?:_exit|_Exit|quick_exit)")},
     {"c.gets", "unbounded_buffer", WARDEN_C_CALL("gets")},
     {"c.strcpy", "unbounded_buffer", WARDEN_C_CALL("strcpy")},
     {"c.strcat", "unbounded_buffer", WARDEN_C_CALL("strcat")},
@@ -259,6 +269,14 @@ DangerRules::DangerRules(const std::vector<std::string>& selectors) {
     std::string_view rule_class = class_of(rule.category);
     if (rule_class == "safety" || named(rule.id) || named(rule.category) || named(rule_class)) ids_.emplace(rule.id);
   });
+}
+
+std::string_view danger_rule_category(std::string_view rule) {
+  std::string_view out;
+  for_each_rule([&](const Rule& r) {
+    if (r.id == rule) out = r.category;
+  });
+  return out;
 }
 
 bool is_danger_rule_selector(std::string_view name) {

@@ -16,6 +16,12 @@
 //                        (yaml.load( without SafeLoader on the line)
 //     network            sh.curl_pipe_sh (curl|wget ... | sh/bash: fetch and run)
 //     filesystem         sh.rm_rf_root (rm with flags on / or /*)
+//     test_tampering     py.patch_test_framework (assigning to an attribute of unittest,
+//                        TestCase, TestResult, pytest), py.setattr_test_framework, py.os_exit,
+//                        py.replace_std_stream (sys.stdout = ...), c.constructor
+//                        (__attribute__((constructor/destructor))), c.quick_exit (_exit, _Exit,
+//                        quick_exit): the code under test runs in the tests' process; decide()
+//                        does not hold test files themselves to these
 //   lint — how the code is written; run only when a policy names them:
 //     unbounded_buffer   c.gets, c.strcpy, c.strcat, c.sprintf, c.vsprintf
 //     inline_asm         c.asm (asm/__asm__ blocks)
@@ -89,6 +95,9 @@ std::vector<DangerFinding> scan_added_lines(const FileChange& file, const Danger
 
 // Every occurrence in `text`, as the language of `path`, one finding per line and rule.
 std::vector<DangerFinding> scan_source(std::string_view path, std::string_view text, const DangerRules& rules);
+
+// The rule's category ("test_tampering", ...); empty for an unknown rule.
+std::string_view danger_rule_category(std::string_view rule);
 
 // "src/a.py:3 py.eval `x = eval(s)`".
 std::string describe(const DangerFinding& finding);

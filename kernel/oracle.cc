@@ -26,11 +26,12 @@ constexpr std::string_view kOnlyCreateTest = "only a create_test step of the com
 std::vector<std::string> default_oracle_paths() {
   return {
       // Test trees, any ecosystem.
-      "**/tests/**", "**/test/**", "**/__tests__/**", "**/testdata/**",
+      "**/tests/**", "**/test/**", "**/__tests__/**", "**/testdata/**", "**/testing/**", "**/spec/**",
       // Python.
-      "**/test_*.py", "**/*_test.py",
+      "**/test_*.py", "**/*_test.py", "**/tests.py", "**/test.py", "**/*_tests.py", "**/tests_*.py",
       // C and C++.
       "**/test_*.c", "**/test_*.cc", "**/test_*.cpp", "**/*_test.c", "**/*_test.cc", "**/*_test.cpp",
+      "**/*_unittest.c", "**/*_unittest.cc", "**/*_unittest.cpp",
       // JavaScript and TypeScript.
       "**/*.test.*", "**/*.spec.*",
       // Go.

@@ -45,6 +45,7 @@ struct Makefile {
   std::map<std::string, std::vector<std::string>> variables;  // name -> every assignment, in order
   std::map<std::string, std::set<std::string>> specials;   // .PHONY and friends -> their targets
   std::vector<std::string> patterns;                       // the targets of pattern rules
+  std::vector<std::string> includes;  // include / -include / sinclude lines: other makefiles can define test rules
   std::string default_goal;
 };
 
@@ -140,8 +141,12 @@ Makefile read_makefile(std::string_view text) {
       mk.variables[name].push_back(collapse_whitespace(t));
       continue;
     }
+    if (w[0] == "include" || w[0] == "-include" || w[0] == "sinclude") {
+      mk.includes.push_back(collapse_whitespace(t));
+      continue;
+    }
     size_t colon = t.find(':');
-    if (colon == std::string_view::npos) continue;  // include, vpath, $(eval ...): not a rule
+    if (colon == std::string_view::npos) continue;  // vpath, $(eval ...): not a rule
     std::string_view rest = t.substr(colon + 1);
     if (rest.starts_with(':')) rest.remove_prefix(1);
     std::string recipe;
@@ -301,6 +306,9 @@ TestSection makefile_test_section(std::string_view text) {
     }
     out[key] = joined;
   };
+  // What another makefile defines is out of sight here, and can be any test rule at all: the
+  // include lines themselves are part of the oracle.
+  if (!mk.includes.empty()) note("the list of included makefiles", mk.includes);
   for (const std::string& target : oracle) {
     const MakeRule& rule = mk.rules.at(target);
     note("the prerequisites of target " + target, rule.prerequisites);

@@ -19,4 +19,13 @@ std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& propos
   return out;
 }
 
+bool base_passed_a_test(const RunResult& base) {
+  for (const CheckResult& c : base.checks) {
+    for (const TestCase& t : c.tests) {
+      if (t.status == "passed") return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace warden::kernel

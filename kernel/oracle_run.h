@@ -14,11 +14,15 @@
 #include "diff/diff.h"
 #include "kernel/oracle.h"
 #include "kernel/proposal_evidence.h"
+#include "runner/run_result.h"
 
 namespace warden::kernel {
 
 // `diff` without the files it adds to the oracle (new tests and hooks, absent from the
 // base); none when it adds none. The result keeps the diff's step id.
 std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules);
+
+// Whether the base passed any test: only then is there anything for an oracle run to guard.
+bool base_passed_a_test(const RunResult& base);
 
 }  // namespace warden::kernel

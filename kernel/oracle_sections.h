@@ -15,8 +15,8 @@
 //                     is a target a test runs (its sources, flags and links)
 //   Makefile,         the rules of test-named targets (test, check, run_tests, test_x, ...) and,
 //   makefile,         transitively, of their prerequisites that only tests use; their
-//   GNUmakefile, *.mk recipes, prerequisites, target variables and .PHONY membership; and the
-//                     variables those lines reference, transitively
+//   GNUmakefile, *.mk recipes, prerequisites, target variables and .PHONY membership; the
+//                     variables those lines reference, transitively; and every include line
 //   package.json      scripts test*, pretest*, posttest* and the scripts they name; the
 //                     jest, mocha, ava, nyc, c8, vitest and tap keys
 // Comments and whitespace are not part of a section. The readers are lenient: text they

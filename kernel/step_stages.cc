@@ -177,6 +177,10 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
     return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied->tree.hex()));
   }
   if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
+  Json verdicts = Json::object();
+  for (const auto& c : ran->result.checks) verdicts[c.name] = c.verdict;
+  ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
+               {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"oracle_run", true}, {"checks", verdicts}});
   OracleRunRecord record;
   record.run_id = ctx.rec.run_id();
   record.step_id = ctx.step.id;
@@ -291,7 +295,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   for (const auto& c : out.run.checks) verdicts[c.name] = c.verdict;
   ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
                {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"checks", verdicts}});
-  if (base) {
+  if (base && base_passed_a_test(base->run)) {
     auto oracle = test_oracle(ctx, proposed, test_checks(checks));
     if (!oracle) return std::unexpected(oracle.error());
     out.oracle = std::move(*oracle);

@@ -104,9 +104,14 @@ def python_uncovered(findings: checklib.Findings, ran: set[str]) -> None:
         for names in ids:
             for body in test_bodies(tree, names):
                 for node in ast.walk(body):
-                    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-                    if name is not None:
-                        referenced.update({name, aliases.get(name, name)})
+                    # A test covers a function it calls, or hands to a call (assertRaises(E, f, x),
+                    # map(f, xs)); merely naming it (`triple` alone) exercises nothing.
+                    if not isinstance(node, ast.Call):
+                        continue
+                    for used in [node.func, *node.args, *(k.value for k in node.keywords)]:
+                        name = used.id if isinstance(used, ast.Name) else used.attr if isinstance(used, ast.Attribute) else None
+                        if name is not None:
+                            referenced.update({name, aliases.get(name, name)})
     for path, tree in trees.items():
         if checklib.is_test_file(path):
             continue

@@ -228,6 +228,7 @@ struct Attempt {
   bool accepted = false;
   std::vector<std::string> checks;  // empty: the runner did not run (the proposal did not apply)
   bool base = false;                // the step's base tested (PASS_TO_PASS), not a proposal
+  std::vector<std::string> oracle_checks;  // run again without the tests the proposal adds
 };
 
 struct Scenario {
@@ -308,8 +309,15 @@ std::vector<Attempt> warden_build(Scenario& s, const warden::NoteSigner& signer,
     if (m.type != RunEventType::tool_output || windows.empty()) continue;
     const std::string step_id = m.data.value("step_id", "");
     const int64_t number = m.data.value("attempt", int64_t{0});
-    if (m.tool == "runner") {
-      Attempt a{step_id, number, false, {}, m.data.contains("base_tree")};
+    if (m.tool == "runner" && m.data.contains("oracle_run")) {
+      // The base's tests again on the proposal without its new tests: the same attempt's.
+      if (attempts.empty()) die(s.label + ": an oracle run before any proposal");
+      for (const auto& [name, verdict] : m.data["checks"].items()) {
+        attempts.back().oracle_checks.push_back(name);
+        windows.back().expected_runs += check_spec(s, name).runs;
+      }
+    } else if (m.tool == "runner") {
+      Attempt a{step_id, number, false, {}, m.data.contains("base_tree"), {}};
       for (const auto& [name, verdict] : m.data["checks"].items()) {
         a.checks.push_back(name);
         windows.back().expected_runs += check_spec(s, name).runs;
@@ -317,7 +325,7 @@ std::vector<Attempt> warden_build(Scenario& s, const warden::NoteSigner& signer,
       attempts.push_back(std::move(a));
     } else if (m.tool == "kernel") {
       if (attempts.empty() || attempts.back().step_id != step_id || attempts.back().number != number) {
-        attempts.push_back({step_id, number, false, {}});
+        attempts.push_back({step_id, number, false, {}, false, {}});
       }
       attempts.back().accepted = m.data.value("accepted", false);
     }
@@ -451,6 +459,8 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
       // A refused proposal's checks may fail; an accepted one's must pass here too.
       for (int64_t r = 0; r < spec.runs; ++r) script += line + (a.accepted ? "\n" : " || true\n");
     }
+    // The kernel's oracle run: the same checks once more (on the tree as it stands: the same work).
+    for (const auto& name : a.oracle_checks) script += sandbox_line(check_spec(s, name), {}) + " >/dev/null 2>&1 || true\n";
     script += a.accepted ? "git -c user.name=bench -c user.email=bench@localhost commit -q -m " + quote(a.step_id) + "\n"
                          : "git reset -q --hard\n";
   }
