@@ -53,9 +53,11 @@ constexpr Rule kPythonRules[] = {
     {"py.yaml_load", "deserialization", R"(\byaml\s*\.\s*load\s*\()", R"(\bSafeLoader\b)"},
     // Code under test shares its process with the test runner: rebinding the framework's
     // parts, ending the process before the runner reports, or taking over its streams.
-    {"py.patch_test_framework", "test_tampering", R"(\b(?:unittest|TestCase|TestResult|TextTestRunner|pytest|_pytest)(?:\s*\.\s*\w+)+\s*=(?:[^=]|$))"},
+    {"py.patch_test_framework", "test_tampering", R"(\b(?:unittest|TestCase|TestResult|TextTestRunner|pytest|_pytest)(?:\s*\.\s*\w+)+[\s)]*=(?:[^=]|$))"},
     {"py.setattr_test_framework", "test_tampering", R"(\bsetattr\s*\(\s*(?:unittest|TestCase|TestResult|pytest|_pytest)\b)"},
     {"py.os_exit", "test_tampering", R"(\bos\s*\.\s*_exit\s*\()"},
+    // The test runner is the __main__ module: reaching it is reaching the runner's objects.
+    {"py.runner_module", "test_tampering", R"(\bsys\s*\.\s*modules\s*\[|\bimport\s+__main__\b|\bfrom\s+__main__\b)"},
     {"py.replace_std_stream", "test_tampering", R"(\bsys\s*\.\s*(?:stdout|stderr|__stdout__|__stderr__)\s*=(?:[^=]|$))"},
 };
 
@@ -65,8 +67,8 @@ constexpr Rule kCRules[] = {
     {"c.exec", "process_execution", WARDEN_C_CALL("exec[lv]p?e?")},
     // Code run before main (a library constructor can print a passing report and exit before
     // any test runs), and ending the process without unwinding.
-    {"c.constructor", "test_tampering", R"(__attribute__\s*\(\(\s*(?:__)?(?:constructor|destructor)\b)"},
-    {"c.quick_exit", "test_tampering", WARDEN_C_CALL("(?:_exit|_Exit|quick_exit)")},
+    {"c.constructor", "test_tampering", R"((?:__attribute__\s*\(\s*\(|\[\[\s*(?:gnu|clang)\s*::)[^;{]*\b(?:__)?(?:constructor|destructor)\b)"},
+    {"c.exit_process", "test_tampering", WARDEN_C_CALL("(?:exit|_exit|_Exit|quick_exit)")},
     {"c.gets", "unbounded_buffer", WARDEN_C_CALL("gets")},
     {"c.strcpy", "unbounded_buffer", WARDEN_C_CALL("strcpy")},
     {"c.strcat", "unbounded_buffer", WARDEN_C_CALL("strcat")},

@@ -18,10 +18,12 @@
 //     filesystem         sh.rm_rf_root (rm with flags on / or /*)
 //     test_tampering     py.patch_test_framework (assigning to an attribute of unittest,
 //                        TestCase, TestResult, pytest), py.setattr_test_framework, py.os_exit,
+//                        py.runner_module (sys.modules[...], import __main__: the runner),
 //                        py.replace_std_stream (sys.stdout = ...), c.constructor
-//                        (__attribute__((constructor/destructor))), c.quick_exit (_exit, _Exit,
-//                        quick_exit): the code under test runs in the tests' process; decide()
-//                        does not hold test files themselves to these
+//                        (__attribute__((constructor/destructor)), [[gnu::constructor]]),
+//                        c.exit_process (exit, _exit, _Exit, quick_exit): the code under test
+//                        runs in the tests' process and can end it with a report of its own;
+//                        decide() does not hold test files themselves to these
 //   lint — how the code is written; run only when a policy names them:
 //     unbounded_buffer   c.gets, c.strcpy, c.strcat, c.sprintf, c.vsprintf
 //     inline_asm         c.asm (asm/__asm__ blocks)

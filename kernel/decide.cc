@@ -230,6 +230,13 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
         }
       }
       for (std::string& v : oracle_violations(in.policy.oracle, touch)) reasons.add(reason::protected_path, std::move(v));
+      // New tests come as files of their own: renamed or copied in, they would escape the
+      // oracle run, which drops only what a proposal adds.
+      if (p == &f.path && (f.op == FileOp::rename || f.op == FileOp::copy) && !touch.before &&
+          adds_to_oracle(in.policy.oracle, f.path)) {
+        reasons.add(reason::protected_path, f.path + " would be a new test or hook " + (f.op == FileOp::rename ? "renamed" : "copied") +
+                                                " from " + f.source_path() + ": add new tests as new files");
+      }
     }
   }
 }

@@ -44,6 +44,10 @@ std::vector<std::string> default_oracle_hooks() {
       // Python: pytest's plugins and config, interpreter start-up hooks, the test package's
       // import-time code, tox/nox/coverage configuration.
       "**/conftest.py", "**/sitecustomize.py", "**/usercustomize.py", "**/tests/__init__.py", "**/test/__init__.py",
+      // A module named like a test runner shadows it (`python -m unittest` puts the working
+      // directory first on sys.path).
+      "**/unittest.py", "**/unittest/**", "**/pytest.py", "**/pytest/**", "**/_pytest/**", "**/doctest.py",
+      "**/pytest.toml", "**/.pytest.toml",
       "**/pytest.ini", "**/.pytest.ini", "**/.coveragerc", "**/noxfile.py",
       // CTest's own files.
       "**/CTestTestfile.cmake", "**/CTestCustom.cmake",

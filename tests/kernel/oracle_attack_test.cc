@@ -100,6 +100,31 @@ TEST_F(OracleAttack, CodeUnderTestPatchingUnittestIsRefused) {
   EXPECT_NE(last.find("py.patch_test_framework"), std::string::npos) << last;
 }
 
+TEST_F(OracleAttack, AModuleShadowingTheTestRunnerIsRefused) {
+  python_project();
+  // `python -m unittest` puts the working directory first on sys.path.
+  auto codes = propose("shadow-unittest",
+                       {{"mathlib/ops.py", kBrokenOps},
+                        {"unittest.py", "import sys\nsys.path.pop(0)\ndel sys.modules['unittest']\nfrom unittest import *\n"}},
+                       {"--check", kUnittest});
+  EXPECT_TRUE(has_code(codes, "protected_path")) << last;
+  EXPECT_NE(last.find("unittest.py is a test-runner hook"), std::string::npos) << last;
+}
+
+TEST_F(OracleAttack, ATestRenamedInIsRefused) {
+  python_project();
+  std::string notes;
+  for (int i = 0; i < 12; ++i) notes += "note_" + std::to_string(i) + " = " + std::to_string(i) + "\n";
+  repo.write("NOTES.py", notes);
+  base = repo.commit_all("notes");
+  repo.git({"mv", "NOTES.py", "tests/test_zz.py"});
+  repo.write("tests/test_zz.py", notes + "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n");
+  repo.write("mathlib/ops.py", kBrokenOps);
+  auto codes = propose("rename-in", {}, {"--check", kUnittest});
+  EXPECT_TRUE(has_code(codes, "protected_path")) << last;
+  EXPECT_NE(last.find("renamed from NOTES.py"), std::string::npos) << last;
+}
+
 TEST_F(OracleAttack, ACLibraryConstructorPrintingAPassingReportIsRefused) {
   repo.write("Makefile",
              "test: test_ops\n\t./test_ops\n\ntest_ops: tests/test_ops.c src/ops.c\n\tcc -Isrc -o $@ $^\n\n.PHONY: test\n");
@@ -117,6 +142,16 @@ TEST_F(OracleAttack, ACLibraryConstructorPrintingAPassingReportIsRefused) {
                        {"--policy", "cpp"});
   EXPECT_TRUE(has_code(codes, "dangerous_operation_detected")) << last;
   EXPECT_NE(last.find("c.constructor"), std::string::npos) << last;
+
+  // A C++ static object's constructor does the same without any attribute: ending the process
+  // from library code is refused where a change introduces it.
+  codes = propose("static-object",
+                  {{"src/ops.c",
+                    "#include <stdio.h>\n#include <stdlib.h>\n#include \"ops.h\"\nint mul(int a, int b) { return a + b; }\n"
+                    "static void report(void) { fputs(\"1..1\\nok 1 - mul\\n\", stdout); exit(0); }\n"}},
+                  {"--policy", "cpp"});
+  EXPECT_TRUE(has_code(codes, "dangerous_operation_detected")) << last;
+  EXPECT_NE(last.find("c.exit_process"), std::string::npos) << last;
 
   // An include line that brings in another test target is a change to the test section.
   codes = propose("include", {{"Makefile", "-include local.mk\n" + repo.read("Makefile")}, {"local.mk", "test:\n\t@echo ok 1\n"}},
