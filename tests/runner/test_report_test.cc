@@ -5,7 +5,6 @@
 // file the real pytest writes.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <map>
 
@@ -427,21 +426,20 @@ TEST(TestReports, ZeroTestsAndDispatch) {
   EXPECT_FALSE(parse_report("nose", "ok"));
 }
 
-// Inputs at the size bound built to make a careless parser quadratic: each parses in well
-// under a second; the bound here only catches a hang.
-TEST(TestReports, HostileInputsAtTheSizeBoundStayLinear) {
-  const size_t n = kMaxReportBytes - 64;
+// Inputs built to make a careless parser quadratic (4 MiB: a quadratic parse of that never
+// ends, a linear one takes well under a second even under ASan): a hang is caught by the
+// test's timeout, not by a clock here, so the test does not depend on the machine's speed.
+TEST(TestReports, HostileInputsStayLinear) {
+  const size_t n = size_t{4} << 20;
   std::string ctest_line = "1/1 Test #1: x";
   while (ctest_line.size() < n / 2) ctest_line += " .";
   ctest_line += std::string(n / 2, ' ');
   std::string unittest_line = "t (m.C.t) ... " + std::string(n, 'x');
   std::string go_line = "{\"Action\":\"pass\",\"Test\":\"" + std::string(n, 'T') + "\"}";
   std::string newlines(n, '\n');
-  auto start = std::chrono::steady_clock::now();
   for (const std::string* text : {&ctest_line, &unittest_line, &go_line, &newlines}) {
     for (std::string_view format : {"ctest", "unittest", "go-json", "tap"}) (void)parse_report(format, *text);
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   auto huge_id = parse_go_test_json(go_line);
   ASSERT_TRUE(huge_id);
   EXPECT_EQ(huge_id->size(), 1u);

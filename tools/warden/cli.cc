@@ -115,7 +115,11 @@ Result<std::vector<CheckSpec>> command_checks(const std::vector<std::string>& co
   for (size_t i = 0; i < commands.size(); ++i) {
     if (!is_valid_utf8(commands[i])) return fail(Errc::invalid_argument, "--check: not valid UTF-8");
     std::string name = std::string(prefix) + std::to_string(i + 1);
-    std::string_view report = reports.empty() ? "auto" : reports.size() == 1 ? reports[0] : reports[i];
+    // Each branch a view: mixing "auto" with a std::string would make the whole expression a
+    // temporary string, and the view would dangle.
+    std::string_view report = reports.empty() ? std::string_view("auto")
+                              : reports.size() == 1 ? std::string_view(reports[0])
+                                                    : std::string_view(reports[i]);
     auto check = command_check(name, commands[i], report);
     if (!check) return std::unexpected(check.error());
     if (!check->note.empty()) std::cerr << "warden: " << name << ": " << check->note << "\n";
