@@ -6,6 +6,7 @@
 
 #include "diff/diff.h"
 #include "kernel/decide.h"
+#include "kernel/oracle_run.h"
 
 namespace warden::kernel {
 namespace {
@@ -143,6 +144,41 @@ TEST_F(PassToPass, AProjectBuiltUpFromNothingMayHaveNoTestsYet) {
   base.checks = {tests_check({}, kFailed)};
   run.checks = {tests_check({}, kFailed, 2)};
   EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "required_checks_failed"}));
+}
+
+// A proposal that adds a test must also be judged by the base's tests alone: a runner (or a
+// forged ledger) that leaves that run out, or hands in a run of another diff, is not believed.
+TEST_F(PassToPass, ANewTestNeedsTheOracleRunOfExactlyTheDiffWithoutIt) {
+  FileChange test;
+  test.op = FileOp::add;
+  test.path = "tests/test_new.py";
+  test.new_mode = kModeFile;
+  test.after_content = "import src.ops\nsrc.ops.x = 2\n";
+  test.after_sha256 = sha256(*test.after_content);
+  diff.files.push_back(test);
+  plan.steps[0].targets.push_back(test.path);
+  proposal.diff = diff.to_json();
+  proposal.base["tests/test_new.py"] = {};
+  run.diff_sha256 = diff.digest();
+  auto judged = [&](const RunResult* oracle) {
+    return decide(DecisionInput{plan, done, proposal, &run, policy, &base, oracle});
+  };
+  EXPECT_EQ(judged(nullptr).reason_codes(), Codes{"pass_to_pass_failed"});
+
+  std::optional<Diff> without = oracle_diff(diff, proposal, policy.oracle);
+  ASSERT_TRUE(without);
+  ASSERT_EQ(without->files.size(), 1u);
+  RunResult oracle = run;
+  oracle.diff_sha256 = diff.digest();  // a run of the whole diff passed off as the oracle run
+  EXPECT_EQ(judged(&oracle).reason_codes(), Codes{"pass_to_pass_failed"});
+  oracle.diff_sha256 = without->digest();
+  EXPECT_TRUE(judged(&oracle).accepted) << judged(&oracle).to_json().dump();
+  // Without the new test, the base's t::b fails: the new file was what made it pass.
+  oracle.checks = {tests_check({{"t::a", "passed"}, {"t::b", "failed"}, {"t::c", "passed"}}, kFailed, 1)};
+  Verdict v = judged(&oracle);
+  ASSERT_EQ(v.reason_codes(), Codes{"pass_to_pass_failed"});
+  EXPECT_NE(v.reasons[0].detail.find("t::b (failed) passed on the base (run without the tests and hooks the proposal adds)"),
+            std::string::npos) << v.reasons[0].detail;
 }
 
 TEST_F(PassToPass, ChecksWithoutReportsAreJudgedByTheirVerdictAlone) {
