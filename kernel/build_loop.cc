@@ -45,7 +45,7 @@ class Build {
 
   // Verifies and commits `plan`; on refusal the run fails with PLANNING_ERROR.
   Result<bool> adopt_plan(BuildPlan plan, PlanSource source) {
-    RecordAppender append = [&](std::string_view kind, const Json& payload) { return kl_.record(kind, payload, rec_.now()); };
+    RecordAppender append = [&](std::string_view kind, const Json& payload) { return kl_.record_now(kind, payload, rec_.now()); };
     auto committed = propose_plan(append, plan, *policy_, run_id(), source);
     if (!committed) return std::unexpected(committed.error());
     if (!committed->reasons.empty()) {
@@ -124,9 +124,7 @@ class Build {
 
   Status status_record() {
     RunStatusRecord r{run_id(), life_.status(), life_.error_type(), life_.error()};
-    auto added = rec_.record(r);
-    if (!added) return std::unexpected(added.error());
-    return {};
+    return rec_.record(r);
   }
 
   // verifying -> completed: the branch must hold exactly what the ledger says was accepted.

@@ -3,22 +3,20 @@
 // evidence, the runner's output bodies) are buffered and written in one ledger transaction (one
 // fsync) at each flush, blobs first, so a record never names a blob the ledger lacks.
 //
-// Naming. record() says where a record will land — its sequence number and hash — the moment
-// it is added: the kernel names earlier records in later ones before anything is written.
-// The name is computed exactly as the ledger computes it and checked again when the batch is
-// written. append() (the executor's path) names nothing; its records take the next free
-// places when the batch is written, so a batch of only such records still lands if another
-// process appended in between. A batch holding any named record must land exactly where it
-// was named, or it is not written at all.
+// Naming. A record's place (its seq) and hash exist only once it is written: another process
+// may append to the same ledger at any moment, so only the write transaction knows where a
+// record lands. record_now() writes everything buffered plus the record and returns where it
+// landed; a later record that names it (a decision naming its proposal, a refusal naming its
+// decision) is then naming a durable fact. append() (the executor's path, events, status)
+// names nothing and only buffers; its records take the next free places at the next write.
 //
 // The failure rule: nothing acknowledged is lost, and nothing unacknowledged is reported as
 // written. A record (or blob) is acknowledged only when a flush() that covers it returns OK:
 // it is then durable (LMDB commit with fsync). When a flush fails, nothing of its batch is
 // written and the batch is dropped — reported failed to the caller, never retried behind its
 // back (a batch the ledger refuses would otherwise fail every later flush, including the
-// run's own end). The writer then reloads its tip from what the ledger really holds, so the
-// next record is named from the real tip. Records still buffered when the writer is
-// destroyed are dropped, as a crash would drop them.
+// run's own end). Records still buffered when the writer is destroyed are dropped, as a
+// crash would drop them.
 //
 // When it flushes: at every flush(); at commit(true) (a pause, an end) when
 // JournalOptions::flush_at_pauses; at commit(false) (a step done) every flush_every_steps
@@ -63,10 +61,10 @@ class LedgerWriter final : public executor::RunJournal {
   LedgerWriter& operator=(const LedgerWriter&) = delete;
   ~LedgerWriter() override = default;  // drops what was never flushed
 
-  // Buffers a record and names where it will land. Errc::limit_exceeded when its canonical
-  // payload is over the ledger's limit (nothing is buffered then); an error reading the tip
-  // of the ledger otherwise.
-  Result<Appended> record(std::string_view kind, const Json& payload, int64_t at);
+  // Writes everything buffered and then this record, in one transaction (one fsync), and
+  // says where it landed. Errc::limit_exceeded when its canonical payload is over the
+  // ledger's limit (nothing is written then); a failed write as flush().
+  Result<Appended> record_now(std::string_view kind, const Json& payload, int64_t at);
   // Writes everything buffered in one transaction (one fsync); see the failure rule above.
   // OK acknowledges every record and blob added before the call.
   Status flush();
@@ -85,21 +83,15 @@ class LedgerWriter final : public executor::RunJournal {
     std::string kind;
     std::string payload;  // canonical JSON
     int64_t ts = 0;
-    std::optional<Appended> name;  // set once anything names this record or a later one
   };
   Status buffer(std::string_view kind, const Json& payload, int64_t at);
-  Status load_tip();
-  Status name_pending();
+  // Writes the batch; the place of its last record, if it had records.
+  Result<std::optional<Appended>> write_pending();
   void add_blob(std::string name, std::string_view bytes);
 
   Ledger& ledger_;
   JournalOptions options_;
   size_t steps_ = 0;  // commits since the last flush
-  // The last record named, written or pending (seq = its place). Unknown (nullopt with
-  // tip_known_ false) until a record is first named, and again after a failed flush.
-  std::optional<Appended> tip_;
-  bool tip_known_ = false;
-  size_t named_ = 0;  // records_[0, named_) carry names
   std::vector<Pending> records_;
   std::vector<std::string> blobs_;
   // Digests stored (or to be stored with the next flush), so that a config shared by many

@@ -394,6 +394,12 @@ Result<CommitRecord> CommitRecord::from_json(const Json& json, std::string_view 
   return done(r, std::move(c));
 }
 
+Result<CommitIntentRecord> CommitIntentRecord::from_json(const Json& json) {
+  auto c = CommitRecord::from_json(json, "commit_intent record");
+  if (!c) return std::unexpected(c.error());
+  return CommitIntentRecord{std::move(*c)};
+}
+
 // --- step evidence ---
 
 Json Artifact::to_json() const {

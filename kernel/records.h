@@ -55,6 +55,7 @@ inline constexpr std::string_view base_run = "base_run";
 inline constexpr std::string_view oracle_run = "oracle_run";
 inline constexpr std::string_view decision = "decision";
 inline constexpr std::string_view refusal = "refusal";
+inline constexpr std::string_view commit_intent = "commit_intent";
 inline constexpr std::string_view commit = "commit";
 inline constexpr std::string_view step_evidence = "step_evidence";
 }  // namespace record_kind
@@ -243,6 +244,18 @@ struct CommitRecord {
   Json to_json() const;
   static Result<CommitRecord> from_json(const Json& json, std::string_view where = "commit record");
   bool operator==(const CommitRecord&) const = default;
+};
+
+// The write-ahead half of a commit: recorded (durably) after the decision that accepted the
+// change and before the branch moves, with exactly the fields the commit record will carry.
+// A branch never holds a commit without one; an intent with no commit record after it is a
+// move that was interrupted (the branch is at the intent's commit or still at its parent).
+struct CommitIntentRecord {
+  static constexpr std::string_view kind = record_kind::commit_intent;
+  CommitRecord commit;
+
+  Json to_json() const { return commit.to_json(); }
+  static Result<CommitIntentRecord> from_json(const Json& json);
 };
 
 // A file a step produced: written by the accepted change, or left by a check that declared

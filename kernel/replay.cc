@@ -10,7 +10,6 @@
 #include "kernel/blueprint.h"
 #include "kernel/build_plan.h"
 #include "kernel/records.h"
-#include "kernel/records.h"
 #include "kernel/decide.h"
 #include "kernel/plan_generate.h"
 #include "kernel/plan_commit.h"
@@ -59,6 +58,15 @@ struct RunFacts {
   std::optional<std::string> last_commit;     // and its commit
   std::optional<std::string> start_tree;      // the run's base tree (its run results name it)
   std::map<uint64_t, DecisionRecord> decisions;  // by seq
+  std::optional<CommitRecord> intent;            // a commit intent its commit record has not confirmed yet
+};
+
+// What the ledger says a branch should hold: the last commit it confirmed, and a later
+// intent whose move was never confirmed (the process died, or the move was undone).
+struct BranchFacts {
+  std::optional<std::string> confirmed;
+  std::optional<CommitRecord> pending;
+  uint64_t last_seq = 0;  // the record that last moved it
 };
 
 class Replayer {
@@ -85,6 +93,7 @@ class Replayer {
       if (Status st = visit(*payload); !st) return st;
       ++report_.records;
     }
+    if (repo_ && report_.ok()) check_branches();
     return {};
   }
 
@@ -122,6 +131,7 @@ class Replayer {
       return typed<PlanRefusalRecord>(p, &Replayer::on_plan_refusal);
     }
     if (kind_ == record_kind::decision) return typed<DecisionRecord>(p, &Replayer::on_decision);
+    if (kind_ == record_kind::commit_intent) return typed<CommitIntentRecord>(p, &Replayer::on_commit_intent);
     if (kind_ == record_kind::commit) return typed<CommitRecord>(p, &Replayer::on_commit);
     // The rest are judged where a decision or commit names them; here they must at least
     // read back as their kind, so no record of the kernel's is outside its schema.
@@ -501,74 +511,135 @@ class Replayer {
     return &runners_.emplace(key, std::move(*runner)).first->second;
   }
 
+  // A commit intent must be exactly what an accepted decision allows on the run's tip.
+  Status on_commit_intent(const CommitIntentRecord& intent) {
+    const CommitRecord& c = intent.commit;
+    RunFacts& run = facts(c.run_id);
+    if (run.intent) {
+      problem("a second commit intent before the run's intent for " + run.intent->commit + " was confirmed");
+      return {};
+    }
+    if (!commit_allowed(run, c)) return {};
+    run.intent = c;
+    BranchFacts& branch = branches_[c.branch];
+    branch.pending = c;
+    branch.last_seq = seq_;
+    return {};
+  }
+
+  // The commit record confirms its intent; nothing else may move a branch.
   Status on_commit(const CommitRecord& c) {
     ++report_.commits;
-    const CommitRecord* record = &c;
-    RunFacts& run = facts(record->run_id);
-    auto d = run.decisions.find(record->decision_seq);
-    if (d == run.decisions.end()) {
-      problem("names decision " + std::to_string(record->decision_seq) + ", which is not a replayed decision of its run");
+    RunFacts& run = facts(c.run_id);
+    if (!run.intent) {
+      problem("commits " + c.commit + " without a commit intent recorded before the branch moved");
       return {};
+    }
+    if (!(*run.intent == c)) {
+      problem("differs from its commit intent (" + run.intent->commit + " on " + run.intent->branch + ")");
+      return {};
+    }
+    run.intent.reset();
+    if (repo_) {
+      auto commit = ObjectId::parse(c.commit);
+      auto tree = commit ? repo_->tree_of(*commit) : Checked<ObjectId>(std::unexpected(commit.error()));
+      if (!tree) {
+        problem("commit " + c.commit + " is not in the repository");
+        return {};
+      }
+      if (tree->hex() != c.tree) {
+        problem("commit " + c.commit + " has tree " + tree->hex() + ", the record says " + c.tree);
+        return {};
+      }
+    }
+    run.completed.insert(c.step_id);
+    run.tip_tree = c.tree;
+    run.last_commit = c.commit;
+    BranchFacts& branch = branches_[c.branch];
+    branch.confirmed = c.commit;
+    branch.pending.reset();
+    branch.last_seq = seq_;
+    return {};
+  }
+
+  // What a commit (or its intent) claims, held to the accepted decision it names and the run.
+  bool commit_allowed(RunFacts& run, const CommitRecord& c) {
+    auto d = run.decisions.find(c.decision_seq);
+    if (d == run.decisions.end()) {
+      problem("names decision " + std::to_string(c.decision_seq) + ", which is not a replayed decision of its run");
+      return false;
     }
     const DecisionRecord& decision = d->second;
     if (!decision.verdict.accepted) {
       problem("commits a proposal whose decision refused it");
-      return {};
+      return false;
     }
-    if (decision.step_id != record->step_id || static_cast<uint64_t>(decision.attempt) != record->attempt ||
-        decision.plan_sha256 != record->plan_sha256 || decision.policy_sha256 != record->policy_sha256) {
+    if (decision.step_id != c.step_id || static_cast<uint64_t>(decision.attempt) != c.attempt ||
+        decision.plan_sha256 != c.plan_sha256 || decision.policy_sha256 != c.policy_sha256) {
       problem("differs from its decision in step, attempt, plan or policy");
-      return {};
+      return false;
     }
-    auto evidence = proposal_evidence(decision.proposal_seq, record->step_id);
+    auto evidence = proposal_evidence(decision.proposal_seq, c.step_id);
     auto diff = evidence ? Diff::from_json(evidence->diff) : Checked<Diff>(std::unexpected(Refusal{}));
-    if (!diff || diff->digest() != record->proposal_sha256) {
+    if (!diff || diff->digest() != c.proposal_sha256) {
       problem("proposal_sha256 is not the decided diff's digest");
-      return {};
+      return false;
     }
     if (!decision.run_result_seq) {
       problem("commits a proposal that never ran");
-      return {};
+      return false;
     }
-    auto rr = recorded_run_result(*decision.run_result_seq, record->step_id);
-    if (!rr || rr->deterministic_digest() != record->run_result_sha256) {
+    auto rr = recorded_run_result(*decision.run_result_seq, c.step_id);
+    if (!rr || rr->deterministic_digest() != c.run_result_sha256) {
       problem("run_result_sha256 is not the decided run result's digest");
-      return {};
+      return false;
     }
-    if (rr->tree != record->tree) {
-      problem("commits tree " + record->tree + ", but the checks ran on " + rr->tree);
-      return {};
+    if (rr->tree != c.tree) {
+      problem("commits tree " + c.tree + ", but the checks ran on " + rr->tree);
+      return false;
     }
-    if (run.last_commit && record->parent != *run.last_commit) {
-      problem("commit's parent " + record->parent + " is not the run's previous commit " + *run.last_commit);
-      return {};
+    if (run.last_commit && c.parent != *run.last_commit) {
+      problem("commit's parent " + c.parent + " is not the run's previous commit " + *run.last_commit);
+      return false;
     }
-    if (run.completed.contains(record->step_id)) {
-      problem("commits step " + record->step_id + " a second time");
-      return {};
+    if (run.completed.contains(c.step_id)) {
+      problem("commits step " + c.step_id + " a second time");
+      return false;
     }
-    if (repo_) {
-      auto commit = ObjectId::parse(record->commit);
-      auto tree = commit ? repo_->tree_of(*commit) : Checked<ObjectId>(std::unexpected(commit.error()));
-      if (!tree) {
-        problem("commit " + record->commit + " is not in the repository");
-        return {};
+    return true;
+  }
+
+  // The world against the log: every branch the ledger moved must be where the ledger last
+  // put it. A tip at an unconfirmed intent is a move that was interrupted: allowed, and said.
+  void check_branches() {
+    for (const auto& [ref, b] : branches_) {
+      auto tip = repo_->resolve_commit(ref);
+      const std::string tip_hex = tip ? tip->hex() : std::string();
+      ++report_.branches;
+      if (b.confirmed && tip_hex == *b.confirmed) continue;
+      if (b.pending && tip_hex == b.pending->commit) {
+        report_.warnings.push_back(ref + " is at " + tip_hex + ", whose commit intent (run " + b.pending->run_id +
+                                   ", step " + b.pending->step_id +
+                                   ") was never confirmed: the run stopped between moving the branch and recording it");
+        continue;
       }
-      if (tree->hex() != record->tree) {
-        problem("commit " + record->commit + " has tree " + tree->hex() + ", the record says " + record->tree);
-        return {};
-      }
+      // Before any confirmed commit, an undone first move leaves the branch at the intent's
+      // parent, or (a branch the run created) absent.
+      if (!b.confirmed && b.pending && (tip_hex == b.pending->parent || !tip)) continue;
+      const std::string expected = b.confirmed ? *b.confirmed : b.pending->parent;
+      problem(b.last_seq, std::string(record_kind::commit),
+              tip ? ref + " is at " + tip_hex + ", but the last commit the ledger accepted for it is " + expected +
+                        ": the branch moved without a decision"
+                  : ref + " does not exist in the repository, but the ledger accepted " + expected + " for it");
+      return;
     }
-    run.completed.insert(record->step_id);
-    run.tip_tree = record->tree;
-    run.last_commit = record->commit;
-    return {};
   }
 
   LedgerSnapshot& snap_;
   const ReplayOptions& options_;
   ReplayReport& report_;
   std::map<std::string, RunFacts> runs_;
+  std::map<std::string, BranchFacts> branches_;  // by full ref name
   std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
   std::map<std::string, LocalRunner> runners_;
   std::optional<GitRepo> repo_;

@@ -11,8 +11,13 @@
 //     it adds, oracle_run.h; decide() holds its diff), and the completed steps re-derived from the
 //     run's earlier commit records (not from the decision's own claim);
 //   - every output body, report and artifact a run result names is in the blob store;
-//   - every commit record follows an accepted decision of the same step and attempt and
-//     names the same digests; with a repository, the commit exists with that tree and parent.
+//   - every commit record confirms the commit intent recorded before it (write-ahead: the
+//     intent is durable before the branch moves), which follows an accepted decision of the
+//     same step and attempt and names the same digests; with a repository, the commit exists
+//     with that tree;
+//   - with a repository, every branch the ledger's runs moved is at the last commit the
+//     ledger confirmed for it (or at an unconfirmed intent's commit, a warning): a branch
+//     moved behind Warden's back is a problem named at the record that last moved it.
 // With `rerun`, each recorded run result is produced again by the runner in the sandbox and
 // its deterministic digest compared. The first difference names its record.
 //
@@ -51,6 +56,7 @@ struct ReplayProblem {
 struct ReplayReport {
   uint64_t records = 0;
   uint64_t runs = 0, plans = 0, decisions = 0, commits = 0, reruns = 0;
+  uint64_t branches = 0;  // with a repository: branches held to the ledger's last commit
   std::string root_hex;
   std::string key_source;
   std::vector<std::string> warnings;

@@ -14,7 +14,7 @@ void RunRecorder::emit(RunEventType type, std::optional<int64_t> step_index, std
   ev.tool = std::move(tool);
   ev.data = std::move(data);
   // An event the ledger cannot take is still shown; its loss surfaces at the next flush.
-  (void)ledger_.record(record_kind::run_event, ev.to_json(), ev.timestamp_ms);
+  (void)ledger_.append(record_kind::run_event, ev.to_json(), ev.timestamp_ms);
   if (on_event_) on_event_(ev);
 }
 

@@ -31,10 +31,16 @@ class RunRecorder {
   Clock& clock() { return clock_; }
   LedgerWriter& ledger() { return ledger_; }
 
-  // Buffers a typed record (records.h) and says where it will land.
+  // Buffers a typed record (records.h).
   template <typename R>
-  Result<Appended> record(const R& r) {
-    return ledger_.record(R::kind, r.to_json(), now());
+  Status record(const R& r) {
+    return ledger_.append(R::kind, r.to_json(), now());
+  }
+  // Writes what is buffered and the record, and says where it landed: for a record that a
+  // later one names.
+  template <typename R>
+  Result<Appended> record_now(const R& r) {
+    return ledger_.record_now(R::kind, r.to_json(), now());
   }
   // Records an event, then tells the listener.
   void emit(RunEventType type, std::optional<int64_t> step_index, std::optional<std::string> tool, Json data);

@@ -151,7 +151,7 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   record.tree = tree->hex();
   record.run_result_sha256 = ran->result.deterministic_digest();
   record.run_result = ran->result.deterministic_json();
-  auto rec = ctx.rec.record(record);
+  auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   return std::optional<BaseRun>(BaseRun{*tree, std::move(ran->result), rec->seq});
 }
@@ -187,7 +187,7 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
   record.attempt = proposed.number;
   record.run_result_sha256 = ran->result.deterministic_digest();
   record.run_result = ran->result.deterministic_json();
-  auto rec = ctx.rec.record(record);
+  auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   return std::optional<OracleRun>(OracleRun{std::move(ran->result), rec->seq});
 }
@@ -237,7 +237,7 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
   record.evidence_blob = Digest::parse(*blob).value();
   if (out.diff) record.diff_sha256 = out.diff->digest();
   record.error = std::move(executor_error);
-  auto rec = ctx.rec.record(record);
+  auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   out.record = *rec;
   return out;
@@ -288,7 +288,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   record.attempt = proposed.number;
   record.run_result_sha256 = out.run.deterministic_digest();
   record.run_result = out.run.deterministic_json();
-  auto rec = ctx.rec.record(record);
+  auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   out.record = *rec;
   Json verdicts = Json::object();
@@ -322,7 +322,7 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   if (compared) record.base_run_seq = compared->seq;
   if (tested && tested->oracle) record.oracle_run_seq = tested->oracle->seq;
   record.verdict = decide(input);
-  auto rec = ctx.rec.record(record);
+  auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   out.decided = Decided{record.verdict, *rec};
   const Verdict& verdict = out.decided.verdict;
@@ -331,11 +331,8 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
                 {"attempt", proposed.number},
                 {"accepted", verdict.accepted},
                 {"reasons", verdict.reason_codes()}});
-  if (verdict.accepted) {
-    // Durable before the branch moves: a commit on the branch always has its decision.
-    if (Status st = ctx.rec.flush(); !st) return std::unexpected(st.error());
-    return out;
-  }
+  // The decision is durable (record_now); an accepted one is followed by the commit intent.
+  if (verdict.accepted) return out;
 
   ProposalRefusalRecord refusal;
   refusal.run_id = ctx.rec.run_id();
@@ -349,7 +346,7 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   if (tested) report.evidence.push_back(tested->record.hash);
   report.evidence.push_back(rec->hash);
   for (const auto& r : report.reasons) report.policy_suggestions.push_back(suggestion_for(r));
-  if (auto recorded = ctx.rec.record(refusal); !recorded) return std::unexpected(recorded.error());
+  if (Status recorded = ctx.rec.record(refusal); !recorded) return std::unexpected(recorded.error());
   // Durable before the executor hears of it and tries again.
   if (Status st = ctx.rec.flush(); !st) return std::unexpected(st.error());
   out.refusal_report = report.to_json();
@@ -367,7 +364,7 @@ Result<Committed> commit(const StepContext& ctx, const Attempt& attempt) {
   options.message = "warden: " + ctx.step.id + " " + std::string(step_action_name(ctx.step.action)) +
                     (ctx.step.description.empty() ? "" : ": " + ctx.step.description);
   options.record = attempt.decided->record.hash;
-  auto made = ctx.workspace.commit(*attempt.proposed.diff, applied, options, ctx.rec.clock());
+  auto made = ctx.workspace.write_commit(*attempt.proposed.diff, applied, options, ctx.rec.clock());
   if (!made) return std::unexpected(stage_error("committing: " + made.error().message()));
   CommitRecord record;
   record.run_id = ctx.rec.run_id();
@@ -382,8 +379,32 @@ Result<Committed> commit(const StepContext& ctx, const Attempt& attempt) {
   record.run_result_sha256 = attempt.tested->run.deterministic_digest();
   record.policy_sha256 = ctx.policy_sha256;
   record.decision_seq = attempt.decided->record.seq;
-  auto rec = ctx.rec.record(record);
-  if (!rec) return std::unexpected(rec.error());
+
+  // Write-ahead: the intent is durable before the branch moves, so the branch never holds a
+  // commit the ledger does not justify; the commit record confirms the move after it.
+  GitRepo& repo = ctx.workspace.repo();
+  auto before = repo.branch_tip(ctx.plan.branch);
+  if (!before) return std::unexpected(stage_error("reading the branch: " + before.error().message()));
+  if (*before && !(**before == ctx.head)) {
+    return std::unexpected(stage_error("the branch " + record.branch + " is at " + (*before)->hex() +
+                                       ", not at the step's base " + ctx.head.hex() + ": another writer moved it"));
+  }
+  if (auto intent = ctx.rec.record_now(CommitIntentRecord{record}); !intent) {
+    return std::unexpected(intent.error().with_context("recording the commit intent (the branch was not moved)"));
+  }
+  if (auto moved = repo.move_branch(ctx.plan.branch, *before, *made); !moved) {
+    return std::unexpected(stage_error("moving the branch: " + moved.error().message()));
+  }
+  auto rec = ctx.rec.record_now(record);
+  if (!rec) {
+    // The ledger would not confirm the move: undo it, so the branch stays at the last commit
+    // the ledger confirmed (the recorded intent tells an auditor the move was attempted).
+    auto back = repo.move_branch(ctx.plan.branch, *made, *before);
+    return std::unexpected(rec.error().with_context(
+        back ? "recording the commit (the branch was moved back to " + ctx.head.hex() + ")"
+             : "recording the commit; moving the branch back also failed (" + back.error().message() +
+                   "): the branch holds " + made->hex() + ", which the ledger records only as an intent"));
+  }
   return Committed{*made, *rec};
 }
 

@@ -269,7 +269,7 @@ Checked<ObjectId> GitRepo::write_tree(const ObjectId& base_tree, const std::vect
 namespace {
 
 // The branch's tip, or nullopt when the branch does not exist.
-Checked<std::optional<ObjectId>> branch_tip(git_repository* repo, const std::string& ref_name) {
+Checked<std::optional<ObjectId>> ref_tip(git_repository* repo, const std::string& ref_name) {
   git_reference* raw = nullptr;
   int rc = git_reference_lookup(&raw, repo, ref_name.c_str());
   if (rc == GIT_ENOTFOUND) return std::optional<ObjectId>();
@@ -287,7 +287,7 @@ Checked<void> GitRepo::check_branch(const std::string& branch, const ObjectId& p
   if (branch.empty() || git_reference_is_valid_name(ref_name.c_str()) != 1) {
     return refuse(RefusalCode::invalid_branch, branch, "not a valid branch name");
   }
-  auto tip = branch_tip(repo_.get(), ref_name);
+  auto tip = ref_tip(repo_.get(), ref_name);
   if (!tip) return std::unexpected(tip.error());
   if (!*tip || **tip == parent) return {};
   // A tip built on the same base may be this very commit, made before: commit() decides.
@@ -301,7 +301,7 @@ Checked<void> GitRepo::check_branch(const std::string& branch, const ObjectId& p
   return refuse(RefusalCode::branch_moved, branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
 }
 
-Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& parent, const CommitRequest& request) {
+Checked<ObjectId> GitRepo::write_commit(const ObjectId& tree_id, const ObjectId& parent, const CommitRequest& request) {
   if (auto st = check_branch(request.branch, parent); !st) return std::unexpected(st.error());
   git_signature* sig_raw = nullptr;
   if (git_signature_new(&sig_raw, request.author.name.c_str(), request.author.email.c_str(), request.time_seconds, 0) != 0) {
@@ -326,11 +326,9 @@ Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& paren
   // branch already at it is simply already done.
   ObjectId out;
   if (git_odb_hash(&out.oid, bytes.data(), bytes.size(), GIT_OBJECT_COMMIT) != 0) return git_failure("hashing commit");
-  std::string ref_name = "refs/heads/" + request.branch;
-  auto tip = branch_tip(repo_.get(), ref_name);
+  auto tip = ref_tip(repo_.get(), "refs/heads/" + request.branch);
   if (!tip) return std::unexpected(tip.error());
-  if (*tip && **tip == out) return out;
-  if (*tip && !(**tip == parent)) {
+  if (*tip && !(**tip == out) && !(**tip == parent)) {
     return refuse(RefusalCode::branch_moved, request.branch, "the branch is at " + (*tip)->hex() + ", not at the base " + parent.hex());
   }
   git_odb* odb_raw = nullptr;
@@ -339,22 +337,51 @@ Checked<ObjectId> GitRepo::commit(const ObjectId& tree_id, const ObjectId& paren
   if (git_odb_write(&out.oid, odb.get(), bytes.data(), bytes.size(), GIT_OBJECT_COMMIT) != 0) {
     return git_failure("writing commit");
   }
+  return out;
+}
+
+Checked<std::optional<ObjectId>> GitRepo::branch_tip(const std::string& branch) {
+  return ref_tip(repo_.get(), "refs/heads/" + branch);
+}
+
+Checked<void> GitRepo::move_branch(const std::string& branch, const std::optional<ObjectId>& from,
+                                   const std::optional<ObjectId>& to) {
+  std::string ref_name = "refs/heads/" + branch;
+  if (branch.empty() || git_reference_is_valid_name(ref_name.c_str()) != 1) {
+    return refuse(RefusalCode::invalid_branch, branch, "not a valid branch name");
+  }
+  auto tip = ref_tip(repo_.get(), ref_name);
+  if (!tip) return std::unexpected(tip.error());
+  if (*tip == to) return {};
+  auto where = [](const std::optional<ObjectId>& id) { return id ? id->hex() : std::string("(no branch)"); };
+  if (*tip != from) {
+    return refuse(RefusalCode::branch_moved, branch, "the branch is at " + where(*tip) + ", not at " + where(from));
+  }
+  if (!to) {
+    // libgit2 has no compare-and-delete; the tip was checked just above, and deleting only
+    // ever undoes this process's own first commit on a branch it created.
+    git_reference* raw = nullptr;
+    if (git_reference_lookup(&raw, repo_.get(), ref_name.c_str()) != 0) return git_failure("reading " + ref_name);
+    ReferencePtr ref(raw);
+    if (git_reference_delete(ref.get()) != 0) return git_failure("deleting " + ref_name);
+    return {};
+  }
   // Compare-and-swap: another writer may have moved the branch since it was read.
   git_reference* moved = nullptr;
-  int rc = *tip ? git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &out.oid, 1, &parent.oid,
+  int rc = from ? git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &to->oid, 1, &from->oid,
                                                 "warden: commit")
-                : git_reference_create(&moved, repo_.get(), ref_name.c_str(), &out.oid, 0, "warden: commit");
+                : git_reference_create(&moved, repo_.get(), ref_name.c_str(), &to->oid, 0, "warden: commit");
   ReferencePtr moved_ref(moved);
   if (rc == GIT_EEXISTS || rc == GIT_EMODIFIED) {
-    return refuse(RefusalCode::branch_moved, request.branch, "another writer moved the branch first");
+    return refuse(RefusalCode::branch_moved, branch, "another writer moved the branch first");
   }
   if (rc != 0) return git_failure("moving " + ref_name);
-  return out;
+  return {};
 }
 
 Checked<ObjectId> GitRepo::commit_root(const std::vector<ResolvedFile>& files, const CommitRequest& request) {
   std::string ref_name = "refs/heads/" + request.branch;
-  auto tip = branch_tip(repo_.get(), ref_name);
+  auto tip = ref_tip(repo_.get(), ref_name);
   if (!tip) return std::unexpected(tip.error());
   if (*tip) return refuse(RefusalCode::branch_moved, request.branch, "the branch exists already");
   git_treebuilder* builder_raw = nullptr;

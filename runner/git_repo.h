@@ -100,10 +100,17 @@ class GitRepo {
   Checked<ObjectId> write_tree(const ObjectId& base_tree, const std::vector<ResolvedFile>& files);
   // Refuses an invalid branch name, or a branch that exists and is not at `parent`.
   Checked<void> check_branch(const std::string& branch, const ObjectId& parent);
-  // Commits `tree` on `parent` and moves refs/heads/<branch> to it, but only if the branch
-  // does not exist yet or still points at `parent` (checked before the commit is written,
-  // and again atomically when the reference moves).
-  Checked<ObjectId> commit(const ObjectId& tree, const ObjectId& parent, const CommitRequest& request);
+  // Writes the commit of `tree` on `parent` (an object only: no reference moves) and returns
+  // its id, which depends only on the inputs. Refused when the branch could not take it: an
+  // invalid name, or a branch that exists and is at neither `parent` nor this commit.
+  Checked<ObjectId> write_commit(const ObjectId& tree, const ObjectId& parent, const CommitRequest& request);
+  // Compare-and-swap of refs/heads/<branch>: moves it to `to` only if it is at `from` (nullopt:
+  // only if it does not exist), atomically; a branch already at `to` is done. `to` nullopt
+  // deletes the branch (only if it is at `from`). branch_moved when another writer got there
+  // first.
+  Checked<void> move_branch(const std::string& branch, const std::optional<ObjectId>& from, const std::optional<ObjectId>& to);
+  // The commit refs/heads/<branch> points at; nullopt when the branch does not exist.
+  Checked<std::optional<ObjectId>> branch_tip(const std::string& branch);
   // Materializes `tree` into `dir` without touching the repository's index or HEAD.
   Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir);
   // Makes the repository's index hold exactly `tree` and writes it to disk, so git sees a

@@ -66,11 +66,11 @@ std::string commit_message(const Diff& diff, const CommitOptions& options) {
   return out;
 }
 
-Checked<ObjectId> Workspace::commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options,
-                                    Clock& clock) {
+Checked<ObjectId> Workspace::write_commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options,
+                                          Clock& clock) {
   if (options.branch.empty()) return refuse(RefusalCode::invalid_branch, "", "a branch name is required");
   CommitRequest request{options.branch, commit_message(diff, options), options.author, clock.now_ms() / 1000};
-  return repo_.commit(applied.tree, applied.base_commit, request);
+  return repo_.write_commit(applied.tree, applied.base_commit, request);
 }
 
 }  // namespace warden

@@ -7,8 +7,9 @@
 // Errors are Refusals: a diff that does not apply (hash_mismatch, path_*, ...) is the
 // proposal's fault; repository_error is the repository's; branch_moved means another writer
 // moved the branch. check() writes nothing; apply() writes only unreferenced objects, so a
-// refusal after it leaves no visible change; only commit() moves a branch (see git_repo.h on
-// durability).
+// refusal after it leaves no visible change; write_commit() writes the commit object only,
+// and a branch moves only through repo().move_branch() (the kernel records its intent
+// first; see git_repo.h on durability).
 #pragma once
 
 #include <filesystem>
@@ -27,7 +28,7 @@ struct AppliedDiff {
 };
 
 struct CommitOptions {
-  // The default is filled in by the caller: Workspace::commit() refuses an empty branch.
+  // The default is filled in by the caller: Workspace::write_commit() refuses an empty branch.
   std::string branch;                   // default: warden/<run id>
   std::string message;                  // default: "warden: step <id>"
   std::optional<Digest> record;         // the ledger record that accepted it, if any
@@ -45,10 +46,11 @@ class Workspace {
   // Verifies, then writes blobs and trees (objects only; no reference moves).
   Checked<AppliedDiff> apply(const Diff& diff, std::string_view base_rev);
   // Whether a commit on `base_rev` could move `branch`: a valid name, and new or still at
-  // the base. commit() checks again atomically; this lets callers refuse before writing.
+  // the base. Moving it checks again atomically; this lets callers refuse before writing.
   Checked<void> check_branch(const std::string& branch, std::string_view base_rev);
-  // Commits an applied diff; the commit time comes from `clock`, so it is reproducible.
-  Checked<ObjectId> commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options, Clock& clock);
+  // Writes the commit of an applied diff (no reference moves); the commit time comes from
+  // `clock`, so the id is reproducible and can be recorded before the branch moves.
+  Checked<ObjectId> write_commit(const Diff& diff, const AppliedDiff& applied, const CommitOptions& options, Clock& clock);
   Checked<void> checkout(const ObjectId& tree, const std::filesystem::path& dir) { return repo_.checkout(tree, dir); }
 
   GitRepo& repo() { return repo_; }

@@ -104,8 +104,11 @@ int run_commit(const Options& o) {
     SystemClock system_clock;
     LogicalClock pinned_clock(o.timestamp.value_or(0) * 1000);
     Clock& clock = o.timestamp ? static_cast<Clock&>(pinned_clock) : system_clock;
-    auto commit = ws.commit(diff, *applied, options, clock);
+    auto tip = ws.repo().branch_tip(options.branch);
+    if (!tip) return report_refusal(tip.error(), o.json);
+    auto commit = ws.write_commit(diff, *applied, options, clock);
     if (!commit) return report_refusal(commit.error(), o.json);
+    if (auto moved = ws.repo().move_branch(options.branch, *tip, *commit); !moved) return report_refusal(moved.error(), o.json);
     if (o.json) {
       print_json({{"commit", commit->hex()}, {"tree", applied->tree.hex()}, {"branch", options.branch}});
     } else {

@@ -37,6 +37,7 @@ int run(const ReplayArgs& a) {
               {"decisions", report->decisions},
               {"commits", report->commits},
               {"reruns", report->reruns},
+              {"branches", report->branches},
               {"root", report->root_hex},
               {"key_source", report->key_source},
               {"warnings", report->warnings}};
@@ -48,6 +49,7 @@ int run(const ReplayArgs& a) {
     std::cout << "OK: " << report->records << " records replayed: " << report->plans << " plan verdicts, "
               << report->decisions << " decisions recomputed, " << report->commits << " commits checked";
     if (a.rerun) std::cout << ", " << report->reruns << " runs re-executed";
+    if (!a.repo.empty()) std::cout << ", " << report->branches << " branches at the ledger's last commit";
     std::cout << "\nroot " << report->root_hex << "  (key from " << report->key_source << ")\n";
     for (const auto& w : report->warnings) std::cout << "warning: " << w << "\n";
   } else {
@@ -68,7 +70,7 @@ void add_replay_commands(CLI::App& app, Action& action) {
   cmd->add_option("ledger", a->path, "Ledger directory or export directory")->required();
   cmd->add_option("--key", a->keys, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
                                     "default: the ledger's own, which proves less)");
-  cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees");
+  cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees, and every branch the ledger moved to be at the last commit it accepted");
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
                                      "part of the results (needs --repo)");
   cmd->add_option("--cache", a->cache, "Runner cache for --rerun (default as warden build)");
