@@ -29,6 +29,7 @@ class Build {
       : options_(options), session_(session), proposer_(proposer), kl_(site.ledger), workspace_(site.repo.workspace),
         runner_(*site.runner), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
     summary_.run_id = site.run_id;
+    summary_.recovered = std::move(site.recovered);
   }
 
   // queued -> planning: records the blueprint (when there is one) and the policy.
@@ -443,6 +444,11 @@ Json BuildSummary::to_json() const {
   if (error_type) {
     j["error_type"] = error_type_name(*error_type);
     j["error"] = error;
+  }
+  if (!recovered.empty()) {
+    Json list = Json::array();
+    for (const RecoveredRun& r : recovered) list.push_back(r.to_json());
+    j["recovered_runs"] = std::move(list);
   }
   return j;
 }

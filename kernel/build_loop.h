@@ -27,6 +27,7 @@
 #include "kernel/check_evidence.h"
 #include "kernel/policy.h"
 #include "kernel/run_lifecycle.h"
+#include "kernel/run_recovery.h"
 #include "kernel/session.h"
 #include "kernel/verdict.h"
 
@@ -62,6 +63,7 @@ struct BuildSummary {
   uint64_t ledger_size = 0;
   std::string root_hex;
   std::string checkpoint;  // signed note at ledger_size
+  std::vector<RecoveredRun> recovered;  // dead runs of the ledger whose end this build recorded first
   Json to_json() const;
 };
 

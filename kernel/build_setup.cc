@@ -1,6 +1,7 @@
 #include "kernel/build_setup.h"
 
 #include "kernel/records.h"
+#include "kernel/run_recovery.h"
 
 namespace warden::kernel {
 namespace {
@@ -47,6 +48,10 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   if (blueprint && blueprint->seed) seed = options.blueprint_dir / *blueprint->seed;
   auto repo = open_or_seed_repository(options.repo_dir, seed, session.clock);
   if (!repo) return std::unexpected(repo.error());
+  // Runs of this ledger whose process died get their end recorded (and a branch left at an
+  // unconfirmed commit moved back) before this run looks at the branch.
+  auto recovered = recover_runs(*ledger, session.clock, session.ids, &repo->workspace.repo());
+  if (!recovered) return std::unexpected(recovered.error().with_context("recording the end of interrupted runs"));
   const std::string base_rev = !options.base.empty() ? options.base : blueprint ? blueprint->base : std::string("HEAD");
   auto base = repo->workspace.repo().resolve_commit(base_rev);
   if (!base) return fail(Errc::not_found, "base revision: " + base.error().message());
@@ -81,7 +86,7 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
                                           " (a logical clock numbers runs from 1 in every process): give --run-id");
   }
   Runner* runner = session.runner ? session.runner : local.get();
-  return BuildSite{std::move(*ledger), std::move(*repo), *base, std::move(local), runner, std::move(run_id)};
+  return BuildSite{std::move(*ledger), std::move(*repo), *base, std::move(local), runner, std::move(run_id), std::move(*recovered)};
 }
 
 }  // namespace warden::kernel

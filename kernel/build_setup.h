@@ -12,6 +12,7 @@
 #include "kernel/build_loop.h"
 #include "kernel/policy.h"
 #include "kernel/repository.h"
+#include "kernel/run_recovery.h"
 #include "ledger/ledger.h"
 #include "runner/local_runner.h"
 
@@ -24,6 +25,7 @@ struct BuildSite {
   std::unique_ptr<LocalRunner> local_runner;  // when the session gives no runner
   Runner* runner = nullptr;                   // the session's, or local_runner
   std::string run_id;
+  std::vector<RecoveredRun> recovered;  // dead runs of this ledger whose end was recorded now
 };
 
 // `branch` is the branch the run's commits go on; `blueprint` (may be null) names the seed

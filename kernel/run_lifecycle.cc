@@ -8,8 +8,8 @@ namespace warden::kernel {
 
 namespace {
 
-constexpr std::array<std::string_view, 8> kStatusNames = {"queued",    "planning", "running", "verifying",
-                                                          "completed", "failed",   "timeout", "cancelled"};
+constexpr std::array<std::string_view, 9> kStatusNames = {"queued",    "planning", "running",   "verifying",  "completed",
+                                                          "failed",    "timeout",  "cancelled", "interrupted"};
 constexpr std::array<std::string_view, 12> kEventNames = {
     "run_started",    "step_started",     "tool_called",      "tool_output",   "step_completed", "artifact_created",
     "replan_triggered", "run_completed", "run_failed", "run_cancelled", "timeout_error", "heartbeat"};
@@ -27,7 +27,7 @@ std::optional<RunStatus> parse_run_status(std::string_view name) {
 
 bool is_terminal(RunStatus status) {
   return status == RunStatus::completed || status == RunStatus::failed || status == RunStatus::timeout ||
-         status == RunStatus::cancelled;
+         status == RunStatus::cancelled || status == RunStatus::interrupted;
 }
 
 bool can_move(RunStatus from, RunStatus to) {
@@ -41,6 +41,8 @@ bool can_move(RunStatus from, RunStatus to) {
     case RunStatus::failed:
     case RunStatus::timeout:
     case RunStatus::cancelled: return true;
+    // Recorded by another process once the run's own has died (run_recovery.h), never a move.
+    case RunStatus::interrupted: return false;
   }
   return false;
 }

@@ -1,5 +1,7 @@
 // The run lifecycle of seeds/002: a build run moves queued -> planning -> running ->
-// verifying -> completed, and may end failed, timeout or cancelled from any live state.
+// verifying -> completed, and may end failed, timeout or cancelled from any live state. A run
+// whose process died before recording its end is recorded `interrupted` by the next process
+// that notices (run_recovery.h); no lifecycle moves there.
 // Every run ends in exactly one terminal state; the lifecycle refuses any other move, so a
 // bug that would skip a state or leave a run dangling fails loudly instead. Typed events
 // (run_started, step_started, ...) are what clients see and what the ledger records.
@@ -20,7 +22,7 @@
 
 namespace warden::kernel {
 
-enum class RunStatus { queued, planning, running, verifying, completed, failed, timeout, cancelled };
+enum class RunStatus { queued, planning, running, verifying, completed, failed, timeout, cancelled, interrupted };
 std::string_view run_status_name(RunStatus status);
 std::optional<RunStatus> parse_run_status(std::string_view name);
 bool is_terminal(RunStatus status);

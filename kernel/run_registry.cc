@@ -1,20 +1,32 @@
 #include "kernel/run_registry.h"
 
-#include <unistd.h>
+#include <algorithm>
 
 #include "common/file.h"
+#include "common/process_identity.h"
+#include "common/strings.h"
 
 namespace warden::kernel {
 
 namespace {
 
-std::filesystem::path pid_path(const std::filesystem::path& ledger_dir, const std::string& run_id) {
-  return ledger_dir / "runs" / (run_id + ".pid");
+constexpr std::string_view kMarkerSuffix = ".pid";
+
+std::filesystem::path marker_path(const std::filesystem::path& ledger_dir, const std::string& run_id) {
+  return ledger_dir / "runs" / (run_id + std::string(kMarkerSuffix));
 }
 
 bool safe_run_id(const std::string& id) {
   return !id.empty() && id.size() <= 128 && id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos &&
          id != "." && id != "..";
+}
+
+// The marker's owner; nullopt for a missing or unreadable marker, or one written before
+// markers carried a start time (its owner cannot be told from a reused pid: taken as dead).
+std::optional<ProcessIdentity> marker_owner(const std::filesystem::path& path) {
+  auto text = read_file(path, 256);
+  if (!text) return std::nullopt;
+  return ProcessIdentity::parse(trim(*text));
 }
 
 }  // namespace
@@ -23,32 +35,44 @@ std::optional<RunRegistration> RunRegistration::create(const std::filesystem::pa
   if (!safe_run_id(run_id)) return std::nullopt;
   std::error_code ec;
   std::filesystem::create_directories(ledger_dir / "runs", ec);
-  auto path = pid_path(ledger_dir, run_id);
-  if (ec || !write_file_atomic(path, std::to_string(::getpid()) + "\n")) return std::nullopt;
+  auto path = marker_path(ledger_dir, run_id);
+  if (ec || !write_file_atomic(path, ProcessIdentity::self().str() + "\n")) return std::nullopt;
   return RunRegistration(path);
 }
 
 RunRegistration::~RunRegistration() {
-  if (path_.empty()) return;
+  if (path_.empty() || !ended_) return;
   std::error_code ec;
   std::filesystem::remove(path_, ec);
 }
 
 std::optional<pid_t> live_run_process(const std::filesystem::path& ledger_dir, const std::string& run_id) {
   if (!safe_run_id(run_id)) return std::nullopt;
-  auto text = read_file(pid_path(ledger_dir, run_id));
-  if (!text) return std::nullopt;
-  pid_t pid = 0;
-  try {
-    pid = static_cast<pid_t>(std::stol(*text));
-  } catch (...) {
-    return std::nullopt;
+  auto owner = marker_owner(marker_path(ledger_dir, run_id));
+  if (!owner || !owner->alive()) return std::nullopt;
+  return owner->pid;
+}
+
+std::vector<std::string> orphaned_runs(const std::filesystem::path& ledger_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(ledger_dir / "runs", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!name.ends_with(kMarkerSuffix)) continue;
+    std::string run_id = name.substr(0, name.size() - kMarkerSuffix.size());
+    if (!safe_run_id(run_id)) continue;
+    auto owner = marker_owner(it->path());
+    if (!owner || !owner->alive()) out.push_back(std::move(run_id));
   }
-  if (pid <= 1) return std::nullopt;
-  // Still a warden? A recycled pid belongs to someone else.
-  auto cmdline = read_file("/proc/" + std::to_string(pid) + "/cmdline");
-  if (!cmdline || cmdline->find("warden") == std::string::npos) return std::nullopt;
-  return pid;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_run_marker(const std::filesystem::path& ledger_dir, const std::string& run_id) {
+  if (!safe_run_id(run_id)) return;
+  std::error_code ec;
+  std::filesystem::remove(marker_path(ledger_dir, run_id), ec);
 }
 
 }  // namespace warden::kernel

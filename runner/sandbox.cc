@@ -84,6 +84,9 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   auto program = compile_seccomp(s.profile_.seccomp);
   if (!program) return std::unexpected(program.error().with_context("profile " + s.profile_.name));
   s.seccomp_program_ = std::move(*program);
+  // Processes killed before their destructors ran left their scratch behind; nothing else
+  // would ever remove it (on /dev/shm it is host memory).
+  reclaim_orphaned_scratch(s.host_.scratch_root);
   auto files = ScratchDir::create(s.host_.scratch_root, "warden-sandbox-", 0711);
   if (!files) return std::unexpected(files.error());
   s.files_.emplace(std::move(*files));

@@ -7,13 +7,14 @@
 #include <string>
 
 #include "common/file.h"
+#include "common/process_identity.h"
 
 namespace warden {
 
 namespace fs = std::filesystem;
 
 Result<ScratchDir> ScratchDir::create(const fs::path& parent, std::string_view prefix, unsigned mode) {
-  std::string tmpl = (parent / (std::string(prefix) + "XXXXXX")).string();
+  std::string tmpl = (parent / (std::string(prefix) + "p" + ProcessIdentity::self().str() + "-XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr) return std::unexpected(errno_error("mkdtemp " + tmpl, errno));
   if (::chmod(tmpl.c_str(), mode) != 0) {
     int err = errno;
@@ -55,6 +56,27 @@ void remove_tree(const fs::path& path) {
     }
   }
   fs::remove(path, ec);
+}
+
+size_t reclaim_orphaned_scratch(const fs::path& parent) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    // warden-<kind>-p<pid>.<start>-XXXXXX: the owner sits between the last two '-'.
+    if (!name.starts_with("warden-") || name.size() < 8) continue;
+    const size_t suffix = name.rfind('-');
+    if (suffix == std::string::npos || name.size() - suffix != 7) continue;
+    const size_t owner_at = name.rfind('-', suffix - 1);
+    if (owner_at == std::string::npos || name[owner_at + 1] != 'p') continue;
+    auto owner = ProcessIdentity::parse(std::string_view(name).substr(owner_at + 2, suffix - owner_at - 2));
+    if (!owner || owner->alive()) continue;
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+    remove_tree(it->path());
+    ++removed;
+  }
+  return removed;
 }
 
 }  // namespace warden

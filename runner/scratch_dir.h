@@ -4,7 +4,9 @@
 // first, and symlinks are removed, never followed.
 //
 // A ScratchDir owns its directory: the destructor (and move-assignment over it) removes the
-// tree; moving transfers the ownership. It holds no lock; different ScratchDirs may be used
+// tree; moving transfers the ownership. A process that dies never runs the destructor, so the
+// directory's name carries its owner (<prefix>p<pid>.<start time>-XXXXXX, ProcessIdentity)
+// and reclaim_orphaned_scratch() removes the ones whose owner is gone. It holds no lock; different ScratchDirs may be used
 // from different threads. Removal is best effort and reports nothing: a tree that cannot be
 // removed is left behind silently. An Error from create() or make_owned_dir() names the path
 // and errno; nothing was left behind by create().
@@ -21,8 +23,8 @@ namespace warden {
 
 class ScratchDir {
  public:
-  // mkdtemp(<parent>/<prefix>XXXXXX) with `mode` (0711: the sandbox's host uid may pass
-  // through it to the directories inside, but not list it).
+  // mkdtemp(<parent>/<prefix>p<pid>.<start time>-XXXXXX) with `mode` (0711: the sandbox's
+  // host uid may pass through it to the directories inside, but not list it).
   static Result<ScratchDir> create(const std::filesystem::path& parent, std::string_view prefix, unsigned mode = 0711);
   ScratchDir(ScratchDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
   ScratchDir& operator=(ScratchDir&& other) noexcept;
@@ -42,5 +44,9 @@ class ScratchDir {
 Status make_owned_dir(const std::filesystem::path& path, uid_t uid, gid_t gid, unsigned mode = 0755);
 // Removes a tree, giving directories owner rwx first; symlinks are never followed.
 void remove_tree(const std::filesystem::path& path);
+// Removes the directories under `parent` named "warden-...p<pid>.<start time>-XXXXXX" by
+// ScratchDir::create whose owning process is gone; returns how many. Directories of live
+// processes, and every other name, are left alone.
+size_t reclaim_orphaned_scratch(const std::filesystem::path& parent);
 
 }  // namespace warden

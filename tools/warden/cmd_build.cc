@@ -135,6 +135,9 @@ int run(const BuildArgs& a) {
   };
   auto summary = kernel::run_build(*blueprint, options, session, **proposer);
   if (!summary) return report_error(summary.error(), a.json);
+  // The run's end is durable (the summary exists only after it was recorded and signed).
+  if (registration) registration->ended();
+  if (!a.json) print_recovered(summary->recovered);
   if (a.json) {
     print_json({{"summary", summary->to_json()}});
   } else {

@@ -89,7 +89,10 @@ int run(ProposeArgs a) {
   };
   auto outcome = kernel::propose(request, session);
   if (!outcome) return report_error(outcome.error(), a.json);
+  // The run's end is durable (the outcome exists only after it was recorded and signed).
+  if (registration) registration->ended();
   registration.reset();
+  if (!a.json) print_recovered(outcome->summary.recovered);
   if (a.json) {
     const kernel::Verdict* verdict = outcome->verdict();
     print_json({{"accepted", outcome->accepted()},

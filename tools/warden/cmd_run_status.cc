@@ -1,15 +1,21 @@
-// `warden run status RUN_ID` and `warden run cancel RUN_ID`: a build's state as its ledger
-// records it, and a way to stop it from another shell. The ledger is the only source: a run
-// whose process died shows the last status it managed to record, and "live" says whether a
-// warden process still drives it (kernel/run_registry.h). Cancel sends that process SIGTERM,
-// which the build treats like Ctrl-C, and waits for the ledger to say the run ended.
+// `warden run status RUN_ID`, `warden run cancel RUN_ID` and `warden run recover [RUN_ID...]`:
+// a build's state as its ledger records it, a way to stop it from another shell, and a way to
+// record the end of runs whose process died. The ledger is the source: a run whose process
+// died (kernel/run_registry.h tells) before recording an end is shown `interrupted`, with the
+// last status it managed to record; recover records that end (kernel/run_recovery.h). Cancel
+// sends the live process SIGTERM, which the build treats like Ctrl-C, and waits for the ledger
+// to say the run ended.
 #include <signal.h>
 
 #include <chrono>
 #include <iostream>
 #include <thread>
 
+#include "common/clock.h"
+#include "kernel/run_recovery.h"
 #include "kernel/run_registry.h"
+#include "ledger/ledger.h"
+#include "runner/git_repo.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 #include "kernel/run_report.h"
@@ -19,7 +25,8 @@ namespace warden::cli {
 namespace {
 
 struct ControlArgs {
-  std::string run_id, ledger;
+  std::string run_id, ledger, repo;
+  std::vector<std::string> run_ids;
   double wait_s = 30;
   bool json = false;
 };
@@ -36,14 +43,53 @@ int run_status(const ControlArgs& a) {
   auto report = kernel::read_run_report(a.ledger, a.run_id);
   if (!report) return report_error(report.error(), a.json);
   const bool live = kernel::live_run_process(a.ledger, a.run_id).has_value();
+  // No process drives it and it recorded no end: it was interrupted, whatever it last said.
+  const bool interrupted = !live && !report->terminal();
+  const std::string recorded = report->status;
+  if (interrupted) report->status = "interrupted";
   if (a.json) {
     Json j = report->to_json();
     j["live"] = live;
+    if (interrupted) j["recorded_status"] = recorded;
     print_json(j);
   } else {
     print_report(*report, live);
+    if (interrupted) {
+      std::cout << "note       its process is gone; the ledger's last status is " << recorded
+                << " (warden run recover " << a.run_id << " --ledger " << a.ledger << " records the end)\n";
+    }
   }
   return kOk;
+}
+
+int run_recover(const ControlArgs& a) {
+  SystemClock clock;
+  RandomIdSource ids;
+  auto ledger = Ledger::open(a.ledger, Ledger::Mode::read_write, clock);
+  if (!ledger) return report_error(ledger.error(), a.json);
+  std::optional<GitRepo> repo;
+  if (!a.repo.empty()) {
+    auto opened = GitRepo::open(a.repo);
+    if (!opened) return report_error(Error{Errc::not_found, "--repo: " + opened.error().message()}, a.json);
+    repo.emplace(std::move(*opened));
+  }
+  auto recovered = kernel::recover_runs(*ledger, clock, ids, repo ? &*repo : nullptr, a.run_ids);
+  if (!recovered) return report_error(recovered.error(), a.json);
+  bool any_live = false;
+  if (a.json) {
+    Json list = Json::array();
+    for (const auto& r : *recovered) list.push_back(r.to_json());
+    print_json({{"runs", list}});
+  }
+  for (const auto& r : *recovered) {
+    any_live = any_live || r.live;
+    if (a.json) continue;
+    if (r.live) std::cout << r.run_id << "  live: its process is running; nothing recorded\n";
+    else if (r.recorded) std::cout << r.run_id << "  recorded interrupted (was " << r.last_status << ")" << (r.branch.empty() ? "" : "; " + r.branch) << "\n";
+    else std::cout << r.run_id << "  had ended (" << r.last_status << "); nothing to record\n";
+  }
+  if (!a.json && recovered->empty()) std::cout << "no interrupted runs\n";
+  return any_live ? kVerificationFailed : kOk;
 }
 
 int run_cancel(const ControlArgs& a) {
@@ -97,6 +143,18 @@ void add_run_control_commands(CLI::App& run, Action& action) {
   cancel->footer("Exit: 0 cancelled, 1 the run ended otherwise first, 4 no live process drives the run, 124 the run "
                  "had not ended within --wait.");
   cancel->callback([a, &action] { action = [a] { return run_cancel(*a); }; });
+
+  auto* recover = run.add_subcommand(
+      "recover",
+      "Record the end of runs whose process died (killed, crashed, or unable to write the ledger): each gets status "
+      "interrupted; with --repo, a branch left at a commit the ledger never confirmed is moved back");
+  recover->add_option("RUN_ID", a->run_ids, "Runs to recover (default: every run whose process died without recording an end)");
+  recover->add_option("--ledger", a->ledger, "Ledger directory")->required();
+  recover->add_option("--repo", a->repo, "The runs' git repository: branches at unconfirmed commits are moved back");
+  recover->add_flag("--json", a->json, "Print {\"runs\": [...]} as JSON");
+  recover->footer("Exit: 0 done (also when there was nothing to recover), 1 a named run is still live, 4 no such run or "
+                  "ledger.");
+  recover->callback([a, &action] { action = [a] { return run_recover(*a); }; });
 }
 
 }  // namespace warden::cli

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <iostream>
 
 #include "common/file.h"
 #include "executor/command_proposer.h"
@@ -21,6 +22,12 @@ int run_exit_code(kernel::RunStatus status) {
     case kernel::RunStatus::timeout: return kTimedOut;
     case kernel::RunStatus::cancelled: return kCancelled;
     default: return kVerificationFailed;
+  }
+}
+
+void print_recovered(const std::vector<kernel::RecoveredRun>& runs) {
+  for (const auto& r : runs) {
+    if (r.recorded) std::cerr << "warden: run " << r.run_id << " recorded as interrupted: " << r.message << "\n";
   }
 }
 

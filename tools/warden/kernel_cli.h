@@ -8,11 +8,13 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
+#include "kernel/run_recovery.h"
 #include "ledger/note.h"
 
 namespace warden::cli {
@@ -22,6 +24,9 @@ inline constexpr int kCancelled = 130;  // Ctrl-C or `warden run cancel`
 
 // A finished run's exit code: 0 completed, 124 timeout, 130 cancelled, 1 failed.
 int run_exit_code(kernel::RunStatus status);
+
+// One line per dead run whose end was recorded (kernel/run_recovery.h), on stderr.
+void print_recovered(const std::vector<kernel::RecoveredRun>& runs);
 
 // The default runner cache: shared by every run on this host, reachable by the sandbox's user.
 std::string default_cache_dir();

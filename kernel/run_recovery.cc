@@ -1,0 +1,124 @@
+#include "kernel/run_recovery.h"
+
+#include "kernel/ledger_writer.h"
+#include "kernel/run_lifecycle.h"
+#include "kernel/run_registry.h"
+
+namespace warden::kernel {
+
+namespace {
+
+// What the ledger holds about a run's end and its last commit.
+struct RunTail {
+  std::optional<RunStatus> status;
+  std::optional<CommitRecord> unconfirmed;
+};
+
+Result<RunTail> read_tail(LedgerSnapshot& snap, const std::string& run_id) {
+  RunTail tail;
+  auto seqs = snap.run_records(run_id);
+  if (!seqs) return std::unexpected(seqs.error());
+  for (uint64_t seq : *seqs) {
+    auto record = snap.record_view(seq);
+    if (!record) return std::unexpected(record.error());
+    const std::string_view kind = record->kind;
+    if (kind != record_kind::run_status && kind != record_kind::commit_intent && kind != record_kind::commit) continue;
+    auto payload = parse_json(record->payload);
+    if (!payload) return std::unexpected(payload.error().with_context("record " + std::to_string(seq)));
+    if (kind == record_kind::run_status) {
+      auto r = RunStatusRecord::from_json(*payload);
+      if (r && r->run_id == run_id) tail.status = r->status;
+    } else if (kind == record_kind::commit_intent) {
+      auto r = CommitIntentRecord::from_json(*payload);
+      if (r && r->commit.run_id == run_id) tail.unconfirmed = r->commit;
+    } else {
+      auto r = CommitRecord::from_json(*payload);
+      if (r && r->run_id == run_id && tail.unconfirmed && tail.unconfirmed->commit == r->commit) tail.unconfirmed.reset();
+    }
+  }
+  return tail;
+}
+
+// Moves a branch left at an unconfirmed commit back to its parent; says what was done.
+std::string restore_branch(GitRepo* repo, const CommitRecord& intent) {
+  const std::string name = intent.branch.substr(std::string_view("refs/heads/").size());
+  if (!repo) return intent.branch + " not checked (no repository given): it may hold " + intent.commit;
+  auto tip = repo->branch_tip(name);
+  if (!tip) return intent.branch + " unreadable: " + tip.error().message();
+  if (!*tip || (*tip)->hex() != intent.commit) {
+    return intent.branch + " is not at the unconfirmed commit " + intent.commit + ": left as it is";
+  }
+  auto parent = ObjectId::parse(intent.parent);
+  if (!parent) return intent.branch + " left at " + intent.commit + ": the intent's parent is not a commit id";
+  if (auto moved = repo->move_branch(name, **tip, *parent); !moved) {
+    return intent.branch + " left at " + intent.commit + ": moving it back failed: " + moved.error().message();
+  }
+  return intent.branch + " moved back from the unconfirmed " + intent.commit + " to " + intent.parent;
+}
+
+}  // namespace
+
+Json RecoveredRun::to_json() const {
+  Json j = {{"run_id", run_id}, {"last_status", last_status}, {"recorded", recorded}, {"live", live}};
+  if (unconfirmed) j["unconfirmed_commit"] = unconfirmed->commit;
+  if (!branch.empty()) j["branch"] = branch;
+  if (!message.empty()) j["error"] = message;
+  return j;
+}
+
+Result<std::vector<RecoveredRun>> recover_runs(Ledger& ledger, Clock& clock, IdSource& ids, GitRepo* repo,
+                                               const std::vector<std::string>& run_ids) {
+  const bool from_markers = run_ids.empty();
+  const std::vector<std::string> wanted = from_markers ? orphaned_runs(ledger.dir()) : run_ids;
+  std::vector<RecoveredRun> out;
+  for (const std::string& run_id : wanted) {
+    RecoveredRun r;
+    r.run_id = run_id;
+    if (live_run_process(ledger.dir(), run_id)) {
+      r.live = true;
+      out.push_back(std::move(r));
+      continue;
+    }
+    auto snap = ledger.snapshot();
+    if (!snap) return std::unexpected(snap.error());
+    auto tail = read_tail(*snap, run_id);
+    if (!tail) return std::unexpected(tail.error());
+    if (!tail->status) {
+      if (!from_markers) return fail(Errc::not_found, "no run " + run_id + " in the ledger " + ledger.dir().string());
+      remove_run_marker(ledger.dir(), run_id);  // a marker with no run behind it
+      continue;
+    }
+    r.last_status = run_status_name(*tail->status);
+    r.unconfirmed = tail->unconfirmed;
+    if (is_terminal(*tail->status)) {
+      remove_run_marker(ledger.dir(), run_id);
+      out.push_back(std::move(r));
+      continue;
+    }
+    r.message = "interrupted: the run's process ended without recording an end (killed, crashed, or the ledger "
+                "refused its last records) while the run was " + r.last_status;
+    if (r.unconfirmed) {
+      r.branch = restore_branch(repo, *r.unconfirmed);
+      r.message += "; step " + r.unconfirmed->step_id + "'s commit " + r.unconfirmed->commit +
+                   " was intended but never confirmed (" + r.branch + ")";
+    }
+    LedgerWriter writer(ledger);
+    RunStatusRecord status{run_id, RunStatus::interrupted, ErrorType::execution_error, r.message};
+    const int64_t now = clock.now_ms();
+    if (Status st = writer.append(RunStatusRecord::kind, status.to_json(), now); !st) return std::unexpected(st.error());
+    RunEvent event;
+    event.event_id = ids.next_id("ev");
+    event.run_id = run_id;
+    event.type = RunEventType::run_failed;
+    event.timestamp_ms = now;
+    event.data = {{"error_type", error_type_name(ErrorType::execution_error)}, {"error", r.message}};
+    if (Status st = writer.append(record_kind::run_event, event.to_json(), now); !st) return std::unexpected(st.error());
+    if (Status st = writer.flush(); !st) return std::unexpected(st.error());
+    remove_run_marker(ledger.dir(), run_id);
+    r.recorded = true;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace warden::kernel
