@@ -79,9 +79,16 @@ Status write_file_atomic(const std::filesystem::path& path, std::string_view dat
     ::unlink(tmp.c_str());
     return std::unexpected(errno_error(path.string(), err));
   }
-  auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  // The rename is durable once the directory is; a directory we cannot open or sync leaves
+  // the file written, so that is not reported as a failure to write it.
+  (void)sync_directory(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
+  return {};
+}
+
+Status sync_directory(const std::filesystem::path& dir) {
   UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dfd) ::fsync(dfd.get());
+  if (!dfd) return std::unexpected(errno_error(dir.string(), errno));
+  if (::fsync(dfd.get()) != 0) return std::unexpected(errno_error("syncing " + dir.string(), errno));
   return {};
 }
 

@@ -47,6 +47,9 @@ Result<std::string> read_file(const std::filesystem::path& path, uint64_t max_by
 // named `<path>.tmp-<pid>`, so two threads of one process must not write the same path at once.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode = 0644);
 
+// fsync of a directory: the entries created, renamed or removed in it are durable after.
+Status sync_directory(const std::filesystem::path& dir);
+
 // "path: strerror(errno)" as an Error with a code that fits errno.
 Error errno_error(std::string_view what, int err);
 

@@ -1,5 +1,8 @@
 #include "ledger/ledger.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -231,22 +234,42 @@ Status Ledger::create(const std::filesystem::path& dir, const LedgerCreateOption
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return std::unexpected(errno_error(dir.string(), errno));
   if (!std::filesystem::is_directory(dir, ec)) return fail(Errc::invalid_argument, dir.string() + " is not a directory");
 
-  auto env = lmdb::Env::open(dir, MDB_NOTLS, kMapSize, kMaxDbs);
-  if (!env) return std::unexpected(env.error());
-  auto txn = lmdb::Txn::begin(*env, false);
-  if (!txn) return std::unexpected(txn.error());
-  auto dbis = open_dbs(*txn, MDB_CREATE, false);
-  if (!dbis) return std::unexpected(dbis.error());
-  std::pair<std::string_view, std::string> meta[] = {
-      {"format", std::string(kLedgerFormat)},
-      {"origin", options.origin},
-      {"verifier_key", verifier->encoded()},
-      {"max_payload_bytes", std::to_string(options.max_payload_bytes)},
-      {kRunsIndexed, u64_value(0)}};
-  for (const auto& [key, value] : meta) {
-    if (auto st = txn->put(dbis->meta, key, value, 0, "writing ledger metadata"); !st) return st;
+  // Built in a private directory inside DIR, then moved into place: a ledger appears whole or
+  // not at all. A full disk or a crash midway leaves no data.mdb that is not a ledger.
+  std::string staging = (dir / ".creating-XXXXXX").string();
+  if (::mkdtemp(staging.data()) == nullptr) return std::unexpected(errno_error("creating " + staging, errno));
+  auto cleanup = [&] { std::filesystem::remove_all(staging, ec); };
+  auto build = [&]() -> Status {
+    auto env = lmdb::Env::open(staging, MDB_NOTLS, kMapSize, kMaxDbs);
+    if (!env) return std::unexpected(env.error());
+    auto txn = lmdb::Txn::begin(*env, false);
+    if (!txn) return std::unexpected(txn.error());
+    auto dbis = open_dbs(*txn, MDB_CREATE, false);
+    if (!dbis) return std::unexpected(dbis.error());
+    std::pair<std::string_view, std::string> meta[] = {
+        {"format", std::string(kLedgerFormat)},
+        {"origin", options.origin},
+        {"verifier_key", verifier->encoded()},
+        {"max_payload_bytes", std::to_string(options.max_payload_bytes)},
+        {kRunsIndexed, u64_value(0)}};
+    for (const auto& [key, value] : meta) {
+      if (auto st = txn->put(dbis->meta, key, value, 0, "writing ledger metadata"); !st) return st;
+    }
+    return txn->commit();  // durable: LMDB syncs the data file at commit
+  };
+  if (Status st = build(); !st) {
+    cleanup();
+    return st;
   }
-  return txn->commit();
+  const std::string from = staging + "/data.mdb", to = (dir / "data.mdb").string();
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {
+    const int err = errno;
+    cleanup();
+    if (err == EEXIST) return fail(Errc::already_exists, "a ledger already exists in " + dir.string());
+    return std::unexpected(errno_error("moving the new ledger into " + dir.string(), err));
+  }
+  cleanup();
+  return sync_directory(dir);
 }
 
 Result<Ledger> Ledger::open(const std::filesystem::path& dir, Mode mode, Clock& clock) {

@@ -1,0 +1,361 @@
+// Ledger and branch integrity under faults, end to end with the real binary, real git, the
+// real sandbox and real file systems: a calculator build whose ledger sits on a tiny tmpfs
+// that fills at a different record in every trial; builds killed with SIGKILL at 100+
+// seeded random moments; a branch moved behind Warden's back; four builds and two
+// `ledger append` loops writing one ledger at once. After every fault the same things must
+// hold: the ledger verifies, `warden replay --repo` agrees with the branch, the branch is at
+// the last commit the ledger confirmed (or the base), the run is not "running", and
+// `warden run recover` records the end of a run that could not.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/kernel/build_fixture.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+fs::path calculator() { return fs::path(WARDEN_SOURCE_DIR) / "examples" / "calculator" / "blueprint.json"; }
+constexpr const char* kBranch = "refs/heads/warden/calculator";
+
+// A tmpfs of a given size mounted for the test's life (root only).
+class Tmpfs {
+ public:
+  Tmpfs(fs::path dir, size_t bytes) : dir_(std::move(dir)) {
+    fs::create_directories(dir_);
+    mounted_ = ::mount("tmpfs", dir_.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) == 0;
+  }
+  Tmpfs(const Tmpfs&) = delete;
+  Tmpfs& operator=(const Tmpfs&) = delete;
+  ~Tmpfs() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  bool resize(size_t bytes) {
+    return ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_REMOUNT, ("size=" + std::to_string(bytes)).c_str()) == 0;
+  }
+
+ private:
+  fs::path dir_;
+  bool mounted_ = false;
+};
+
+// The branch's commit; "" when the repository or the branch does not exist.
+std::string branch_tip(const fs::path& repo) {
+  if (!fs::exists(repo / ".git") && !fs::exists(repo / "HEAD")) return "";
+  auto r = run({find_program("git"), "-C", repo.string(), "rev-parse", "-q", "--verify", kBranch});
+  if (!r.exited_with(0)) return "";
+  std::string out = r.out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+std::vector<std::string> build_args(const fs::path& out, const fs::path& ledger, const std::string& run_id) {
+  return {warden_binary(), "build", calculator().string(), "--out", out.string(), "--ledger", ledger.string(), "--run-id", run_id};
+}
+
+// Everything that must hold after a build ended by a fault, whatever the moment.
+void expect_consistent(const fs::path& out, const fs::path& ledger, const std::string& run_id, const std::string& trial) {
+  SCOPED_TRACE(trial);
+  const fs::path repo = out / "repo";
+  if (!fs::exists(ledger / "data.mdb")) {
+    EXPECT_EQ(branch_tip(repo), "") << "the branch moved although no ledger was ever written";
+    return;
+  }
+  auto verified = warden({"ledger", "verify", ledger.string()});
+  EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
+  if (fs::exists(repo)) {
+    auto replayed = warden({"replay", ledger.string(), "--repo", repo.string()});
+    EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
+  }
+  auto status = warden({"run", "status", run_id, "--ledger", ledger.string(), "--json"});
+  if (status.exited_with(4)) {  // the run recorded nothing at all
+    EXPECT_EQ(branch_tip(repo), "");
+    return;
+  }
+  ASSERT_TRUE(status.exited_with(0)) << describe(status);
+  json s = stdout_json(status);
+  EXPECT_NE(s["status"], "running") << s.dump();
+  EXPECT_FALSE(s["live"].get<bool>());
+  const std::string confirmed = s["last_commit"].get<std::string>();
+  const std::string tip = branch_tip(repo);
+  if (confirmed.empty()) {
+    EXPECT_EQ(tip, "") << "the branch holds a commit the ledger never confirmed";
+  } else {
+    EXPECT_EQ(tip, confirmed) << "the branch is not at the last commit the ledger confirmed";
+  }
+}
+
+// Records the end of an interrupted run and checks it is then terminal and still consistent.
+void recover_and_check(const fs::path& out, const fs::path& ledger, const std::string& run_id, const std::string& trial) {
+  SCOPED_TRACE(trial);
+  if (!fs::exists(ledger / "data.mdb")) return;
+  auto recovered = warden({"run", "recover", "--ledger", ledger.string(), "--repo", (out / "repo").string(), "--json"});
+  ASSERT_TRUE(recovered.exited_with(0)) << describe(recovered);
+  auto status = warden({"run", "status", run_id, "--ledger", ledger.string(), "--json"});
+  if (status.exited_with(4)) return;
+  ASSERT_TRUE(status.exited_with(0)) << describe(status);
+  json s = stdout_json(status);
+  EXPECT_FALSE(s.contains("recorded_status")) << "recover left the run without a recorded end: " << s.dump();
+  EXPECT_FALSE(fs::exists(ledger / "runs" / (run_id + ".pid"))) << "recover left the run's marker";
+  expect_consistent(out, ledger, run_id, trial + " after recover");
+}
+
+bool clean_exit(const ProcessResult& r) { return r.term_signal == 0 && r.exit_code != 70; }
+
+TEST(FaultInjection, ALedgerOnAFullDiskNeverLeavesTheBranchAheadOfIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  TempDir dir;
+  // How big the ledger of a whole build gets: the trials stop it at every size below that.
+  size_t full_size = 0;
+  {
+    Tmpfs roomy(dir / "roomy", 8 << 20);
+    ASSERT_TRUE(roomy.mounted());
+    Child c = Child::spawn(build_args(dir / "out-roomy", dir / "roomy" / "ledger", "full"));
+    auto r = c.wait();
+    ASSERT_TRUE(r.exited_with(0)) << describe(r);
+    for (const auto& e : fs::recursive_directory_iterator(dir / "roomy")) {
+      if (e.is_regular_file()) full_size += (e.file_size() + 4095) / 4096 * 4096;
+    }
+  }
+  // One trial per 8 KiB of free space from the first page up to the whole ledger (LMDB grows
+  // the file a page or two per transaction, so consecutive trials fail consecutive writes),
+  // three at a time.
+  std::vector<size_t> sizes;
+  for (size_t free = 8192; free < full_size + 8192; free += 8192) sizes.push_back(free);
+  ASSERT_GE(sizes.size(), 20u) << "the calculator ledger is smaller than expected: " << full_size;
+  size_t faults = 0;
+  for (size_t first = 0; first < sizes.size(); first += 3) {
+    struct Trial {
+      std::unique_ptr<Tmpfs> fs;
+      fs::path out, ledger;
+      std::string run_id;
+      std::optional<Child> child;
+    };
+    std::vector<Trial> trials;
+    for (size_t i = first; i < std::min(first + 3, sizes.size()); ++i) {
+      Trial t;
+      t.fs = std::make_unique<Tmpfs>(dir / ("disk-" + std::to_string(i)), sizes[i]);
+      ASSERT_TRUE(t.fs->mounted());
+      t.out = dir / ("out-" + std::to_string(i));
+      t.ledger = dir / ("disk-" + std::to_string(i)) / "ledger";
+      t.run_id = "disk-" + std::to_string(i);
+      t.child.emplace(Child::spawn(build_args(t.out, t.ledger, t.run_id)));
+      trials.push_back(std::move(t));
+    }
+    for (size_t k = 0; k < trials.size(); ++k) {
+      Trial& t = trials[k];
+      const std::string trial = "free " + std::to_string(sizes[first + k]) + " bytes";
+      auto r = t.child->wait();
+      EXPECT_TRUE(clean_exit(r)) << trial << ": " << describe(r);
+      if (!r.exited_with(0)) ++faults;
+      expect_consistent(t.out, t.ledger, t.run_id, trial);
+      ASSERT_TRUE(t.fs->resize(8 << 20));  // room again: the next process records what the run could not
+      recover_and_check(t.out, t.ledger, t.run_id, trial);
+    }
+  }
+  EXPECT_GE(faults, sizes.size() - 2) << "most trials should have run out of space";
+}
+
+TEST(FaultInjection, SigkillAtAHundredRandomMomentsLeavesAConsistentLedgerAndBranch) {
+  TempDir dir;
+  // The length of a whole build on this machine, so the moments spread over all of it.
+  const auto started = std::chrono::steady_clock::now();
+  {
+    Child c = Child::spawn(build_args(dir / "out-whole", dir / "out-whole" / "ledger", "whole"));
+    auto r = c.wait();
+    ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  }
+  const auto whole = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  std::mt19937 random(20261124);  // fixed: the same moments every run
+  std::uniform_int_distribution<int64_t> moment(0, whole.count() * 11 / 10);
+  std::vector<pid_t> killed;
+  constexpr int kTrials = 104, kParallel = 4;
+  for (int first = 0; first < kTrials; first += kParallel) {
+    struct Trial {
+      fs::path out;
+      std::string run_id;
+      std::chrono::milliseconds at;
+      std::optional<Child> child;
+    };
+    std::vector<int64_t> moments;
+    for (int i = 0; i < kParallel; ++i) moments.push_back(moment(random));
+    std::sort(moments.begin(), moments.end());  // killed in the order they are started
+    std::vector<Trial> trials;
+    trials.reserve(kParallel);
+    for (int i = first; i < first + kParallel; ++i) {
+      Trial& t = trials.emplace_back(Trial{dir / ("out-" + std::to_string(i)), "kill-" + std::to_string(i),
+                                           std::chrono::milliseconds(moments[i - first]), {}});
+      t.child.emplace(Child::spawn(build_args(t.out, t.out / "ledger", t.run_id)));
+    }
+    const auto round = std::chrono::steady_clock::now();
+    for (Trial& t : trials) {
+      std::this_thread::sleep_until(round + t.at);
+      killed.push_back(t.child->pid());
+      t.child->kill(SIGKILL);
+    }
+    for (Trial& t : trials) {
+      const std::string trial = t.run_id + " killed at " + std::to_string(t.at.count()) + " ms";
+      auto r = t.child->wait();
+      EXPECT_TRUE(r.term_signal == SIGKILL || r.exited_with(0)) << trial << ": " << describe(r);
+      expect_consistent(t.out, t.out / "ledger", t.run_id, trial);
+      recover_and_check(t.out, t.out / "ledger", t.run_id, trial);
+    }
+  }
+  // The killed builds' scratch directories go with the next sandbox any process makes.
+  auto sandbox = warden({"sandbox", "exec", "--", "/bin/true"});
+  ASSERT_TRUE(sandbox.exited_with(0)) << describe(sandbox);
+  for (const auto& e : fs::directory_iterator("/dev/shm")) {
+    const std::string name = e.path().filename().string();
+    for (pid_t pid : killed) {
+      EXPECT_EQ(name.find("-p" + std::to_string(pid) + "."), std::string::npos) << "left behind: " << name;
+    }
+  }
+}
+
+TEST(FaultInjection, ABranchMovedBehindWardensBackFailsReplay) {
+  TempDir dir;
+  auto r = warden({"build", calculator().string(), "--out", (dir / "out").string()});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  const fs::path repo = dir / "out" / "repo", ledger = dir / "out" / "ledger";
+  auto clean = warden({"replay", ledger.string(), "--repo", repo.string(), "--json"});
+  ASSERT_TRUE(clean.exited_with(0)) << describe(clean);
+  EXPECT_EQ(stdout_json(clean)["branches"], 1);
+
+  // What an executor's lingering child did: the branch moved to a commit no decision accepted.
+  const std::string tip = branch_tip(repo);
+  std::string forged = git_in(repo, {"commit-tree", tip + "^{tree}", "-p", tip, "-m", "not decided"});
+  while (!forged.empty() && forged.back() == '\n') forged.pop_back();
+  git_in(repo, {"update-ref", kBranch, forged});
+  auto moved = warden({"replay", ledger.string(), "--repo", repo.string()});
+  EXPECT_TRUE(moved.exited_with(1)) << describe(moved);
+  EXPECT_NE(moved.out.find("moved without a decision"), std::string::npos) << describe(moved);
+  EXPECT_NE(moved.out.find(forged), std::string::npos) << describe(moved);
+
+  // Back, or behind: an earlier accepted commit is not the last one either.
+  git_in(repo, {"update-ref", kBranch, tip + "~2"});
+  auto behind = warden({"replay", ledger.string(), "--repo", repo.string()});
+  EXPECT_TRUE(behind.exited_with(1)) << describe(behind);
+  git_in(repo, {"update-ref", "-d", kBranch});
+  auto gone = warden({"replay", ledger.string(), "--repo", repo.string()});
+  EXPECT_TRUE(gone.exited_with(1)) << describe(gone);
+  EXPECT_NE(gone.out.find("does not exist"), std::string::npos) << describe(gone);
+  git_in(repo, {"update-ref", kBranch, tip});
+  auto again = warden({"replay", ledger.string(), "--repo", repo.string()});
+  EXPECT_TRUE(again.exited_with(0)) << describe(again);
+}
+
+TEST(FaultInjection, FourBuildsAndTwoAppendLoopsShareOneLedger) {
+  TempDir dir;
+  const fs::path ledger = dir / "ledger", key = dir / "signer.key";
+  auto made = warden({"key", "generate", "test.local/shared", "--signer-out", key.string(), "--verifier-out",
+                      (dir / "verifier.key").string()});
+  ASSERT_TRUE(made.exited_with(0)) << describe(made);
+  auto init = warden({"ledger", "init", ledger.string(), "--signer-key", key.string()});
+  ASSERT_TRUE(init.exited_with(0)) << describe(init);
+
+  std::vector<Child> builds;
+  for (int i = 0; i < 4; ++i) {
+    auto args = build_args(dir / ("out-" + std::to_string(i)), ledger, "shared-" + std::to_string(i));
+    args.insert(args.end(), {"--key", key.string()});
+    builds.push_back(Child::spawn(args));
+  }
+  constexpr int kAppends = 40;
+  std::vector<std::thread> loops;
+  std::atomic<int> append_failures{0};
+  for (int loop = 0; loop < 2; ++loop) {
+    loops.emplace_back([&, loop] {
+      for (int i = 0; i < kAppends; ++i) {
+        SpawnOptions o;
+        o.stdin_data = json{{"loop", loop}, {"i", i}}.dump();
+        auto r = warden({"ledger", "append", ledger.string(), "--kind", "note", "--payload", "-"}, o);
+        if (!r.exited_with(0)) ++append_failures;
+      }
+    });
+  }
+  for (auto& t : loops) t.join();
+  EXPECT_EQ(append_failures.load(), 0);
+  for (int i = 0; i < 4; ++i) {
+    auto r = builds[i].wait();
+    EXPECT_TRUE(r.exited_with(0)) << "build " << i << ": " << describe(r);
+    auto status = warden({"run", "status", "shared-" + std::to_string(i), "--ledger", ledger.string(), "--json"});
+    ASSERT_TRUE(status.exited_with(0)) << describe(status);
+    json s = stdout_json(status);
+    EXPECT_EQ(s["status"], "completed") << s.dump();
+    EXPECT_EQ(s["steps_completed"], 5);
+    EXPECT_EQ(s["last_commit"], branch_tip(dir / ("out-" + std::to_string(i)) / "repo"));
+  }
+  auto verified = warden({"ledger", "verify", ledger.string(), "--key", (dir / "verifier.key").string()});
+  EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
+  auto replayed = warden({"replay", ledger.string(), "--key", (dir / "verifier.key").string(), "--json"});
+  ASSERT_TRUE(replayed.exited_with(0)) << describe(replayed);
+  json rep = stdout_json(replayed);
+  EXPECT_EQ(rep["commits"], 20);
+  auto records = ledger_records(ledger);
+  EXPECT_EQ(payloads(records, "note").size(), size_t{2 * kAppends});
+}
+
+// A run that died between moving its branch and confirming the move: recover moves the
+// branch back to the intent's parent and records the run interrupted.
+TEST(FaultInjection, RecoverMovesABranchLeftAtAnUnconfirmedCommitBack) {
+  TempDir dir;
+  auto r = warden({"build", calculator().string(), "--out", (dir / "out").string()});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  const fs::path repo = dir / "out" / "repo", ledger = dir / "out" / "ledger";
+  auto records = ledger_records(ledger);
+  auto commits = payloads(records, "commit");
+  ASSERT_EQ(commits.size(), 5u);
+  // A second run whose last record is the intent of a commit on top of the branch.
+  const std::string tip = branch_tip(repo);
+  std::string next = git_in(repo, {"commit-tree", tip + "^{tree}", "-p", tip, "-m", "intended"});
+  while (!next.empty() && next.back() == '\n') next.pop_back();
+  json intent = commits.back();
+  intent["run_id"] = "dead";
+  intent["parent"] = tip;
+  intent["commit"] = next;
+  for (auto [kind, payload] : {std::pair{"run_status", json{{"run_id", "dead"}, {"status", "running"}}},
+                               std::pair{"commit_intent", intent}}) {
+    SpawnOptions o;
+    o.stdin_data = payload.dump();
+    auto appended = warden({"ledger", "append", ledger.string(), "--kind", kind, "--payload", "-"}, o);
+    ASSERT_TRUE(appended.exited_with(0)) << describe(appended);
+  }
+  git_in(repo, {"update-ref", kBranch, next});
+  auto status = warden({"run", "status", "dead", "--ledger", ledger.string(), "--json"});
+  ASSERT_TRUE(status.exited_with(0)) << describe(status);
+  EXPECT_EQ(stdout_json(status)["status"], "interrupted");
+
+  auto recovered = warden({"run", "recover", "dead", "--ledger", ledger.string(), "--repo", repo.string(), "--json"});
+  ASSERT_TRUE(recovered.exited_with(0)) << describe(recovered);
+  json run = stdout_json(recovered)["runs"][0];
+  EXPECT_TRUE(run["recorded"].get<bool>()) << run.dump();
+  EXPECT_EQ(run["unconfirmed_commit"], next);
+  EXPECT_EQ(branch_tip(repo), tip) << "the branch was not moved back";
+  status = warden({"run", "status", "dead", "--ledger", ledger.string(), "--json"});
+  json s = stdout_json(status);
+  EXPECT_EQ(s["status"], "interrupted");
+  EXPECT_FALSE(s.contains("recorded_status")) << "the end is recorded now: " << s.dump();
+  auto again = warden({"run", "recover", "dead", "--ledger", ledger.string(), "--json"});
+  ASSERT_TRUE(again.exited_with(0)) << describe(again);
+  EXPECT_FALSE(stdout_json(again)["runs"][0]["recorded"].get<bool>()) << "recorded twice";
+}
+
+}  // namespace
+}  // namespace warden::test
