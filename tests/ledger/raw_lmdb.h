@@ -15,6 +15,10 @@ namespace warden::test {
 // Big-endian u64, the key encoding of the records, nodes and checkpoints databases.
 std::string be64(uint64_t v);
 
+// The bytes of DIR/data.mdb its newest meta page commits to, (last page + 1) * page size, as
+// LMDB itself reports them (mdb_env_info, mdb_env_stat); the file may be longer.
+uint64_t committed_bytes(const std::filesystem::path& dir);
+
 class RawLmdb {
  public:
   explicit RawLmdb(const std::filesystem::path& dir);  // throws std::runtime_error
