@@ -121,7 +121,9 @@ class DamagedStore : public ::testing::Test {
     build_ledger(*source_, 300, true);
     if (HasFatalFailure()) return;
     bytes_ = new std::string(read_file(*source_ / "data.mdb"));
-    committed_ = committed_bytes(*source_);
+    auto layout = lmdb_layout(*source_);
+    page_size_ = layout.page_size;
+    committed_ = layout.committed_bytes;
   }
   static void TearDownTestSuite() {
     delete bytes_;
@@ -145,33 +147,33 @@ class DamagedStore : public ::testing::Test {
   static TempDir* tmp_;
   static fs::path* source_;
   static std::string* bytes_;
-  static uint64_t committed_;
+  static uint64_t page_size_, committed_;
 };
 
 TempDir* DamagedStore::tmp_ = nullptr;
 fs::path* DamagedStore::source_ = nullptr;
 std::string* DamagedStore::bytes_ = nullptr;
+uint64_t DamagedStore::page_size_ = 0;
 uint64_t DamagedStore::committed_ = 0;
 
 // 100 sizes below the committed size: the edges of LMDB's two meta pages (page header 16
 // bytes, meta 136), page boundaries and one byte either side, just under the committed
 // size, and the rest spread over the file, alternately page-aligned and not.
-std::set<uint64_t> cut_sizes(uint64_t committed) {
-  constexpr uint64_t kPage = 4096;
-  std::set<uint64_t> sizes{0,         1,         15,         16,        151,       152,           153,
-                           kPage - 1, kPage,     kPage + 1,  kPage + 152, 2 * kPage - 1, 2 * kPage, 2 * kPage + 1,
-                           committed - 1, committed - kPage, committed - kPage - 1, committed - kPage + 1,
+std::set<uint64_t> cut_sizes(uint64_t committed, uint64_t page) {
+  std::set<uint64_t> sizes{0, 1, 15, 16, 151, 152, 153,
+                           page - 1, page, page + 1, page + 152, 2 * page - 1, 2 * page, 2 * page + 1,
+                           committed - 1, committed - page, committed - page - 1, committed - page + 1,
                            committed / 2, committed / 2 + 1};
   for (uint64_t i = 1; i < 97 && sizes.size() < 100; ++i) {
     uint64_t at = committed * i / 97;
-    sizes.insert(i % 2 ? at - at % kPage : at | 1);
+    sizes.insert(i % 2 ? at - at % page : at | 1);
   }
   return sizes;
 }
 
 TEST_F(DamagedStore, ALedgerCutToItsCommittedPagesOrLongerServesEveryCommand) {
   ASSERT_GE(bytes_->size(), committed_);
-  ASSERT_GT(committed_, 64 * 4096u) << "the ledger should span many pages";
+  ASSERT_GT(committed_, 64 * page_size_) << "the ledger should span many pages";
   // Exactly the committed pages, and the whole file with 5,000 stray bytes after it: pages
   // past the last committed one are LMDB's free space, not damage.
   auto longer = empty_dir("longer");
@@ -186,7 +188,7 @@ TEST_F(DamagedStore, ALedgerCutToItsCommittedPagesOrLongerServesEveryCommand) {
 }
 
 TEST_F(DamagedStore, EveryCommandRefusesDataMdbCutShortAt100Sizes) {
-  auto sizes = cut_sizes(committed_);
+  auto sizes = cut_sizes(committed_, page_size_);
   ASSERT_EQ(sizes.size(), 100u);
   ASSERT_LT(*sizes.rbegin(), committed_);
   for (uint64_t size : sizes) {
@@ -212,6 +214,29 @@ TEST_F(DamagedStore, DataMdbThatIsNotARegularFileIsRefusedWithoutWaiting) {
 
   const std::pair<fs::path, std::string_view> cases[] = {
       {fifo, "is a FIFO"}, {directory, "is a directory"}, {symlink, "is a symbolic link"}, {dangling, "is a symbolic link"}};
+  for (const auto& [dir, says] : cases) {
+    for (const auto& args : commands(dir, empty_dir("scratch-" + dir.filename().string()))) {
+      ASSERT_NO_FATAL_FAILURE(expect_refused(args, says));
+    }
+  }
+}
+
+TEST_F(DamagedStore, DataMdbWhoseMetaPagesAreNotLmdbsIsRefused) {
+  // LMDB's meta page: a 16-byte page header, then the magic (u32) and the data version (u32).
+  constexpr size_t kMagic = 16, kVersion = 20;
+  auto text = empty_dir("text");
+  write_file(text / "data.mdb", std::string(5 * page_size_, 'x'));
+  std::string second = *bytes_;
+  second[page_size_ + kMagic] ^= 0x01;
+  std::string version = *bytes_;
+  version[kVersion] = 2;
+  auto bad_magic = empty_dir("bad-magic");
+  write_file(bad_magic / "data.mdb", second);
+  auto bad_version = empty_dir("bad-version");
+  write_file(bad_version / "data.mdb", version);
+  const std::pair<fs::path, std::string_view> cases[] = {{text, "meta page 0 is not an LMDB meta page"},
+                                                         {bad_magic, "meta page 1 is not an LMDB meta page"},
+                                                         {bad_version, "meta page 0 has LMDB data version 2"}};
   for (const auto& [dir, says] : cases) {
     for (const auto& args : commands(dir, empty_dir("scratch-" + dir.filename().string()))) {
       ASSERT_NO_FATAL_FAILURE(expect_refused(args, says));

@@ -35,7 +35,7 @@ std::string be64(uint64_t v) {
   return out;
 }
 
-uint64_t committed_bytes(const std::filesystem::path& dir) {
+LmdbLayout lmdb_layout(const std::filesystem::path& dir) {
   MDB_env* env = nullptr;
   check(mdb_env_create(&env), "mdb_env_create");
   MDB_envinfo info{};
@@ -45,7 +45,7 @@ uint64_t committed_bytes(const std::filesystem::path& dir) {
   if (rc == 0) rc = mdb_env_stat(env, &stat);
   mdb_env_close(env);
   check(rc, "reading the LMDB environment info of " + dir.string());
-  return (uint64_t{info.me_last_pgno} + 1) * stat.ms_psize;
+  return {stat.ms_psize, (uint64_t{info.me_last_pgno} + 1) * stat.ms_psize};
 }
 
 RawLmdb::RawLmdb(const std::filesystem::path& dir) {
