@@ -15,6 +15,10 @@
 // limit_exceeded (map or reader table full), io_error otherwise. Nothing written in a Txn is
 // durable until commit() succeeds; a failed commit or a destroyed Txn leaves the database as
 // it was.
+//
+// Before LMDB maps a file, Env::open checks it (see check_files): LMDB trusts its meta pages
+// and maps pages past the end of a truncated file, and a read there kills the process with
+// SIGBUS; it opens a FIFO and waits for a writer forever. Both become Errc::corrupt here.
 #pragma once
 
 #include <lmdb.h>
@@ -43,8 +47,17 @@ struct U64Key {
 };
 Result<uint64_t> decode_u64(std::string_view key);
 
+// Checks DIR/data.mdb and DIR/lock.mdb before LMDB opens them: each must be a regular file
+// (not a symlink, FIFO, directory, device or socket), and data.mdb must hold the pages its
+// newest meta page says are committed: both meta pages readable with LMDB's magic and
+// version, and the file at least (last page + 1) * page size bytes (it may be larger). An
+// absent or empty data.mdb passes: LMDB makes a new environment of it. Errc::corrupt names
+// the file and what is wrong; io_error if it cannot be read. Reads with pread, never maps.
+Status check_files(const std::filesystem::path& dir);
+
 class Env {
  public:
+  // Runs check_files(dir) first.
   static Result<Env> open(const std::filesystem::path& dir, unsigned flags, size_t map_size, unsigned max_dbs);
   Env(Env&& other) noexcept : env_(std::exchange(other.env_, nullptr)) {}
   Env& operator=(Env&& other) noexcept;

@@ -86,6 +86,62 @@ class TxnNodeReader final : public NodeReader {
 
 std::string u64_value(uint64_t v) { return std::string(lmdb::U64Key(v).view()); }
 
+// The tail a write is about to extend must be what the ledger wrote: the last record
+// re-hashes from its stored bytes to its stored leaf, names the leaf before it as prev, and
+// hashes up through its stored ancestors to the node the compact range ends with (the one
+// the next nodes are hashed with). Returns the last record's hash (zero for an empty ledger).
+// O(log n) reads. Errc::corrupt names the record: an append would extend a log that
+// `ledger verify` rejects.
+Result<Digest> check_tail(lmdb::Txn& txn, MDB_dbi records, NodeReader& reader, const CompactRange& range) {
+  const uint64_t size = range.size();
+  if (size == 0) return Digest();
+  const uint64_t seq = size - 1;
+  const std::string name = "record " + std::to_string(seq) + " (the last)";
+  auto stored = txn.get(records, lmdb::U64Key(seq).view());
+  if (!stored) {
+    if (stored.error().code == Errc::not_found) return fail(Errc::corrupt, name + " is missing");
+    return std::unexpected(stored.error());
+  }
+  auto record = RecordView::decode_stored(seq, *stored);
+  if (!record) return std::unexpected(Error{Errc::corrupt, name + ": " + record.error().message});
+  std::string canonical;
+  record->append_canonical_bytes(canonical);
+  MerkleHasher hasher;
+  Digest hash = hasher.leaf(canonical);
+  auto leaf = reader.node(0, seq);
+  if (!leaf) return std::unexpected(leaf.error());
+  if (*leaf != hash) return fail(Errc::corrupt, name + " does not hash to its stored Merkle leaf (altered?)");
+  Digest prev;
+  if (seq > 0) {
+    auto before = reader.node(0, seq - 1);
+    if (!before) return std::unexpected(before.error());
+    prev = *before;
+  }
+  if (record->prev != prev) {
+    return fail(Errc::corrupt, name + "'s prev hash is not record " + (seq > 0 ? std::to_string(seq - 1) : "-1") +
+                                   "'s hash");
+  }
+  // While the node holding the last leaf is a right child, its parent is complete and stored.
+  Digest node = hash;
+  unsigned level = 0;
+  for (uint64_t index = seq; index & 1; index >>= 1) {
+    auto left = reader.node(level, index - 1);
+    if (!left) return std::unexpected(left.error());
+    node = hasher.node(*left, node);
+    ++level;
+    auto parent = reader.node(level, index >> 1);
+    if (!parent) return std::unexpected(parent.error());
+    if (*parent != node) {
+      return fail(Errc::corrupt, "the Merkle node (level " + std::to_string(level) + ", index " +
+                                     std::to_string(index >> 1) + ") above " + name + " is not the hash of its children");
+    }
+  }
+  if (range.nodes().empty() || range.nodes().back() != node) {
+    return fail(Errc::corrupt, "the ledger's right edge does not end with the subtree holding " + name);
+  }
+  return hash;
+}
+
 // ---------------------------------------------------------------- the runs index
 
 // Index just past the JSON string that starts at s[i] == '"'; npos if it does not end.
@@ -277,8 +333,16 @@ Result<Ledger> Ledger::open(const std::filesystem::path& dir, Mode mode, Clock& 
   if (!std::filesystem::is_directory(dir, ec)) {
     return fail(Errc::not_found, "no ledger at " + dir.string() + ": directory does not exist");
   }
-  if (!std::filesystem::exists(dir / "data.mdb", ec)) {
+  // symlink_status: a symlink named data.mdb (even a dangling one) is refused by
+  // lmdb::check_files, not mistaken for an absent ledger.
+  const std::filesystem::path data = dir / "data.mdb";
+  auto status = std::filesystem::symlink_status(data, ec);
+  if (!std::filesystem::exists(status)) {
     return fail(Errc::not_found, "no ledger at " + dir.string() + " (create one with `warden ledger init`)");
+  }
+  // LMDB would make an empty file a new, empty environment; a ledger's never is empty.
+  if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(data, ec) == 0 && !ec) {
+    return fail(Errc::corrupt, data.string() + " is 0 bytes: truncated?");
   }
   bool read_only = mode == Mode::read_only;
   unsigned flags = MDB_NOTLS | (read_only ? MDB_RDONLY : 0u);
@@ -362,13 +426,10 @@ Status Ledger::write(const std::function<Status(WriteTxn&)>& body) {
     TxnNodeReader reader(*txn, s.dbis.nodes);
     auto range = CompactRange::load(reader, *size);
     if (!range) return std::unexpected(range.error());
+    auto last = check_tail(*txn, s.dbis.records, reader, *range);
+    if (!last) return std::unexpected(last.error().with_context("refusing to write to the ledger " + dir_.string()));
     s.range = std::move(*range);
-    s.last_hash = Digest();
-    if (*size > 0) {
-      auto last = reader.node(0, *size - 1);
-      if (!last) return std::unexpected(last.error());
-      s.last_hash = *last;
-    }
+    s.last_hash = *last;
     // An older binary may have appended without indexing.
     if (Status st = catch_up_run_index(*txn, s.dbis, *size); !st) return st;
   }

@@ -153,6 +153,9 @@ class Ledger {
 
   // Creates DIR (its parent must exist) and an empty ledger in it.
   static Status create(const std::filesystem::path& dir, const LedgerCreateOptions& options);
+  // not_found if DIR holds no data.mdb; Errc::corrupt, naming the file, if data.mdb or
+  // lock.mdb is not a regular file or data.mdb is shorter than its meta pages say (checked
+  // before LMDB maps it: see lmdb::check_files).
   static Result<Ledger> open(const std::filesystem::path& dir, Mode mode, Clock& clock);
 
   Ledger(Ledger&&) noexcept;
@@ -175,7 +178,10 @@ class Ledger {
   Result<StoredCheckpoint> checkpoint(const NoteSigner& signer);
 
   // Runs `body` inside one write transaction; commits (with fsync) only if it succeeds. An
-  // error means nothing of the body was written.
+  // error means nothing of the body was written. Before the first write, and whenever another
+  // process has appended since, the tail is checked (O(log n) reads): the last record must
+  // re-hash to its stored leaf, chain to the one before and hash up into the tree's right
+  // edge; if not, Errc::corrupt names the record and nothing is written.
   Status write(const std::function<Status(WriteTxn&)>& body);
 
   Result<LedgerSnapshot> snapshot() const;

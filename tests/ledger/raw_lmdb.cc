@@ -35,6 +35,19 @@ std::string be64(uint64_t v) {
   return out;
 }
 
+LmdbLayout lmdb_layout(const std::filesystem::path& dir) {
+  MDB_env* env = nullptr;
+  check(mdb_env_create(&env), "mdb_env_create");
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  int rc = mdb_env_open(env, dir.c_str(), MDB_RDONLY, 0644);
+  if (rc == 0) rc = mdb_env_info(env, &info);
+  if (rc == 0) rc = mdb_env_stat(env, &stat);
+  mdb_env_close(env);
+  check(rc, "reading the LMDB environment info of " + dir.string());
+  return {stat.ms_psize, (uint64_t{info.me_last_pgno} + 1) * stat.ms_psize};
+}
+
 RawLmdb::RawLmdb(const std::filesystem::path& dir) {
   check(mdb_env_create(&env_), "mdb_env_create");
   try {

@@ -15,6 +15,14 @@ namespace warden::test {
 // Big-endian u64, the key encoding of the records, nodes and checkpoints databases.
 std::string be64(uint64_t v);
 
+// DIR/data.mdb's page size and the bytes its newest meta page commits to, (last page + 1) *
+// page size, as LMDB itself reports them (mdb_env_stat, mdb_env_info); the file may be longer.
+struct LmdbLayout {
+  uint64_t page_size = 0;
+  uint64_t committed_bytes = 0;
+};
+LmdbLayout lmdb_layout(const std::filesystem::path& dir);
+
 class RawLmdb {
  public:
   explicit RawLmdb(const std::filesystem::path& dir);  // throws std::runtime_error
