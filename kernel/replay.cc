@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "kernel/blob_refs.h"
 #include "kernel/blueprint.h"
 #include "kernel/build_plan.h"
 #include "kernel/records.h"
@@ -580,7 +581,9 @@ class Replayer {
 
 Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptions& options) {
   ReplayReport report;
-  auto verified = verify_path(path, options.keys);
+  VerifyOptions verify = options.verify;
+  verify.blob_references = &blob_references();
+  auto verified = verify_path(path, verify);
   if (!verified) return std::unexpected(verified.error());
   report.key_source = verified->key_source;
   report.warnings = verified->warnings;
@@ -597,7 +600,7 @@ Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptio
     auto made = TempLedgerDir::make();
     if (!made) return std::unexpected(made.error());
     temp.emplace(std::move(*made));
-    auto imported = import_ledger(path, temp->ledger(), options.keys);
+    auto imported = import_ledger(path, temp->ledger(), verify);
     if (!imported) return std::unexpected(imported.error());
     dir = temp->ledger();
   }

@@ -5,6 +5,7 @@
 #include "kernel/replay.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/verify_flags.h"
 
 namespace warden::cli {
 
@@ -12,15 +13,15 @@ namespace {
 
 struct ReplayArgs {
   std::string path, repo, cache;
-  std::vector<std::string> keys;
+  VerifyFlags verify;
   bool rerun = false, json = false;
 };
 
 int run(const ReplayArgs& a) {
   kernel::ReplayOptions options;
-  auto keys = load_verifiers(a.keys);
-  if (!keys) return report_error(keys.error(), a.json);
-  options.keys = std::move(*keys);
+  auto verify = verify_options(a.verify);
+  if (!verify) return report_error(verify.error(), a.json);
+  options.verify = std::move(*verify);
   if (!a.repo.empty()) options.repo = a.repo;
   options.rerun = a.rerun;
   options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
@@ -66,8 +67,8 @@ void add_replay_commands(CLI::App& app, Action& action) {
       "Audit a ledger or an export offline: verify its chain, Merkle tree, checkpoints and blobs, then recompute every "
       "plan verdict and every decision from the recorded inputs and check every commit record against them");
   cmd->add_option("ledger", a->path, "Ledger directory or export directory")->required();
-  cmd->add_option("--key", a->keys, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
-                                    "default: the ledger's own, which proves less)");
+  add_verify_flags(cmd, a->verify, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
+                                   "default: the ledger's own, which proves less)");
   cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees");
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
                                      "part of the results (needs --repo)");
