@@ -118,7 +118,9 @@ class SignedTail : public ::testing::Test {
     auto json = stdout_json(r);
     EXPECT_EQ(json["ok"], false);
     EXPECT_EQ(json["problem"].value("object", ""), object) << json.dump(2);
-    if (seq) EXPECT_EQ(json["problem"].value("seq", uint64_t{999999}), *seq) << json.dump(2);
+    if (seq) {
+      EXPECT_EQ(json["problem"].value("seq", uint64_t{999999}), *seq) << json.dump(2);
+    }
     std::vector<std::string> args{"ledger", "verify", path.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     auto human = warden(args);
