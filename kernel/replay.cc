@@ -587,6 +587,8 @@ Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptio
   if (!verified) return std::unexpected(verified.error());
   report.key_source = verified->key_source;
   report.warnings = verified->warnings;
+  report.signed_size = verified->signed_size;
+  report.unsigned_records = verified->unsigned_records;
   report.root_hex = verified->root.hex();
   if (!verified->ok()) {
     const auto& p = *verified->problem;

@@ -58,6 +58,7 @@ struct ReplayReport {
   uint64_t runs = 0, plans = 0, decisions = 0, commits = 0, reruns = 0;
   std::string root_hex;
   std::string key_source;
+  uint64_t signed_size = 0, unsigned_records = 0;  // as ledger verification found them
   std::vector<std::string> warnings;
   std::optional<ReplayProblem> problem;  // the first difference
   bool ok() const { return !problem.has_value(); }

@@ -542,7 +542,7 @@ Result<VerifyReport> verify_ledger(const Ledger& ledger, const VerifyOptions& op
   BlobScan scan;
   auto blobs = lmdb::for_each(txn, dbis.blobs, [&](std::string_view key, std::string_view bytes) -> Status {
     if (auto digest = Digest::from_bytes(key)) scan.add(*digest, bytes, report);
-    else scan.malformed("blob with a malformed key", "content does not match its digest (altered or swapped)");
+    else scan.malformed("blob with a malformed key", "the key is not a 32-byte SHA-256 digest");
     return {};
   });
   if (!blobs) return std::unexpected(blobs.error());

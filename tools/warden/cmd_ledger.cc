@@ -201,7 +201,7 @@ int run_verify(const Options& o) {
                 {"blob_references", report->blob_references},
                 {"signed_size", report->signed_size},
                 {"unsigned_records", report->unsigned_records},
-                {"unsigned_tail", unsigned_tail_json(*report)},
+                {"unsigned_tail", unsigned_tail_json(report->signed_size, report->unsigned_records)},
                 {"key_source", report->key_source},
                 {"warnings", report->warnings}};
     if (report->ok()) out["root"] = report->root.hex();

@@ -40,6 +40,9 @@ int run(const ReplayArgs& a) {
               {"reruns", report->reruns},
               {"root", report->root_hex},
               {"key_source", report->key_source},
+              {"signed_size", report->signed_size},
+              {"unsigned_records", report->unsigned_records},
+              {"unsigned_tail", unsigned_tail_json(report->signed_size, report->unsigned_records)},
               {"warnings", report->warnings}};
     if (report->problem) {
       j["problem"] = {{"seq", report->problem->seq}, {"kind", report->problem->kind}, {"message", report->problem->message}};
@@ -50,6 +53,10 @@ int run(const ReplayArgs& a) {
               << report->decisions << " decisions recomputed, " << report->commits << " commits checked";
     if (a.rerun) std::cout << ", " << report->reruns << " runs re-executed";
     std::cout << "\nroot " << report->root_hex << "  (key from " << report->key_source << ")\n";
+    if (report->unsigned_records > 0) {
+      std::cout << "unsigned tail: " << report->unsigned_records << " records (seq " << report->signed_size << ".."
+                << report->signed_size + report->unsigned_records - 1 << ") after the last signed checkpoint\n";
+    }
     for (const auto& w : report->warnings) std::cout << "warning: " << w << "\n";
   } else {
     std::cout << "FAILED at record " << report->problem->seq << " (" << report->problem->kind

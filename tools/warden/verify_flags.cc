@@ -41,9 +41,9 @@ Result<VerifyOptions> verify_options(const VerifyFlags& flags) {
   return options;
 }
 
-Json unsigned_tail_json(const VerifyReport& report) {
-  if (report.unsigned_records == 0) return nullptr;
-  return {{"records", report.unsigned_records}, {"first_seq", report.signed_size}, {"last_seq", report.records - 1}};
+Json unsigned_tail_json(uint64_t signed_size, uint64_t unsigned_records) {
+  if (unsigned_records == 0) return nullptr;
+  return {{"records", unsigned_records}, {"first_seq", signed_size}, {"last_seq", signed_size + unsigned_records - 1}};
 }
 
 }  // namespace warden::cli

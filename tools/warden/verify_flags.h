@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ void add_verify_flags(CLI::App* cmd, VerifyFlags& flags, const std::string& key_
 // Loads the keys and kept notes. Errors: a key or note file that cannot be read or parsed.
 Result<VerifyOptions> verify_options(const VerifyFlags& flags);
 
-// The unsigned tail as the reports print it: {"records", "first_seq", "last_seq"}, or null.
-Json unsigned_tail_json(const VerifyReport& report);
+// The records after the last signed checkpoint (seqs signed_size .. signed_size +
+// unsigned_records - 1) as the reports print them: {"records", "first_seq", "last_seq"}, or
+// null when there are none.
+Json unsigned_tail_json(uint64_t signed_size, uint64_t unsigned_records);
 
 }  // namespace warden::cli
