@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "kernel/blob_refs.h"
 #include "kernel/blueprint.h"
 #include "kernel/build_plan.h"
 #include "kernel/records.h"
@@ -651,10 +652,14 @@ class Replayer {
 
 Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptions& options) {
   ReplayReport report;
-  auto verified = verify_path(path, options.keys);
+  VerifyOptions verify = options.verify;
+  verify.blob_references = &blob_references();
+  auto verified = verify_path(path, verify);
   if (!verified) return std::unexpected(verified.error());
   report.key_source = verified->key_source;
   report.warnings = verified->warnings;
+  report.signed_size = verified->signed_size;
+  report.unsigned_records = verified->unsigned_records;
   report.root_hex = verified->root.hex();
   if (!verified->ok()) {
     const auto& p = *verified->problem;
@@ -668,7 +673,7 @@ Result<ReplayReport> replay(const std::filesystem::path& path, const ReplayOptio
     auto made = TempLedgerDir::make();
     if (!made) return std::unexpected(made.error());
     temp.emplace(std::move(*made));
-    auto imported = import_ledger(path, temp->ledger(), options.keys);
+    auto imported = import_ledger(path, temp->ledger(), verify);
     if (!imported) return std::unexpected(imported.error());
     dir = temp->ledger();
   }

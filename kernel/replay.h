@@ -1,5 +1,6 @@
 // What an auditor runs offline: `warden replay`. First the ledger's own integrity (hash
-// chain, Merkle tree, checkpoint signatures, blobs) with ledger/verify.h; then the kernel's
+// chain, Merkle tree, checkpoint signatures and the unsigned tail, kept checkpoints, blobs
+// and every blob a record refers to) with ledger/verify.h; then the kernel's
 // decisions, recomputed from the recorded inputs and compared with what was recorded:
 //   - every record of a kind the kernel writes reads back as its type (kernel/records.h);
 //   - every policy record re-hashes to its digest;
@@ -37,11 +38,15 @@
 
 #include "common/error.h"
 #include "ledger/note.h"
+#include "ledger/verify.h"
 
 namespace warden::kernel {
 
 struct ReplayOptions {
-  std::vector<NoteVerifier> keys;               // empty: the ledger's own key (reported as weaker)
+  // The integrity stage's keys (empty: the ledger's own, reported as weaker), unsigned-tail
+  // policy and kept checkpoints (ledger/verify.h). Replay checks blob references with the
+  // kernel's table (blob_refs.h) whatever `verify.blob_references` holds.
+  VerifyOptions verify;
   std::optional<std::filesystem::path> repo;    // for commit checks and --rerun
   bool rerun = false;
   std::filesystem::path cache_dir;              // the runner's, for --rerun
@@ -59,6 +64,7 @@ struct ReplayReport {
   uint64_t branches = 0;  // with a repository: branches held to the ledger's last commit
   std::string root_hex;
   std::string key_source;
+  uint64_t signed_size = 0, unsigned_records = 0;  // as ledger verification found them
   std::vector<std::string> warnings;
   std::optional<ReplayProblem> problem;  // the first difference
   bool ok() const { return !problem.has_value(); }

@@ -170,8 +170,15 @@ Result<ExportSummary> export_ledger(const Ledger& ledger, const fs::path& out) {
   return summary;
 }
 
-Result<ExportSummary> import_ledger(const fs::path& export_dir, const fs::path& dir, const std::vector<NoteVerifier>& keys) {
-  auto report = verify_export_dir(export_dir, keys);
+Result<ExportSummary> import_ledger(const fs::path& export_dir, const fs::path& dir,
+                                    std::initializer_list<NoteVerifier> keys) {
+  VerifyOptions options;
+  options.keys = keys;
+  return import_ledger(export_dir, dir, options);
+}
+
+Result<ExportSummary> import_ledger(const fs::path& export_dir, const fs::path& dir, const VerifyOptions& options) {
+  auto report = verify_export_dir(export_dir, options);
   if (!report) return std::unexpected(report.error());
   if (!report->ok()) {
     const auto& p = *report->problem;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "ledger/ledger.h"
+#include "ledger/verify.h"
 
 namespace warden {
 
@@ -70,12 +72,16 @@ struct ExportSummary {
 // final rename are not, so after a power loss run verify on the export before relying on it.
 Result<ExportSummary> export_ledger(const Ledger& ledger, const std::filesystem::path& out);
 
-// Verifies the export completely (with `keys`, or its own key if empty), then builds a
+// Verifies the export completely (verify_export_dir with `options`: its keys, or the
+// export's own if none; its tail policy, kept checkpoints and blob references), then builds a
 // new ledger at `dir` in a single transaction. `dir` must not hold a ledger; on failure
 // nothing is left behind. The import is one LMDB write transaction: once it returns, the new
 // ledger is durable; before then a reader sees at most the empty ledger, never part of the
 // import. `dir` must not be open as a ledger elsewhere in this process.
 Result<ExportSummary> import_ledger(const std::filesystem::path& export_dir, const std::filesystem::path& dir,
-                                    const std::vector<NoteVerifier>& keys);
+                                    const VerifyOptions& options);
+// The same with only keys, every other option at its default.
+Result<ExportSummary> import_ledger(const std::filesystem::path& export_dir, const std::filesystem::path& dir,
+                                    std::initializer_list<NoteVerifier> keys);
 
 }  // namespace warden

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <deque>
 #include <future>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -39,6 +41,8 @@ class ChainChecker {
   ChainChecker(std::string origin, std::vector<NoteVerifier> keys, VerifyReport& report)
       : origin_(std::move(origin)), keys_(std::move(keys)), report_(report) {}
 
+  bool signed_anything() const { return !expected_roots_.empty(); }
+
   bool problem(std::string object, std::optional<uint64_t> seq, std::string message) {
     if (!report_.problem) report_.problem = VerifyProblem{std::move(object), seq, std::move(message)};
     return false;
@@ -47,21 +51,22 @@ class ChainChecker {
     return problem("record " + std::to_string(seq), seq, std::move(message));
   }
 
-  // Signatures and bodies first: a checkpoint that is not genuine proves nothing.
-  bool load_checkpoints(const std::vector<StoredCheckpoint>& stored) {
+  // Signatures and bodies first: a checkpoint that is not genuine proves nothing. `kept`
+  // are the auditor's own notes: the ledger must reach each of them with the same root.
+  bool load_checkpoints(const std::vector<StoredCheckpoint>& stored, const std::vector<std::string>& kept) {
     for (const auto& cp : stored) {
-      std::string object = "checkpoint " + std::to_string(cp.size);
-      auto opened = open_note(cp.note, keys_);
-      if (!opened) return problem(object, {}, opened.error().message);
-      auto body = Checkpoint::parse_body(opened->text);
-      if (!body) return problem(object, {}, body.error().message);
+      auto body = open_checkpoint(cp.note, "checkpoint " + std::to_string(cp.size));
+      if (!body) return false;
       if (body->size != cp.size) {
-        return problem(object, {}, "signed tree size " + std::to_string(body->size) + " differs from where it is stored");
+        return problem("checkpoint " + std::to_string(cp.size), {},
+                       "signed tree size " + std::to_string(body->size) + " differs from where it is stored");
       }
-      if (body->origin != origin_) {
-        return problem(object, {}, "origin \"" + body->origin + "\" is not this ledger's (\"" + origin_ + "\")");
-      }
-      expected_roots_[cp.size] = body->root;
+      expected_roots_.emplace(cp.size, Expected{body->root, false});
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      auto body = open_checkpoint(kept[i], "kept checkpoint #" + std::to_string(i + 1));
+      if (!body) return false;
+      expected_roots_.emplace(body->size, Expected{body->root, true});
     }
     next_ = expected_roots_.begin();
     return check_due_checkpoints();
@@ -112,30 +117,66 @@ class ChainChecker {
     return hasher_.node(left, right);
   }
 
-  // Checkpoints beyond the last record mean records were removed.
+  // Checkpoints beyond the last record mean records were removed; a kept one, that this
+  // copy does not extend what the auditor saw.
   bool finish() {
     if (next_ != expected_roots_.end()) {
-      return problem("checkpoint " + std::to_string(next_->first), range_.size(),
-                     "signs a tree of " + std::to_string(next_->first) + " records but only " +
-                         std::to_string(range_.size()) + " are present (records missing from the end)");
+      const uint64_t want = next_->first;
+      const std::string have = std::to_string(range_.size());
+      if (next_->second.kept) {
+        return problem("kept checkpoint " + std::to_string(want), range_.size(),
+                       "signs a tree of " + std::to_string(want) + " records but this ledger holds only " + have +
+                           ": it does not extend the kept checkpoint (cut short, or an older copy)");
+      }
+      return problem("checkpoint " + std::to_string(want), range_.size(),
+                     "signs a tree of " + std::to_string(want) + " records but only " + have +
+                         " are present (records missing from the end)");
     }
     report_.root = range_.root(hasher_);
+    report_.signed_size = expected_roots_.empty() ? 0 : expected_roots_.rbegin()->first;
+    report_.unsigned_records = range_.size() - report_.signed_size;
     return true;
   }
 
   uint64_t size() const { return range_.size(); }
 
  private:
+  struct Expected {
+    Digest root;
+    bool kept = false;  // the auditor's note, not one stored in the ledger
+  };
+
+  // The body of a note signed by a trusted key and naming this ledger's origin.
+  std::optional<Checkpoint> open_checkpoint(std::string_view note, const std::string& object) {
+    auto opened = open_note(note, keys_);
+    auto body = opened ? Checkpoint::parse_body(opened->text) : Result<Checkpoint>(std::unexpected(opened.error()));
+    if (!body) {
+      problem(object, {}, body.error().message);
+      return std::nullopt;
+    }
+    if (body->origin != origin_) {
+      problem(object, {}, "origin \"" + body->origin + "\" is not this ledger's (\"" + origin_ + "\")");
+      return std::nullopt;
+    }
+    return std::move(*body);
+  }
+
   bool check_due_checkpoints() {
     while (next_ != expected_roots_.end() && next_->first == range_.size()) {
-      if (range_.root(hasher_) != next_->second) {
+      if (range_.root(hasher_) != next_->second.root) {
         uint64_t last = next_->first == 0 ? 0 : next_->first - 1;
-        return problem("checkpoint " + std::to_string(next_->first),
-                       next_->first == 0 ? std::optional<uint64_t>() : last,
+        std::optional<uint64_t> seq = next_->first == 0 ? std::optional<uint64_t>() : last;
+        if (next_->second.kept) {
+          return problem("kept checkpoint " + std::to_string(next_->first), seq,
+                         "the root recomputed over records 0.." + std::to_string(last) +
+                             " differs from the kept checkpoint's: this ledger does not extend the history the "
+                             "auditor kept (rewritten at or before seq " + std::to_string(last) + ")");
+        }
+        return problem("checkpoint " + std::to_string(next_->first), seq,
                        "signed root does not match the root recomputed over records 0.." + std::to_string(last) +
                            " (a record at or before seq " + std::to_string(last) + " was altered)");
       }
-      ++report_.checkpoints;
+      ++(next_->second.kept ? report_.kept_checkpoints : report_.checkpoints);
       ++next_;
     }
     return true;
@@ -144,12 +185,100 @@ class ChainChecker {
   std::string origin_;
   std::vector<NoteVerifier> keys_;
   VerifyReport& report_;
-  std::map<uint64_t, Digest> expected_roots_;
-  std::map<uint64_t, Digest>::iterator next_ = expected_roots_.end();
+  std::multimap<uint64_t, Expected> expected_roots_;
+  std::multimap<uint64_t, Expected>::iterator next_ = expected_roots_.end();
   MerkleHasher hasher_;
   CompactRange range_;
   Digest last_;  // zero before the first record
 };
+
+// What records refer to in the blob store, gathered in seq order while the records are
+// checked (one pass), then held against the blob store: a blob's first referrer is the
+// record a missing or altered blob is reported at.
+class ReferenceLog {
+ public:
+  // The references of record `seq`; false (with a problem) when it names a blob wrongly.
+  bool add(ChainChecker& checker, uint64_t seq, std::string_view kind, const Result<std::vector<BlobReference>>& refs) {
+    if (!refs) return checker.record_problem(seq, std::string(kind) + " record: " + refs.error().message);
+    for (const auto& ref : *refs) {
+      ++count_;
+      if (seen_.insert(ref.digest).second) first_uses_.push_back(FirstUse{ref.digest, seq, std::string(kind), ref.field});
+    }
+    return true;
+  }
+
+  // `intact`: every blob present, and whether its bytes hash to its name.
+  bool check(ChainChecker& checker, const std::map<Digest, bool>& intact, VerifyReport& report) const {
+    for (const auto& use : first_uses_) {
+      auto blob = intact.find(use.digest);
+      if (blob != intact.end() && blob->second) continue;
+      std::string what = blob == intact.end() ? "which is missing from the blob store"
+                                              : "whose content does not match its digest (altered or swapped)";
+      return checker.record_problem(use.seq, use.kind + " record: " + use.field + " names blob " + use.digest.str() +
+                                                 ", " + what);
+    }
+    report.blob_references = count_;
+    return true;
+  }
+
+ private:
+  struct FirstUse {
+    Digest digest;
+    uint64_t seq = 0;
+    std::string kind, field;
+  };
+  std::vector<FirstUse> first_uses_;
+  std::set<Digest> seen_;
+  uint64_t count_ = 0;
+};
+
+// The blob store, hashed once. A blob that fails its own name is reported at the record that
+// refers to it when one does, else as itself.
+class BlobScan {
+ public:
+  // A blob file or key that is not a digest at all.
+  void malformed(std::string object, std::string why) {
+    if (!first_bad_) first_bad_ = VerifyProblem{std::move(object), {}, std::move(why)};
+  }
+  void add(const Digest& name, std::string_view bytes, VerifyReport& report) {
+    bool ok = sha256(bytes) == name;
+    intact_[name] = ok;
+    report.bytes_hashed += bytes.size();
+    if (ok) ++report.blobs;
+    else malformed("blob " + name.str(), "content does not match its digest (altered or swapped)");
+  }
+  bool finish(ChainChecker& checker, const ReferenceLog& refs, VerifyReport& report) const {
+    if (!refs.check(checker, intact_, report)) return false;
+    if (first_bad_) return checker.problem(first_bad_->object, {}, first_bad_->message);
+    return true;
+  }
+
+ private:
+  std::map<Digest, bool> intact_;
+  std::optional<VerifyProblem> first_bad_;
+};
+
+// With a trusted key, what no signature covers is not evidence: a forged record appended
+// after the last checkpoint, or a copy cut short, verifies as well as the real thing.
+void check_signed_tail(ChainChecker& checker, const VerifyOptions& options, VerifyReport& report) {
+  if (!options.keys.empty() && !checker.signed_anything()) {
+    checker.problem("checkpoints", {},
+                    "none is signed by a trusted key, so the key vouches for nothing here (a copy cut short "
+                    "before its first checkpoint, or a ledger never checkpointed: `warden ledger checkpoint` signs one)");
+    return;
+  }
+  if (report.unsigned_records == 0) return;
+  const uint64_t first = report.signed_size, last = report.records - 1;
+  std::string what = std::to_string(report.unsigned_records) + " record" + (report.unsigned_records == 1 ? "" : "s") +
+                     " (seq " + std::to_string(first) + (first == last ? "" : ".." + std::to_string(last)) +
+                     ") after the last signed checkpoint carry no signature: they may be forged, or signed history "
+                     "after them cut off";
+  if (options.tail_required()) {
+    checker.problem("unsigned tail", first, what + " (sign a checkpoint, or accept them unsigned with --allow-unsigned-tail)");
+  } else {
+    report.warnings.push_back(what);
+  }
+}
 
 Result<std::vector<NoteVerifier>> choose_keys(const std::vector<NoteVerifier>& given, const std::string& recorded,
                                               VerifyReport& report) {
@@ -184,6 +313,12 @@ struct HashedChunk {
                                        // an entry for it, its prev is still to be checked
   KindCounts kinds;
   uint64_t bytes_hashed = 0;
+  struct References {
+    uint64_t seq = 0;
+    std::string kind;  // copied: the worker's snapshot ends with it
+    Result<std::vector<BlobReference>> refs;
+  };
+  std::vector<References> references;  // records that name blobs (or fail to), in seq order
 };
 
 std::string describe_node(unsigned level, uint64_t index) {
@@ -197,7 +332,7 @@ void prefetch(std::string_view bytes) {
   for (size_t at = 0; at < bytes.size(); at += 64) __builtin_prefetch(bytes.data() + at);
 }
 
-HashedChunk hash_chunk(const Ledger& ledger, uint64_t first_seq, uint64_t count) {
+HashedChunk hash_chunk(const Ledger& ledger, const BlobReferences* blob_refs, uint64_t first_seq, uint64_t count) {
   HashedChunk out;
   out.first_seq = first_seq;
   auto stop = [&](std::string why) {
@@ -270,6 +405,10 @@ HashedChunk hash_chunk(const Ledger& ledger, uint64_t first_seq, uint64_t count)
     });
     out.prevs.push_back(view->prev);
     count_kind(out.kinds, view->kind);
+    if (blob_refs) {
+      auto refs = blob_refs->of(*view);
+      if (!refs || !refs->empty()) out.references.push_back({seq, std::string(view->kind), std::move(refs)});
+    }
     // Its prev is handed over with the node problem: the main thread checks the prev chain
     // first, so a record that breaks both is reported for its prev, as if hashed in order.
     if (node_problem) return stop(std::move(*node_problem));
@@ -297,8 +436,10 @@ bool check_kind_index(LedgerSnapshot& snap, const KindCounts& kinds, ChainChecke
 }
 
 // The main thread's part of a chunk: the prev chain, subtrees above chunk level, checkpoints.
-bool check_chunk(const HashedChunk& hashed, ChainChecker& checker, LedgerSnapshot& snap, KindCounts& kinds) {
+bool check_chunk(const HashedChunk& hashed, ChainChecker& checker, LedgerSnapshot& snap, KindCounts& kinds,
+                 ReferenceLog& references) {
   size_t next_node = 0;
+  auto next_refs = hashed.references.begin();
   for (uint64_t i = 0; i < hashed.checked; ++i) {
     uint64_t seq = hashed.first_seq + i;
     if (!checker.check_prev(seq, hashed.prevs[i], true)) return false;
@@ -318,6 +459,10 @@ bool check_chunk(const HashedChunk& hashed, ChainChecker& checker, LedgerSnapsho
     };
     Digest leaf = hashed.nodes[next_node];
     if (!checker.append_leaf(leaf, parent, sink) || !nodes_ok) return false;
+    if (next_refs != hashed.references.end() && next_refs->seq == seq) {
+      if (!references.add(checker, seq, next_refs->kind, next_refs->refs)) return false;
+      ++next_refs;
+    }
   }
   if (hashed.problem) {
     uint64_t seq = hashed.first_seq + hashed.checked;
@@ -332,32 +477,33 @@ bool check_chunk(const HashedChunk& hashed, ChainChecker& checker, LedgerSnapsho
 
 }  // namespace
 
-Result<VerifyReport> verify_ledger_dir(const std::filesystem::path& dir, const std::vector<NoteVerifier>& keys) {
+Result<VerifyReport> verify_ledger_dir(const std::filesystem::path& dir, const VerifyOptions& options) {
   LogicalClock unused_clock;
   auto ledger = Ledger::open(dir, Ledger::Mode::read_only, unused_clock);
   if (!ledger) return std::unexpected(ledger.error());
-  return verify_ledger(*ledger, keys);
+  return verify_ledger(*ledger, options);
 }
 
-Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteVerifier>& keys) {
+Result<VerifyReport> verify_ledger(const Ledger& ledger, const VerifyOptions& options) {
   auto snap = ledger.snapshot();
   if (!snap) return std::unexpected(snap.error());
   VerifyReport report;
   if (ledger.unlocked_read()) {
     report.warnings.push_back("read without LMDB's lock file (read-only media): a concurrent writer would not be seen");
   }
-  auto chosen = choose_keys(keys, ledger.verifier_key(), report);
+  auto chosen = choose_keys(options.keys, ledger.verifier_key(), report);
   if (!chosen) return std::unexpected(chosen.error());
   ChainChecker checker(ledger.origin(), *chosen, report);
 
   auto checkpoints = snap->checkpoints();
   if (!checkpoints) return std::unexpected(checkpoints.error());
-  if (!checker.load_checkpoints(*checkpoints)) return report;
+  if (!checker.load_checkpoints(*checkpoints, options.kept_checkpoints)) return report;
 
   const auto& txn = detail::LedgerAccess::txn(*snap);
   const auto& dbis = detail::LedgerAccess::dbis(*snap);
   const uint64_t size = snap->size();
   KindCounts kinds;
+  ReferenceLog references;
   {
     // Declared after the snapshot: workers finish before the pages they read could go.
     std::deque<std::future<HashedChunk>> pending;
@@ -366,13 +512,13 @@ Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteV
     while (next < size || !pending.empty()) {
       while (next < size && pending.size() < workers) {
         uint64_t count = std::min(kChunkSize, size - next);
-        pending.push_back(std::async(std::launch::async, hash_chunk, std::cref(ledger), next, count));
+        pending.push_back(std::async(std::launch::async, hash_chunk, std::cref(ledger), options.blob_references, next, count));
         next += count;
       }
       HashedChunk hashed = pending.front().get();
       pending.pop_front();
       report.bytes_hashed += hashed.bytes_hashed;
-      if (!check_chunk(hashed, checker, *snap, kinds)) return report;
+      if (!check_chunk(hashed, checker, *snap, kinds, references)) return report;
     }
   }
   auto nodes = lmdb::Cursor::open(txn, dbis.nodes);
@@ -393,28 +539,24 @@ Result<VerifyReport> verify_ledger(const Ledger& ledger, const std::vector<NoteV
     return report;
   }
 
-  Sha256 sha;
+  BlobScan scan;
   auto blobs = lmdb::for_each(txn, dbis.blobs, [&](std::string_view key, std::string_view bytes) -> Status {
-    auto digest = Digest::from_bytes(key);
-    if (!digest || sha.update(bytes).finish() != *digest) {
-      checker.problem(digest ? "blob " + digest->str() : "blob with a malformed key", {},
-                      "content does not match its digest (altered or swapped)");
-      return fail(Errc::corrupt, "stop");
-    }
-    report.bytes_hashed += bytes.size();
-    ++report.blobs;
+    if (auto digest = Digest::from_bytes(key)) scan.add(*digest, bytes, report);
+    else scan.malformed("blob with a malformed key", "the key is not a 32-byte SHA-256 digest");
     return {};
   });
-  if (!blobs && !report.problem) return std::unexpected(blobs.error());
+  if (!blobs) return std::unexpected(blobs.error());
+  if (!scan.finish(checker, references, report)) return report;
+  check_signed_tail(checker, options, report);
   return report;
 }
 
-Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, const std::vector<NoteVerifier>& keys) {
+Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, const VerifyOptions& options) {
   auto reader = ExportReader::open(dir);
   if (!reader) return std::unexpected(reader.error());
   const ExportManifest& manifest = reader->manifest();
   VerifyReport report;
-  auto chosen = choose_keys(keys, manifest.verifier_key, report);
+  auto chosen = choose_keys(options.keys, manifest.verifier_key, report);
   if (!chosen) return std::unexpected(chosen.error());
   ChainChecker checker(manifest.origin, *chosen, report);
 
@@ -423,7 +565,8 @@ Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, const s
     checker.problem("checkpoints", {}, checkpoints.error().message);
     return report;
   }
-  if (!checker.load_checkpoints(*checkpoints)) return report;
+  if (!checker.load_checkpoints(*checkpoints, options.kept_checkpoints)) return report;
+  ReferenceLog references;
 
   auto status = reader->for_each_record([&](uint64_t line_no, std::string_view line) -> bool {
     auto record = Record::from_canonical(line);
@@ -431,7 +574,10 @@ Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, const s
       return checker.record_problem(checker.size(),
                                     "records.jsonl line " + std::to_string(line_no) + ": " + record.error().message);
     }
-    return checker.add(record->view(), line);
+    if (!checker.add(record->view(), line)) return false;
+    if (!options.blob_references) return true;
+    auto refs = options.blob_references->of(record->view());
+    return (refs && refs->empty()) || references.add(checker, record->seq, record->kind, refs);
   });
   if (!status) {
     checker.problem("records.jsonl", checker.size(), status.error().message);
@@ -449,24 +595,46 @@ Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, const s
     return report;
   }
 
+  BlobScan scan;
   auto blob_status = reader->for_each_blob([&](const std::string& name, std::string_view bytes) -> bool {
-    auto digest = Digest::from_hex(name);
-    if (!digest) return checker.problem("blob " + name, {}, "file name is not a SHA-256 digest");
-    if (sha256(bytes) != *digest) {
-      return checker.problem("blob " + digest->str(), {}, "content does not match its digest (altered or swapped)");
-    }
-    report.bytes_hashed += bytes.size();
-    ++report.blobs;
+    if (auto digest = Digest::from_hex(name)) scan.add(*digest, bytes, report);
+    else scan.malformed("blob " + name, "file name is not a SHA-256 digest");
     return true;
   });
-  if (!blob_status) checker.problem("blobs", {}, blob_status.error().message);
+  if (!blob_status) {
+    checker.problem("blobs", {}, blob_status.error().message);
+    return report;
+  }
+  if (!scan.finish(checker, references, report)) return report;
+  check_signed_tail(checker, options, report);
   return report;
 }
 
-Result<VerifyReport> verify_path(const std::filesystem::path& path, const std::vector<NoteVerifier>& keys) {
+Result<VerifyReport> verify_path(const std::filesystem::path& path, const VerifyOptions& options) {
   std::error_code ec;
-  if (std::filesystem::exists(path / "ledger.json", ec)) return verify_export_dir(path, keys);
-  return verify_ledger_dir(path, keys);
+  if (std::filesystem::exists(path / "ledger.json", ec)) return verify_export_dir(path, options);
+  return verify_ledger_dir(path, options);
+}
+
+namespace {
+VerifyOptions keys_only(std::initializer_list<NoteVerifier> keys) {
+  VerifyOptions options;
+  options.keys = keys;
+  return options;
+}
+}  // namespace
+
+Result<VerifyReport> verify_ledger(const Ledger& ledger, std::initializer_list<NoteVerifier> keys) {
+  return verify_ledger(ledger, keys_only(keys));
+}
+Result<VerifyReport> verify_ledger_dir(const std::filesystem::path& dir, std::initializer_list<NoteVerifier> keys) {
+  return verify_ledger_dir(dir, keys_only(keys));
+}
+Result<VerifyReport> verify_export_dir(const std::filesystem::path& dir, std::initializer_list<NoteVerifier> keys) {
+  return verify_export_dir(dir, keys_only(keys));
+}
+Result<VerifyReport> verify_path(const std::filesystem::path& path, std::initializer_list<NoteVerifier> keys) {
+  return verify_path(path, keys_only(keys));
 }
 
 }  // namespace warden

@@ -50,8 +50,11 @@ class BuildE2ETest : public ::testing::Test {
   static json last_status(const std::vector<json>& records) { return payloads(records, "run_status").back(); }
 
   // After any run: the ledger verifies, and the branch holds only accepted commits, one per
-  // step in `steps`, oldest first (none: the branch was never made).
-  void expect_consistent(const std::string& branch, const std::vector<std::string>& steps) {
+  // step in `steps`, oldest first (none: the branch was never made). `sealed`: the run ended
+  // and signed a checkpoint over its records; a killed one did not, so its records are an
+  // unsigned tail, refused with the key until someone holding it signs.
+  void expect_consistent(const std::string& branch, const std::vector<std::string>& steps, bool sealed = true) {
+    if (!sealed) expect_unsigned_until_signed();
     expect_ledger_verifies(ledger(), verifier());
     if (!has_ref(repo(), branch)) {
       EXPECT_TRUE(steps.empty()) << branch << " does not exist";
@@ -64,6 +67,16 @@ class BuildE2ETest : public ::testing::Test {
       std::string message = git_in(repo(), {"log", "-1", "--format=%B", commits[steps.size() - 1 - i]});
       EXPECT_NE(message.find("Warden-Step: " + steps[i] + "\n"), std::string::npos) << message;
     }
+  }
+
+  void expect_unsigned_until_signed() {
+    auto keyless = warden({"ledger", "verify", ledger().string(), "--json"});
+    ASSERT_TRUE(keyless.exited_with(0)) << describe(keyless);
+    EXPECT_GT(stdout_json(keyless)["unsigned_records"].get<uint64_t>(), 0u);
+    auto refused = warden({"ledger", "verify", ledger().string(), "--key", verifier().string()});
+    EXPECT_TRUE(refused.exited_with(1)) << describe(refused);
+    auto signed_ = warden({"ledger", "checkpoint", ledger().string(), "--signer-key", (out() / "kernel.key").string()});
+    ASSERT_TRUE(signed_.exited_with(0)) << describe(signed_);
   }
 
   TempDir tmp;
@@ -236,7 +249,7 @@ TEST_F(BuildE2ETest, AProcessKilledMidRunLeavesAVerifiableLedgerAndOnlyAcceptedC
   ASSERT_EQ(r.term_signal, SIGKILL) << describe(r);
   EXPECT_TRUE(wait_until([] { return hung_checks_running() == 0; }, 5s)) << "the sandbox outlived its kernel";
 
-  expect_consistent("warden/hang", {"s1"});
+  expect_consistent("warden/hang", {"s1"}, false);
   auto records = ledger_records(ledger());
   EXPECT_EQ(last_status(records)["status"], "running") << "nobody was left to record an end";
   auto status = warden({"run", "status", "hung", "--ledger", ledger().string(), "--json"});

@@ -10,6 +10,7 @@
 #include "ledger/ledger.h"
 #include "ledger/verify.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/verify_flags.h"
 
 namespace warden::cli {
 namespace {
@@ -30,7 +31,7 @@ Result<Ledger> open_ledger(const std::string& dir, Ledger::Mode mode, Clock& clo
 
 struct Options {
   std::string dir, out, kind, payload = "", signer_key, origin, file, digest;
-  std::vector<std::string> keys;
+  VerifyFlags verify;
   uint64_t seq = 0, size = 0, size1 = 0, size2 = 0, max_payload = uint64_t{1} << 20;
   bool json = false;
 };
@@ -186,16 +187,21 @@ int run_checkpoint(const Options& o) {
 }
 
 int run_verify(const Options& o) {
-  auto keys = load_verifiers(o.keys);
-  if (!keys) return report_error(keys.error(), o.json);
-  auto report = verify_path(o.dir, *keys);
+  auto options = verify_options(o.verify);
+  if (!options) return report_error(options.error(), o.json);
+  auto report = verify_path(o.dir, *options);
   if (!report) return report_error(report.error(), o.json);
   for (const auto& w : report->warnings) std::cerr << "warden: warning: " << w << "\n";
   if (o.json) {
     Json out = {{"ok", report->ok()},
                 {"records", report->records},
                 {"checkpoints", report->checkpoints},
+                {"kept_checkpoints", report->kept_checkpoints},
                 {"blobs", report->blobs},
+                {"blob_references", report->blob_references},
+                {"signed_size", report->signed_size},
+                {"unsigned_records", report->unsigned_records},
+                {"unsigned_tail", unsigned_tail_json(report->signed_size, report->unsigned_records)},
                 {"key_source", report->key_source},
                 {"warnings", report->warnings}};
     if (report->ok()) out["root"] = report->root.hex();
@@ -205,8 +211,14 @@ int run_verify(const Options& o) {
     }
     print_json(out);
   } else if (report->ok()) {
-    std::cout << "OK: " << report->records << " records, " << report->checkpoints << " signed checkpoints, "
-              << report->blobs << " blobs verified\nroot " << report->root.hex() << "\n";
+    std::cout << "OK: " << report->records << " records, " << report->checkpoints << " signed checkpoints";
+    if (report->kept_checkpoints > 0) std::cout << ", " << report->kept_checkpoints << " kept checkpoints extended";
+    std::cout << ", " << report->blobs << " blobs verified, " << report->blob_references << " blob references resolved\n";
+    if (report->unsigned_records > 0) {
+      std::cout << "unsigned tail: " << report->unsigned_records << " records (seq " << report->signed_size << ".."
+                << report->records - 1 << ") after the last signed checkpoint\n";
+    }
+    std::cout << "root " << report->root.hex() << "\n";
   } else {
     std::cout << "FAILED: " << report->problem->object << ": " << report->problem->message << "\n";
     if (report->problem->seq) std::cout << "first bad seq " << *report->problem->seq << "\n";
@@ -231,9 +243,9 @@ int run_export(const Options& o) {
 }
 
 int run_import(const Options& o) {
-  auto keys = load_verifiers(o.keys);
-  if (!keys) return report_error(keys.error(), o.json);
-  auto summary = import_ledger(o.out, o.dir, *keys);
+  auto options = verify_options(o.verify);
+  if (!options) return report_error(options.error(), o.json);
+  auto summary = import_ledger(o.out, o.dir, *options);
   if (!summary) return report_error(summary.error(), o.json);
   if (o.json) {
     print_json({{"dir", o.dir}, {"records", summary->records}, {"checkpoints", summary->checkpoints},
@@ -310,10 +322,11 @@ void add_ledger_commands(CLI::App& app, Action& action) {
 
   auto* verify = ledger->add_subcommand(
       "verify", "Verify a ledger directory or an export: chain, Merkle nodes, checkpoint roots and signatures, "
-                "blob digests. Exit 0 only when all of it holds; otherwise names the first bad seq or object.");
+                "blob digests, and every blob a record refers to (present, hashing right). With --key, records after "
+                "the last signed checkpoint fail unless --allow-unsigned-tail, and a ledger with no signed checkpoint "
+                "fails. Exit 0 only when all of it holds; otherwise names the first bad seq or object.");
   verify->add_option("PATH", o->dir, "Ledger directory or export directory")->required();
-  verify->add_option("--key", o->keys, "Trusted verifier key or key file (repeatable; default: the ledger's own)")
-      ->allow_extra_args(false);
+  add_verify_flags(verify, o->verify, "Trusted verifier key or key file (repeatable; default: the ledger's own)");
   json_flag(verify);
   bind(verify, run_verify);
 
@@ -346,8 +359,7 @@ void add_ledger_commands(CLI::App& app, Action& action) {
   auto* imp = ledger->add_subcommand("import", "Verify an export completely, then build a ledger from it in DIR");
   imp->add_option("EXPORT", o->out, "Export directory")->required();
   dir_arg(imp);
-  imp->add_option("--key", o->keys, "Trusted verifier key or key file (repeatable; default: the export's own)")
-      ->allow_extra_args(false);
+  add_verify_flags(imp, o->verify, "Trusted verifier key or key file (repeatable; default: the export's own)");
   json_flag(imp);
   bind(imp, run_import);
 

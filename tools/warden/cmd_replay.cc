@@ -5,6 +5,7 @@
 #include "kernel/replay.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/verify_flags.h"
 
 namespace warden::cli {
 
@@ -12,15 +13,15 @@ namespace {
 
 struct ReplayArgs {
   std::string path, repo, cache;
-  std::vector<std::string> keys;
+  VerifyFlags verify;
   bool rerun = false, json = false;
 };
 
 int run(const ReplayArgs& a) {
   kernel::ReplayOptions options;
-  auto keys = load_verifiers(a.keys);
-  if (!keys) return report_error(keys.error(), a.json);
-  options.keys = std::move(*keys);
+  auto verify = verify_options(a.verify);
+  if (!verify) return report_error(verify.error(), a.json);
+  options.verify = std::move(*verify);
   if (!a.repo.empty()) options.repo = a.repo;
   options.rerun = a.rerun;
   options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
@@ -40,6 +41,9 @@ int run(const ReplayArgs& a) {
               {"branches", report->branches},
               {"root", report->root_hex},
               {"key_source", report->key_source},
+              {"signed_size", report->signed_size},
+              {"unsigned_records", report->unsigned_records},
+              {"unsigned_tail", unsigned_tail_json(report->signed_size, report->unsigned_records)},
               {"warnings", report->warnings}};
     if (report->problem) {
       j["problem"] = {{"seq", report->problem->seq}, {"kind", report->problem->kind}, {"message", report->problem->message}};
@@ -51,6 +55,10 @@ int run(const ReplayArgs& a) {
     if (a.rerun) std::cout << ", " << report->reruns << " runs re-executed";
     if (!a.repo.empty()) std::cout << ", " << report->branches << " branches at the ledger's last commit";
     std::cout << "\nroot " << report->root_hex << "  (key from " << report->key_source << ")\n";
+    if (report->unsigned_records > 0) {
+      std::cout << "unsigned tail: " << report->unsigned_records << " records (seq " << report->signed_size << ".."
+                << report->signed_size + report->unsigned_records - 1 << ") after the last signed checkpoint\n";
+    }
     for (const auto& w : report->warnings) std::cout << "warning: " << w << "\n";
   } else {
     std::cout << "FAILED at record " << report->problem->seq << " (" << report->problem->kind
@@ -68,8 +76,8 @@ void add_replay_commands(CLI::App& app, Action& action) {
       "Audit a ledger or an export offline: verify its chain, Merkle tree, checkpoints and blobs, then recompute every "
       "plan verdict and every decision from the recorded inputs and check every commit record against them");
   cmd->add_option("ledger", a->path, "Ledger directory or export directory")->required();
-  cmd->add_option("--key", a->keys, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
-                                    "default: the ledger's own, which proves less)");
+  add_verify_flags(cmd, a->verify, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
+                                   "default: the ledger's own, which proves less)");
   cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees, and every branch the ledger moved to be at the last commit it accepted");
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
                                      "part of the results (needs --repo)");
