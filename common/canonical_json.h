@@ -38,6 +38,11 @@ Result<Json> parse_canonical_json(std::string_view text, std::string_view what =
 // Well-formed UTF-8: no overlong forms, surrogates or code points past U+10FFFF.
 bool is_valid_utf8(std::string_view text);
 
+// `text` with every byte that is not part of well-formed UTF-8 spelled "\xNN": for quoting
+// untrusted bytes in messages and refusals, which are recorded and printed as JSON strings
+// and so must be UTF-8. Valid UTF-8 comes back unchanged.
+std::string escape_invalid_utf8(std::string_view text);
+
 // Appends `text` as a JCS string literal (quotes included). Fails on invalid UTF-8.
 Status append_json_string(std::string_view text, std::string& out);
 

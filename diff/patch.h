@@ -4,7 +4,9 @@
 //
 // Pure functions over the text (no file or tree access): thread-safe. PatchFile owns its
 // copies of the text. A Refusal (malformed_patch and the like) means the text itself is
-// wrong; texts longer than kMaxPatchBytes are refused (patch_too_large) without being parsed.
+// wrong; texts longer than kMaxPatchBytes are refused (patch_too_large) without being parsed,
+// and binary blocks declaring more than kMaxBinaryBytes in all (diff/git_binary.h) before
+// they are decoded. A refusal's text is UTF-8 whatever bytes the patch holds.
 #pragma once
 
 #include <cstdint>
