@@ -297,10 +297,17 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
   // (nlohmann would silently keep the last one, and two readers could then disagree).
   std::vector<std::unordered_set<std::string>> open_objects;
   std::string problem;
+  Errc problem_code = Errc::invalid_argument;
+  uint64_t values = 0;
   auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) -> bool {
     if (!problem.empty()) return false;
     if (depth > kMaxDepth) {
       problem = "nesting deeper than " + std::to_string(kMaxDepth);
+      throw std::invalid_argument(problem);
+    }
+    if (event != Json::parse_event_t::object_end && event != Json::parse_event_t::array_end && ++values > kMaxJsonValues) {
+      problem = "more than " + std::to_string(kMaxJsonValues) + " values";
+      problem_code = Errc::limit_exceeded;
       throw std::invalid_argument(problem);
     }
     switch (event) {
@@ -330,7 +337,7 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
     // nlohmann reports a number too large for a double (406) without its position.
     return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + out_of_range_number(text));
   } catch (const std::exception& e) {
-    return fail(Errc::invalid_argument,
+    return fail(problem_code,
                 std::string(what) + " is not acceptable JSON: " + (problem.empty() ? std::string(e.what()) : problem));
   }
 }

@@ -1,5 +1,6 @@
 #include "diff/patch.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "common/canonical_json.h"
@@ -488,6 +489,10 @@ Checked<std::vector<PatchFile>> parse_patch_text(std::string_view text) {
   if (text.size() > kMaxPatchBytes) {
     return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "patch is " + std::to_string(text.size()) +
                                                               " bytes; the limit is " + std::to_string(kMaxPatchBytes)});
+  }
+  if (auto lines = static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')); lines > kMaxPatchLines) {
+    return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "patch has " + std::to_string(lines) +
+                                                              " lines; the limit is " + std::to_string(kMaxPatchLines)});
   }
   LineReader r(text);
   std::vector<PatchFile> files;

@@ -89,6 +89,20 @@ TEST(CanonicalJson, ParseNamesAnOutOfRangeNumberAndWhereItIs) {
   EXPECT_TRUE(parse_json("[1e-400]"));
 }
 
+TEST(CanonicalJson, ParseBoundsTheNumberOfValues) {
+  std::string many = "[0";
+  many.reserve(2 * kMaxJsonValues + 2);
+  for (uint64_t i = 0; i < kMaxJsonValues; ++i) many += ",0";  // one more than the limit
+  many += "]";
+  auto refused = parse_json(many, "report");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::limit_exceeded);
+  EXPECT_EQ(refused.error().message, "report is not acceptable JSON: more than 16777216 values");
+  many.resize(many.size() - 5);  // the array and its elements, the limit's worth exactly
+  many += "]";
+  EXPECT_TRUE(parse_json(many));
+}
+
 TEST(CanonicalJson, EscapeInvalidUtf8SpellsOnlyStrayBytes) {
   EXPECT_EQ(escape_invalid_utf8("plain \\ text \xc3\xa9"), "plain \\ text \xc3\xa9");
   EXPECT_EQ(escape_invalid_utf8("a\xff" "b\xc3"), "a\\xffb\\xc3");

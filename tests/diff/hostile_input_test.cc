@@ -142,6 +142,9 @@ TEST_F(HostileInput, AnOutOfRangeNumberIsNamedWithItsPlace) {
   expect_invalid_input(r, "number -1e400 at line 2, column 34 is out of range");
   json out = stdout_json(r);
   EXPECT_NE(out["error"]["message"].get<std::string>().find("-1e400"), std::string::npos) << out.dump();
+  // A proposal is judged as the JSON it opens as, with the same reason.
+  auto proposed = warden({"propose", diff.string(), "--repo", repo.repo().string(), "--base", base, "--check", "true"});
+  expect_invalid_input(proposed, "number -1e400 at line 2, column 34 is out of range");
   // A 400-digit integer is out of range the same way.
   auto big = warden_diff("check", scratch_file("big.json", "[" + std::string(400, '9') + "]").string(), repo, base);
   expect_invalid_input(big, "is out of range");

@@ -278,6 +278,21 @@ TEST(Patch, BinaryBlocksDeclaringMoreThanTheLimitInAllAreRefusedAtTheirHeader) {
   EXPECT_EQ(huge.error().code, RefusalCode::patch_too_large);
 }
 
+TEST(Patch, MoreLinesThanTheLimitAreRefusedUpFront) {
+  MemoryFileTree base;
+  std::string lines(2 * (kMaxPatchLines - 5), '\0');
+  for (size_t i = 0; i < lines.size(); i += 2) lines[i] = '+', lines[i + 1] = '\n';
+  std::string head = "--- /dev/null\n+++ b/h.txt\n@@ -0,0 +1," + std::to_string(kMaxPatchLines - 5) + " @@\n";
+  auto at_limit = parse_patch(head + lines);
+  ASSERT_TRUE(at_limit) << at_limit.error().message();
+  EXPECT_EQ((*at_limit)[0].hunks[0].lines.size(), kMaxPatchLines - 5);
+  auto over = parse_patch(head + lines + "+\n+\n+\n");
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, RefusalCode::patch_too_large);
+  EXPECT_EQ(over.error().detail, "patch has " + std::to_string(kMaxPatchLines + 1) + " lines; the limit is " +
+                                     std::to_string(kMaxPatchLines));
+}
+
 TEST(HunkApply, IsExactWithNoOffsetOrFuzz) {
   Hunk h{3, 1, 3, 1, {"-c\n", "+C\n"}};
   EXPECT_EQ(*apply_hunks("a\nb\nc\nd\n", {h}, "f"), "a\nb\nC\nd\n");
