@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <unordered_set>
 #include <vector>
 
@@ -174,6 +176,37 @@ Status canonicalize_at(const Json& value, std::string& out, const Location& at, 
   return fail(Errc::invalid_argument, "value at " + at.pointer() + " has no JSON representation");
 }
 
+// Names the first number in `text` too large for a double ("number 1e400 at line 1,
+// column 7 is out of range"), for a text the parser accepted up to that number: strings are
+// skipped whole, so a number inside one is never taken for a value.
+std::string out_of_range_number(std::string_view text) {
+  uint64_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      size_t end = i;
+      while (end < text.size() && std::string_view("0123456789+-.eE").find(text[end]) != std::string_view::npos) ++end;
+      std::string token(text.substr(i, end - i));
+      double value = std::strtod(token.c_str(), nullptr);
+      if (!std::isfinite(value)) {
+        std::string shown = token.size() > 40 ? token.substr(0, 40) + "..." : token;
+        return "number " + shown + " at line " + std::to_string(line) + ", column " + std::to_string(i - line_start + 1) +
+               " is out of range (beyond a double's largest value)";
+      }
+      i = end - 1;
+    }
+  }
+  return "a number is out of range (beyond a double's largest value)";
+}
+
 }  // namespace
 
 bool is_valid_utf8(std::string_view text) {
@@ -188,6 +221,26 @@ bool is_valid_utf8(std::string_view text) {
     i += len;
   }
   return true;
+}
+
+std::string escape_invalid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    size_t len = static_cast<uint8_t>(text[i]) < 0x80 ? 1 : utf8_sequence(text, i, cp);
+    if (len > 0) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    auto c = static_cast<uint8_t>(text[i++]);
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  }
+  return out;
 }
 
 Status append_json_string(std::string_view text, std::string& out) {
@@ -244,10 +297,17 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
   // (nlohmann would silently keep the last one, and two readers could then disagree).
   std::vector<std::unordered_set<std::string>> open_objects;
   std::string problem;
+  Errc problem_code = Errc::invalid_argument;
+  uint64_t values = 0;
   auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) -> bool {
     if (!problem.empty()) return false;
     if (depth > kMaxDepth) {
       problem = "nesting deeper than " + std::to_string(kMaxDepth);
+      throw std::invalid_argument(problem);
+    }
+    if (event != Json::parse_event_t::object_end && event != Json::parse_event_t::array_end && ++values > kMaxJsonValues) {
+      problem = "more than " + std::to_string(kMaxJsonValues) + " values";
+      problem_code = Errc::limit_exceeded;
       throw std::invalid_argument(problem);
     }
     switch (event) {
@@ -273,8 +333,12 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
     auto pos = msg.find("syntax error");
     return fail(Errc::invalid_argument,
                 std::string(what) + " is not valid JSON: " + (pos == std::string::npos ? msg : msg.substr(pos)));
-  } catch (const std::exception&) {
-    return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + problem);
+  } catch (const Json::out_of_range&) {
+    // nlohmann reports a number too large for a double (406) without its position.
+    return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + out_of_range_number(text));
+  } catch (const std::exception& e) {
+    return fail(problem_code,
+                std::string(what) + " is not acceptable JSON: " + (problem.empty() ? std::string(e.what()) : problem));
   }
 }
 

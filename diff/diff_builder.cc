@@ -30,8 +30,9 @@ struct Built {
   std::string post;  // the post-image (empty for a delete)
 };
 
-// One patch section against its pre-image (`pre` is empty for a new file).
-Checked<Built> build_change(const PatchFile& p, const std::optional<BaseFile>& pre) {
+// One patch section against its pre-image (`pre` is empty for a new file). A delta's result
+// is taken from `delta_budget`, what the patch's delta results may still come to.
+Checked<Built> build_change(const PatchFile& p, const std::optional<BaseFile>& pre, uint64_t& delta_budget) {
   Built b;
   FileChange& f = b.change;
   f.op = p.is_new ? FileOp::add : p.is_delete ? FileOp::remove : p.is_rename ? FileOp::rename
@@ -71,8 +72,9 @@ Checked<Built> build_change(const PatchFile& p, const std::optional<BaseFile>& p
       f.after_content = b.post;
       break;
     case PatchFile::Binary::delta: {
-      auto applied = apply_git_delta(pre_content, p.binary_payload);
+      auto applied = apply_git_delta(pre_content, p.binary_payload, delta_budget);
       if (!applied) return refuse(applied.error().code, f.path, applied.error().detail);
+      delta_budget -= applied->size();
       b.post = std::move(*applied);
       f.after_content = b.post;
       break;
@@ -120,9 +122,11 @@ void fold_into(Built& earlier, Built&& later) {
   earlier.post = std::move(later.post);
 }
 
-}  // namespace
-
-Checked<Diff> build_diff(const std::vector<PatchFile>& files, BaseTree& base, std::string step_id) {
+Checked<Diff> build_diff_unchecked(const std::vector<PatchFile>& files, BaseTree& base, std::string step_id) {
+  if (!is_valid_utf8(step_id)) return refuse(RefusalCode::malformed_diff, "", "the step id is not valid UTF-8");
+  // Delta results are bounded in all, like the payloads they are made from: one small delta
+  // can copy a large pre-image many times over.
+  uint64_t delta_budget = kMaxBinaryBytes;
   // Sections apply in order: one that modifies or deletes a path an earlier section wrote
   // reads that result, as git apply does for a series; renames and copies always read the
   // original tree.
@@ -143,7 +147,7 @@ Checked<Diff> build_diff(const std::vector<PatchFile>& files, BaseTree& base, st
       size_t at = writer.at(p.old_path);
       Built& earlier = *built[at];
       BaseFile pre{earlier.post, *earlier.change.new_mode, git_blob_id(earlier.post)};
-      auto later = build_change(p, pre);
+      auto later = build_change(p, pre, delta_budget);
       if (!later) return with_path(later.error());
       bool removes = later->change.op == FileOp::remove;
       if (removes && earlier.change.op == FileOp::add) {
@@ -168,7 +172,7 @@ Checked<Diff> build_diff(const std::vector<PatchFile>& files, BaseTree& base, st
       if (!entry) return with_path(entry.error());
       pre = std::move(*entry);
     }
-    auto b = build_change(p, pre);
+    auto b = build_change(p, pre, delta_budget);
     if (!b) return with_path(b.error());
     if (b->change.op == FileOp::remove) {
       deleted.insert(b->change.path);
@@ -182,6 +186,15 @@ Checked<Diff> build_diff(const std::vector<PatchFile>& files, BaseTree& base, st
   for (auto& b : built) {
     if (b) diff.files.push_back(std::move(b->change));
   }
+  return diff;
+}
+
+}  // namespace
+
+Checked<Diff> build_diff(const std::vector<PatchFile>& files, BaseTree& base, std::string step_id) {
+  auto diff = build_diff_unchecked(files, base, std::move(step_id));
+  // Refusals quote index lines and paths from the patch, which may hold any bytes.
+  if (!diff) return std::unexpected(printable(std::move(diff.error())));
   return diff;
 }
 

@@ -4,7 +4,9 @@
 //
 // Borrows `base` for the call only; the returned Diff is the caller's. Stateless. A Refusal
 // means the patch text is malformed or does not describe a change to this base (or, as
-// "repository_error", that the base could not be read); nothing is written either way.
+// "repository_error", that the base could not be read); nothing is written either way. Delta
+// results come to kMaxBinaryBytes at most in all (patch_too_large beyond), and a step id or
+// path that is not UTF-8 is refused: the Diff is JSON. A refusal's text is always UTF-8.
 #pragma once
 
 #include <string>

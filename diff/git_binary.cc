@@ -8,8 +8,8 @@ namespace warden {
 namespace {
 
 constexpr char kBase85[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
-// The largest patch payload Warden inflates: beyond it, a patch is refused, not allocated.
-constexpr uint64_t kMaxInflated = uint64_t{1} << 30;
+// Deflate cannot expand more than about 1032:1; a larger claim is a lie.
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 constexpr std::array<int8_t, 256> make_table() {
   std::array<int8_t, 256> t{};
@@ -57,32 +57,40 @@ Checked<void> decode_base85_line(std::string_view line, std::string& out) {
   return {};
 }
 
-Checked<std::string> inflate_exact(std::string_view compressed, uint64_t expected_size) {
-  if (expected_size > kMaxInflated) return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "binary payload over 1 GiB"});
-  // Deflate cannot expand more than about 1032:1; a larger claim is a lie, refused before
-  // anything is allocated for it.
-  if (expected_size > compressed.size() * 1032 + 64) {
-    return std::unexpected(binary_error("declared size is impossible for the compressed data"));
+Checked<std::string> inflate_exact(std::string_view compressed, uint64_t expected_size, uint64_t max_size) {
+  if (expected_size > max_size) {
+    return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "binary payload declares " + std::to_string(expected_size) +
+                                                                   " bytes; the limit is " + std::to_string(max_size)});
   }
-  std::string out(expected_size, '\0');
+  if (expected_size > compressed.size() * kMaxDeflateRatio + 64) {
+    return std::unexpected(binary_error("declared size " + std::to_string(expected_size) + " is impossible for " +
+                                        std::to_string(compressed.size()) + " bytes of compressed data"));
+  }
   z_stream zs{};
   if (inflateInit(&zs) != Z_OK) return std::unexpected(binary_error("zlib init failed"));
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
   zs.avail_in = static_cast<uInt>(compressed.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  int rc = inflate(&zs, Z_FINISH);
-  bool overflow = rc == Z_BUF_ERROR && zs.avail_out == 0;
-  uint64_t produced = zs.total_out;
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END) {
-    return std::unexpected(binary_error(overflow ? "inflates to more than the declared size" : "corrupt zlib data"));
+  // Grows with what the data really inflates to, never past the declared size plus one
+  // chunk: a stream that goes on is refused at the first chunk past it.
+  constexpr size_t kChunk = 64 * 1024;
+  std::string out;
+  std::array<char, kChunk> chunk;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk.data());
+    zs.avail_out = static_cast<uInt>(chunk.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(chunk.data(), chunk.size() - zs.avail_out);
+    if (out.size() > expected_size) break;
   }
-  if (produced != expected_size) return std::unexpected(binary_error("inflates to a size other than the declared one"));
+  inflateEnd(&zs);
+  if (out.size() > expected_size) return std::unexpected(binary_error("inflates to more than the declared size"));
+  if (rc != Z_STREAM_END) return std::unexpected(binary_error("corrupt or truncated zlib data"));
+  if (out.size() != expected_size) return std::unexpected(binary_error("inflates to a size other than the declared one"));
   return out;
 }
 
-Checked<std::string> apply_git_delta(std::string_view base, std::string_view delta) {
+Checked<std::string> apply_git_delta(std::string_view base, std::string_view delta, uint64_t max_result) {
   size_t at = 0;
   uint64_t base_size = 0, result_size = 0;
   if (!read_varint(delta, at, base_size) || !read_varint(delta, at, result_size)) {
@@ -92,7 +100,10 @@ Checked<std::string> apply_git_delta(std::string_view base, std::string_view del
     return std::unexpected(Refusal{RefusalCode::hunk_mismatch, "", "binary delta expects a " + std::to_string(base_size) +
                                                             "-byte pre-image, the file has " + std::to_string(base.size())});
   }
-  if (result_size > kMaxInflated) return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "delta result over 1 GiB"});
+  if (result_size > max_result) {
+    return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "binary delta declares a " + std::to_string(result_size) +
+                                                                   "-byte result; the limit is " + std::to_string(max_result)});
+  }
   std::string out;
   out.reserve(result_size);
   while (at < delta.size()) {

@@ -1,8 +1,12 @@
 #include "diff/patch.h"
 
+#include <algorithm>
 #include <charconv>
 
+#include "common/canonical_json.h"
+
 #include "diff/git_binary.h"
+#include "diff/path_safety.h"
 
 namespace warden {
 namespace {
@@ -211,7 +215,10 @@ Checked<Hunk> parse_hunk(LineReader& r) {
   return hunk;
 }
 
-Checked<std::string> parse_binary_block(LineReader& r, PatchFile::Binary& kind) {
+// One "literal N" or "delta N" block. `budget` is what the patch's binary payloads may still
+// inflate to: a block declaring more is refused on its header line, before its data is
+// decoded, and the block's size is taken from it.
+Checked<std::string> parse_binary_block(LineReader& r, PatchFile::Binary& kind, uint64_t& budget) {
   std::string_view header = r.peek_body();
   uint64_t header_line = r.line();
   uint64_t size = 0;
@@ -222,6 +229,13 @@ Checked<std::string> parse_binary_block(LineReader& r, PatchFile::Binary& kind) 
   } else {
     return std::unexpected(malformed(header_line, "expected \"literal N\" or \"delta N\""));
   }
+  if (size > budget) {
+    return std::unexpected(Refusal{RefusalCode::patch_too_large, "",
+                                   "line " + std::to_string(header_line) + ": binary payload declares " +
+                                       std::to_string(size) + " bytes; the patch's binary payloads may inflate to " +
+                                       std::to_string(kMaxBinaryBytes) + " bytes in all"});
+  }
+  budget -= size;
   r.next();
   std::string compressed;
   while (!r.done() && r.peek() != "\n") {
@@ -238,7 +252,7 @@ Checked<std::string> parse_binary_block(LineReader& r, PatchFile::Binary& kind) 
   return inflated;
 }
 
-Checked<PatchFile> parse_git_section(LineReader& r) {
+Checked<PatchFile> parse_git_section(LineReader& r, uint64_t& binary_budget) {
   PatchFile f;
   f.line = r.line();
   std::string header_a, header_b;
@@ -319,12 +333,12 @@ Checked<PatchFile> parse_git_section(LineReader& r) {
     if (f.hunks.empty()) return std::unexpected(malformed(r.line(), "file header without hunks"));
   } else if (!r.done() && r.peek_body() == "GIT binary patch") {
     r.next();
-    auto forward = parse_binary_block(r, f.binary);
+    auto forward = parse_binary_block(r, f.binary, binary_budget);
     if (!forward) return std::unexpected(forward.error());
     f.binary_payload = std::move(*forward);
     if (!r.done() && (r.peek().starts_with("literal ") || r.peek().starts_with("delta "))) {
       PatchFile::Binary reverse_kind;
-      auto reverse = parse_binary_block(r, reverse_kind);  // checked for form, not needed
+      auto reverse = parse_binary_block(r, reverse_kind, binary_budget);  // checked for form, not needed
       if (!reverse) return std::unexpected(reverse.error());
     }
   } else if (!r.done() && r.peek().starts_with("Binary files ")) {
@@ -414,6 +428,17 @@ Checked<PatchFile> parse_plain_section(LineReader& r) {
   return f;
 }
 
+// A Diff carries paths as JSON strings, so a path that is not UTF-8 cannot be proposed; it
+// is the patch that is wrong (quoted paths can spell any bytes).
+Checked<void> check_utf8_paths(const PatchFile& f) {
+  for (const std::string* path : {&f.old_path, &f.new_path}) {
+    if (!is_valid_utf8(*path)) {
+      return std::unexpected(malformed(f.line, "path \"" + escape_invalid_utf8(*path) + "\" is not valid UTF-8"));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Checked<std::string> unquote_c_path(std::string_view text, size_t& consumed) {
@@ -458,18 +483,26 @@ Checked<std::string> unquote_c_path(std::string_view text, size_t& consumed) {
   return bad("missing closing quote");
 }
 
-Checked<std::vector<PatchFile>> parse_patch(std::string_view text) {
+namespace {
+
+Checked<std::vector<PatchFile>> parse_patch_text(std::string_view text) {
   if (text.size() > kMaxPatchBytes) {
     return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "patch is " + std::to_string(text.size()) +
                                                               " bytes; the limit is " + std::to_string(kMaxPatchBytes)});
   }
+  if (auto lines = static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')); lines > kMaxPatchLines) {
+    return std::unexpected(Refusal{RefusalCode::patch_too_large, "", "patch has " + std::to_string(lines) +
+                                                              " lines; the limit is " + std::to_string(kMaxPatchLines)});
+  }
   LineReader r(text);
   std::vector<PatchFile> files;
+  uint64_t binary_budget = kMaxBinaryBytes;
   while (!r.done()) {
     std::string_view line = r.peek();
     if (line.starts_with("diff --git ")) {
-      auto f = parse_git_section(r);
+      auto f = parse_git_section(r, binary_budget);
       if (!f) return std::unexpected(f.error());
+      if (auto st = check_utf8_paths(*f); !st) return std::unexpected(st.error());
       files.push_back(std::move(*f));
     } else if (line.starts_with("--- ")) {
       LineReader probe = r;
@@ -477,6 +510,7 @@ Checked<std::vector<PatchFile>> parse_patch(std::string_view text) {
       if (!probe.done() && probe.peek().starts_with("+++ ")) {
         auto f = parse_plain_section(r);
         if (!f) return std::unexpected(f.error());
+        if (auto st = check_utf8_paths(*f); !st) return std::unexpected(st.error());
         files.push_back(std::move(*f));
       } else {
         r.next();
@@ -486,6 +520,15 @@ Checked<std::vector<PatchFile>> parse_patch(std::string_view text) {
     }
   }
   if (files.empty()) return std::unexpected(Refusal{RefusalCode::malformed_patch, "", "no file changes found"});
+  return files;
+}
+
+}  // namespace
+
+Checked<std::vector<PatchFile>> parse_patch(std::string_view text) {
+  auto files = parse_patch_text(text);
+  // Refusals quote the patch, which may hold any bytes.
+  if (!files) return std::unexpected(printable(std::move(files.error())));
   return files;
 }
 

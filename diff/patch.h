@@ -4,7 +4,10 @@
 //
 // Pure functions over the text (no file or tree access): thread-safe. PatchFile owns its
 // copies of the text. A Refusal (malformed_patch and the like) means the text itself is
-// wrong; texts longer than kMaxPatchBytes are refused (patch_too_large) without being parsed.
+// wrong; texts longer than kMaxPatchBytes or kMaxPatchLines are refused (patch_too_large)
+// without being parsed,
+// and binary blocks declaring more than kMaxBinaryBytes in all (diff/git_binary.h) before
+// they are decoded. A refusal's text is UTF-8 whatever bytes the patch holds.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,9 @@ struct PatchFile {
 };
 
 inline constexpr uint64_t kMaxPatchBytes = uint64_t{64} << 20;
+// Each line of a hunk becomes a string of its own (32 bytes before its content): a patch of
+// empty lines would take 16 times its size. More lines than this are refused up front.
+inline constexpr uint64_t kMaxPatchLines = uint64_t{1} << 22;
 
 Checked<std::vector<PatchFile>> parse_patch(std::string_view text);
 

@@ -16,6 +16,10 @@ namespace warden {
 Checked<void> check_path_syntax(std::string_view path);
 Checked<void> check_symlink_target(std::string_view link_path, std::string_view target);
 
+// `r` with its path and detail fit to record and print: refusals quote patch text and paths,
+// and whatever they quote is escaped where it is not UTF-8 (escape_invalid_utf8).
+Refusal printable(Refusal r);
+
 // ASCII case folding, as case-insensitive file systems (macOS, Windows defaults) fold.
 std::string fold_case(std::string_view name);
 

@@ -37,7 +37,12 @@ struct Touched {
 Result<Touched> touched_paths(const std::string& text, const std::string& what) {
   Touched out;
   std::set<std::string> paths;
-  if (auto json = parse_json(text); json && json->is_object()) {
+  auto json = parse_json(text, what);
+  // Text that opens like a JSON object is judged as JSON: its parse error is the reason
+  // ("number 1e400 at line 3, column 9 is out of range"), not that it is no patch.
+  auto first = text.find_first_not_of(" \t\r\n");
+  if (!json && first != std::string::npos && text[first] == '{') return std::unexpected(json.error());
+  if (json && json->is_object()) {
     auto diff = Diff::from_json(*json);
     if (!diff) return fail(Errc::invalid_argument, what + ": not a valid Diff: " + diff.error().message());
     for (const auto& f : diff->files) {

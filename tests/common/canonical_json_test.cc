@@ -69,6 +69,48 @@ TEST(CanonicalJson, ParseRefusesDuplicateKeysBadUtf8AndGarbage) {
   EXPECT_FALSE(parse_json("[1] [2]"));
 }
 
+TEST(CanonicalJson, ParseNamesAnOutOfRangeNumberAndWhereItIs) {
+  auto big = parse_json("{\"a\": [1,\n  2, 1e400]}", "plan file p.json");
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, Errc::invalid_argument);
+  EXPECT_EQ(big.error().message,
+            "plan file p.json is not acceptable JSON: number 1e400 at line 2, column 6 is out of range "
+            "(beyond a double's largest value)");
+  // A number spelled inside a string before it is not the one named.
+  auto after_string = parse_json(R"({"1e999": "-2e999", "b": -2e999})");
+  ASSERT_FALSE(after_string);
+  EXPECT_NE(after_string.error().message.find("number -2e999 at line 1, column 26"), std::string::npos)
+      << after_string.error().message;
+  auto digits = parse_json("[" + std::string(500, '7') + "]");
+  ASSERT_FALSE(digits);
+  EXPECT_NE(digits.error().message.find("number " + std::string(40, '7') + "... at line 1, column 2"), std::string::npos)
+      << digits.error().message;
+  // Underflow is not out of range: it reads as a float, refused where floats are.
+  EXPECT_TRUE(parse_json("[1e-400]"));
+}
+
+TEST(CanonicalJson, ParseBoundsTheNumberOfValues) {
+  std::string many = "[0";
+  many.reserve(2 * kMaxJsonValues + 2);
+  for (uint64_t i = 0; i < kMaxJsonValues; ++i) many += ",0";  // one more than the limit
+  many += "]";
+  auto refused = parse_json(many, "report");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::limit_exceeded);
+  EXPECT_EQ(refused.error().message, "report is not acceptable JSON: more than 16777216 values");
+  many.resize(many.size() - 5);  // the array and its elements, the limit's worth exactly
+  many += "]";
+  EXPECT_TRUE(parse_json(many));
+}
+
+TEST(CanonicalJson, EscapeInvalidUtf8SpellsOnlyStrayBytes) {
+  EXPECT_EQ(escape_invalid_utf8("plain \\ text \xc3\xa9"), "plain \\ text \xc3\xa9");
+  EXPECT_EQ(escape_invalid_utf8("a\xff" "b\xc3"), "a\\xffb\\xc3");
+  EXPECT_EQ(escape_invalid_utf8("\xc0\x80"), "\\xc0\\x80");  // overlong
+  EXPECT_EQ(escape_invalid_utf8("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_TRUE(is_valid_utf8(escape_invalid_utf8(std::string("\x80\xbf\xfe\x00x", 5))));
+}
+
 TEST(CanonicalJson, ParseBoundsNesting) {
   std::string deep(10000, '[');
   deep += std::string(10000, ']');

@@ -11,6 +11,8 @@
 #include "diff/diff_builder.h"
 #include "diff/git_binary.h"
 #include "diff/hunk_apply.h"
+#include "diff/path_safety.h"
+#include "common/canonical_json.h"
 
 namespace warden {
 namespace {
@@ -198,6 +200,97 @@ TEST(Patch, RefusesMalformedPatches) {
   EXPECT_EQ(code("diff --git a/x b/x\nold mode 100755\nnew mode 100644\n"), "mode_mismatch");
   EXPECT_EQ(code("diff --git a/s b/s\nnew file mode 160000\n"), "unsupported_change");
   EXPECT_EQ(code(std::string(kMaxPatchBytes + 1, 'x')), "patch_too_large");
+}
+
+TEST(Patch, NonUtf8PathsAreMalformedAndEveryRefusalIsUtf8) {
+  MemoryFileTree base;
+  base.put("x", "a\n");
+  auto quoted = diff_from_patch("diff --git \"a/\\377\" \"b/\\377\"\nnew file mode 100644\n--- /dev/null\n"
+                                "+++ \"b/\\377\"\n@@ -0,0 +1 @@\n+y\n",
+                                base, "s");
+  ASSERT_FALSE(quoted);
+  EXPECT_EQ(quoted.error().code, RefusalCode::malformed_patch);
+  EXPECT_EQ(quoted.error().detail, "line 1: path \"\\xff\" is not valid UTF-8");
+  // Mutating a good patch's bytes: whatever is refused, the refusal is recordable text.
+  const std::string good = "diff --git a/x b/x\nindex 0000000..1111111 100644\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n";
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string p = good;
+    for (int k = 0; k < 3; ++k) p[rng() % p.size()] = static_cast<char>(0x80 | (rng() & 0x7f));
+    auto d = diff_from_patch(p, base, "s");
+    if (d) continue;
+    EXPECT_TRUE(is_valid_utf8(d.error().path) && is_valid_utf8(d.error().detail)) << d.error().message();
+  }
+  EXPECT_EQ(check_path_syntax("a/\xc3").error().code, RefusalCode::path_malformed);
+  EXPECT_EQ(check_path_syntax("a/\xc3").error().path, "a/\\xc3");
+  EXPECT_TRUE(check_path_syntax("caf\xc3\xa9/x"));
+  EXPECT_FALSE(diff_from_patch("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", base, "s\xff"));
+}
+
+TEST(GitBinary, InflationIsBoundedByTheDeclaredSizeAndTheLimit) {
+  std::string z = deflate(std::string(10 << 20, 'a'));  // 10 MiB that deflate to ~10 KB
+  auto over = inflate_exact(z, 4096);
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().detail.find("more than the declared size"), std::string::npos);
+  EXPECT_TRUE(inflate_exact(z, 10 << 20));
+  auto limit = inflate_exact(z, 10 << 20, 1 << 20);
+  ASSERT_FALSE(limit);
+  EXPECT_EQ(limit.error().code, RefusalCode::patch_too_large);
+  EXPECT_EQ(inflate_exact("x", kMaxBinaryBytes + 1).error().code, RefusalCode::patch_too_large);
+  EXPECT_FALSE(inflate_exact(z.substr(0, z.size() / 2), 10 << 20));  // truncated stream
+}
+
+TEST(GitBinary, DeltaResultIsBoundedBeforeAllocating) {
+  std::string base(0x10000, 'b');
+  // Declares a 1 GiB result from a 64 KiB base; each 0x80 byte copies all 64 KiB.
+  std::string delta = std::string("\x80\x80\x04", 3) + std::string("\x80\x80\x80\x80\x04", 5) + std::string(16384, '\x80');
+  auto refused = apply_git_delta(base, delta);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RefusalCode::patch_too_large);
+  // Within the limit it is applied, and copying past the declared size is refused.
+  std::string small = std::string("\x80\x80\x04", 3) + std::string("\x80\x80\x08", 3) + std::string(2, '\x80');
+  auto two = apply_git_delta(base, small);
+  ASSERT_TRUE(two) << two.error().message();
+  EXPECT_EQ(two->size(), 0x20000u);
+  EXPECT_FALSE(apply_git_delta(base, small + "\x80"));
+}
+
+TEST(Patch, BinaryBlocksDeclaringMoreThanTheLimitInAllAreRefusedAtTheirHeader) {
+  MemoryFileTree base;
+  constexpr uint64_t kBlock = uint64_t{40} << 20;  // two are over the 64 MiB limit
+  std::string z = deflate(std::string(kBlock, '\0'));
+  std::string block = "literal " + std::to_string(kBlock) + "\n";
+  for (size_t i = 0; i < z.size(); i += 52) block += base85_line(std::string_view(z).substr(i, 52)) + "\n";
+  block += "\n";
+  std::string one = "diff --git a/a.bin b/a.bin\nnew file mode 100644\nGIT binary patch\n" + block;
+  std::string two = one + "diff --git a/b.bin b/b.bin\nnew file mode 100644\nGIT binary patch\n" + block;
+  auto files = parse_patch(one);
+  ASSERT_TRUE(files) << files.error().message();
+  EXPECT_EQ((*files)[0].binary_payload.size(), kBlock);
+  auto refused = parse_patch(two);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RefusalCode::patch_too_large);
+  uint64_t second_header = 4 + (z.size() + 51) / 52 + 1 + 3 + 1;
+  EXPECT_EQ(refused.error().detail.substr(0, refused.error().detail.find(':')), "line " + std::to_string(second_header));
+  // One block declaring a gibibyte is refused before its data is even decoded: here it has none.
+  auto huge = parse_patch("diff --git a/c b/c\nnew file mode 100644\nGIT binary patch\nliteral 1073741824\nzzzz\n\n");
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().code, RefusalCode::patch_too_large);
+}
+
+TEST(Patch, MoreLinesThanTheLimitAreRefusedUpFront) {
+  MemoryFileTree base;
+  std::string lines(2 * (kMaxPatchLines - 5), '\0');
+  for (size_t i = 0; i < lines.size(); i += 2) lines[i] = '+', lines[i + 1] = '\n';
+  std::string head = "--- /dev/null\n+++ b/h.txt\n@@ -0,0 +1," + std::to_string(kMaxPatchLines - 5) + " @@\n";
+  auto at_limit = parse_patch(head + lines);
+  ASSERT_TRUE(at_limit) << at_limit.error().message();
+  EXPECT_EQ((*at_limit)[0].hunks[0].lines.size(), kMaxPatchLines - 5);
+  auto over = parse_patch(head + lines + "+\n+\n+\n");
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, RefusalCode::patch_too_large);
+  EXPECT_EQ(over.error().detail, "patch has " + std::to_string(kMaxPatchLines + 1) + " lines; the limit is " +
+                                     std::to_string(kMaxPatchLines));
 }
 
 TEST(HunkApply, IsExactWithNoOffsetOrFuzz) {

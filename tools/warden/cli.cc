@@ -24,7 +24,8 @@ int report_error(const Error& error, bool json) {
   return exit_code_for(error.code);
 }
 
-void print_json(const Json& value) { std::cout << value.dump(2) << "\n"; }
+// Output never fails on text an input smuggled in: bytes that are not UTF-8 print as U+FFFD.
+void print_json(const Json& value) { std::cout << value.dump(2, ' ', false, Json::error_handler_t::replace) << "\n"; }
 
 Result<NoteVerifier> load_verifier(const std::string& arg) {
   std::error_code ec;

@@ -11,9 +11,11 @@ namespace warden::cli {
 namespace {
 
 int report_refusal(const Refusal& r, bool json) {
-  std::cerr << "warden: refused: " << r.message() << "\n";
+  // A refusal may quote a branch name or path given on the command line, in any bytes.
+  std::string path = escape_invalid_utf8(r.path), detail = escape_invalid_utf8(r.detail);
+  std::cerr << "warden: refused: " << Refusal{r.code, path, detail}.message() << "\n";
   if (json) {
-    print_json({{"ok", false}, {"refusal", {{"code", std::string(refusal_code_name(r.code))}, {"path", r.path}, {"detail", r.detail}}}});
+    print_json({{"ok", false}, {"refusal", {{"code", std::string(refusal_code_name(r.code))}, {"path", path}, {"detail", detail}}}});
   }
   return exit_code_for(r.code);
 }
@@ -47,8 +49,14 @@ int run_parse(const Options& o) {
   if (!ws) return report_refusal(ws.error(), o.json);
   auto diff = ws->diff_from_patch(*text, o.base, o.step);
   if (!diff) return report_refusal(diff.error(), o.json);
-  if (o.json) std::cout << *canonicalize(diff->to_json()) << "\n";
-  else print_json(diff->to_json());
+  Json out = diff->to_json();
+  if (o.json) {
+    auto canonical = canonicalize(out);
+    if (!canonical) return report_error(canonical.error(), o.json);
+    std::cout << *canonical << "\n";
+  } else {
+    print_json(out);
+  }
   return kOk;
 }
 

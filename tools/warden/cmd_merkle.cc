@@ -1,4 +1,10 @@
 // warden merkle ...: RFC 6962 roots and proofs over arbitrary leaves, for auditing any log.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
 #include <iostream>
 
 #include "common/encoding.h"
@@ -9,26 +15,74 @@
 namespace warden::cli {
 namespace {
 
+// What one --leaves input may hold. The leaves are read a line at a time and each is hashed
+// as it arrives, so memory follows the tree (two digests a leaf), not the input; these bound
+// the tree, one line, and the time spent hashing.
+constexpr uint64_t kMaxLeaves = uint64_t{1} << 24;
+constexpr uint64_t kMaxLeafHexBytes = uint64_t{64} << 20;
+constexpr uint64_t kMaxLeavesInputBytes = uint64_t{4} << 30;
+
+bool is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
 // One hex-encoded leaf per line; a final newline does not start another leaf, so the
-// empty leaf is an empty line.
+// empty leaf is an empty line. A byte that cannot be part of a leaf is refused where it
+// stands, without reading further (a device like /dev/zero never ends).
 Result<MemoryTree> load_leaves(const std::string& path) {
-  auto text = read_file(path, uint64_t{4} << 30);
-  if (!text) return std::unexpected(text.error());
+  bool from_stdin = path == "-";
+  std::string name = from_stdin ? "standard input" : path;
+  UniqueFd owned;
+  int fd = STDIN_FILENO;
+  if (!from_stdin) {
+    owned.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!owned) return std::unexpected(errno_error(path, errno));
+    fd = owned.get();
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) return fail(Errc::invalid_argument, path + ": is a directory, expected a file");
+  }
   MemoryTree tree;
-  std::string_view rest = *text;
-  if (!rest.empty() && rest.back() == '\n') rest.remove_suffix(1);
-  if (text->empty()) return tree;
-  uint64_t line = 0;
-  while (true) {
-    ++line;
-    auto nl = rest.find('\n');
-    auto hex = rest.substr(0, nl);
+  std::string line;  // the hex of the leaf being read
+  uint64_t line_no = 1, total = 0;
+  auto bad = [&](Errc code, const std::string& why) { return fail(code, name + " line " + std::to_string(line_no) + ": " + why); };
+  auto end_line = [&]() -> Status {
+    std::string_view hex = line;
     if (!hex.empty() && hex.back() == '\r') hex.remove_suffix(1);
     auto data = from_hex(hex);
-    if (!data) return fail(Errc::invalid_argument, path + " line " + std::to_string(line) + ": " + data.error().message);
+    if (!data) return bad(Errc::invalid_argument, data.error().message);
+    if (tree.size() >= kMaxLeaves) return bad(Errc::limit_exceeded, "more than " + std::to_string(kMaxLeaves) + " leaves");
     tree.append_data(*data);
-    if (nl == std::string_view::npos) break;
-    rest.remove_prefix(nl + 1);
+    line.clear();
+    ++line_no;
+    return {};
+  };
+  std::array<char, 65536> buf;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(errno_error(name, errno));
+    }
+    if (n == 0) break;
+    total += static_cast<uint64_t>(n);
+    if (total > kMaxLeavesInputBytes) {
+      return fail(Errc::limit_exceeded, name + ": larger than the limit of " + std::to_string(kMaxLeavesInputBytes) + " bytes");
+    }
+    for (char c : std::string_view(buf.data(), static_cast<size_t>(n))) {
+      if (c == '\n') {
+        if (auto st = end_line(); !st) return std::unexpected(st.error());
+        continue;
+      }
+      if (!is_lower_hex(c) && c != '\r') {
+        return bad(Errc::invalid_argument, "invalid hex character at offset " + std::to_string(line.size()) +
+                                               " (lowercase 0-9a-f only)");
+      }
+      if (line.size() >= kMaxLeafHexBytes) {
+        return bad(Errc::limit_exceeded, "longer than the limit of " + std::to_string(kMaxLeafHexBytes) + " hex digits");
+      }
+      line += c;
+    }
+  }
+  if (!line.empty()) {
+    if (auto st = end_line(); !st) return std::unexpected(st.error());
   }
   return tree;
 }
