@@ -35,6 +35,9 @@ class BuildE2ETest : public ::testing::Test {
     std::vector<std::string> argv = {warden_binary()};
     auto args = build_args(fixture("hang/blueprint.json"), {"--policy", fixture("hang/policy.json").string(), "--run-id", "hung"});
     argv.insert(argv.end(), args.begin(), args.end());
+    // A killed build's sandbox dies with it, but not at once: a check still going from the
+    // test before would pass for this build's.
+    EXPECT_TRUE(wait_until([] { return hung_checks_running() == 0; }, 10s)) << "an earlier test's hung check lingers";
     Child child = Child::spawn(argv);
     EXPECT_TRUE(wait_until([] { return hung_checks_running() > 0; }, 30s)) << "the hung check never started";
     return child;

@@ -57,9 +57,15 @@ class Tmpfs {
   bool mounted_ = false;
 };
 
+// Whether a build got as far as making its repository (a build killed while seeding may
+// leave only the directory).
+bool is_repo(const fs::path& repo) {
+  return fs::exists(repo) && run({find_program("git"), "-C", repo.string(), "rev-parse", "--git-dir"}).exited_with(0);
+}
+
 // The branch's commit; "" when the repository or the branch does not exist.
 std::string branch_tip(const fs::path& repo) {
-  if (!fs::exists(repo / ".git") && !fs::exists(repo / "HEAD")) return "";
+  if (!is_repo(repo)) return "";
   auto r = run({find_program("git"), "-C", repo.string(), "rev-parse", "-q", "--verify", kBranch});
   if (!r.exited_with(0)) return "";
   std::string out = r.out;
@@ -81,7 +87,7 @@ void expect_consistent(const fs::path& out, const fs::path& ledger, const std::s
   }
   auto verified = warden({"ledger", "verify", ledger.string()});
   EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
-  if (fs::exists(repo)) {
+  if (is_repo(repo)) {
     auto replayed = warden({"replay", ledger.string(), "--repo", repo.string()});
     EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
   }
@@ -107,7 +113,9 @@ void expect_consistent(const fs::path& out, const fs::path& ledger, const std::s
 void recover_and_check(const fs::path& out, const fs::path& ledger, const std::string& run_id, const std::string& trial) {
   SCOPED_TRACE(trial);
   if (!fs::exists(ledger / "data.mdb")) return;
-  auto recovered = warden({"run", "recover", "--ledger", ledger.string(), "--repo", (out / "repo").string(), "--json"});
+  std::vector<std::string> args = {"run", "recover", "--ledger", ledger.string(), "--json"};
+  if (is_repo(out / "repo")) args.insert(args.end(), {"--repo", (out / "repo").string()});
+  auto recovered = warden(args);
   ASSERT_TRUE(recovered.exited_with(0)) << describe(recovered);
   auto status = warden({"run", "status", run_id, "--ledger", ledger.string(), "--json"});
   if (status.exited_with(4)) return;
