@@ -27,7 +27,7 @@ constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 constexpr kernel::JournalOptions kCliJournal{.flush_every_steps = 1, .flush_at_pauses = true};
 
 struct Options {
-  std::string config, input, ledger, run_id, response;
+  std::string config, input, ledger, run_id, response, signer_key;
   bool json = false, deterministic = false;
 };
 
@@ -217,6 +217,24 @@ int run_validate(const Options& o) {
   return kOk;
 }
 
+// A run that ended or paused is covered by a signed checkpoint, so a verifier with the
+// ledger's key sees no unsigned tail: signed with --signer-key, else the ledger's own
+// signer.key (warden ledger init's) when there is one. Without a key the records stay an
+// unsigned tail, which `warden ledger checkpoint` signs later.
+Status sign_checkpoint(Ledger& ledger, const Options& o) {
+  std::string path = o.signer_key;
+  std::error_code ec;
+  if (path.empty()) {
+    if (!fs::exists(fs::path(o.ledger) / "signer.key", ec)) return {};
+    path = (fs::path(o.ledger) / "signer.key").string();
+  }
+  auto signer = load_signer(path);
+  if (!signer) return std::unexpected(signer.error().with_context("--signer-key"));
+  auto cp = ledger.checkpoint(*signer);
+  if (!cp) return std::unexpected(cp.error());
+  return {};
+}
+
 int run_run(const Options& o) {
   auto loaded = load_config(o.config);
   if (!loaded) return report_error(loaded.error(), o.json);
@@ -242,6 +260,9 @@ int run_run(const Options& o) {
   if (!run) return report_error(run.error(), o.json);
   if (!o.json) std::cout << "run " << run->run_id << " (pipeline " << loaded->config.name << ")\n";
   if (auto st = exec.run(*run); !st) return report_error(st.error(), o.json);
+  if (ledger) {
+    if (Status st = sign_checkpoint(*ledger, o); !st) return report_error(st.error(), o.json);
+  }
   return report_run(*run, o, ledger.has_value());
 }
 
@@ -303,6 +324,7 @@ int run_resume(const Options& o, bool has_response) {
   }
   if (!o.json) std::cout << "run " << run.run_id << " resumed at step " << run.step << "\n";
   if (auto st = exec.run(run); !st) return report_error(st.error(), o.json);
+  if (Status st = sign_checkpoint(*ledger, o); !st) return report_error(st.error(), o.json);
   return report_run(run, o, true);
 }
 
@@ -367,6 +389,8 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
   run->add_option("CONFIG", o->config, "Pipeline config (JSON)")->required();
   run->add_option("--input", o->input, "The run's raw input")->required();
   run->add_option("--ledger", o->ledger, "Ledger directory to record the run in (warden ledger init DIR)");
+  run->add_option("--signer-key", o->signer_key,
+                  "Signs a checkpoint when the run ends or pauses (default: the ledger's signer.key, if it has one)");
   run->add_flag("--deterministic", o->deterministic,
                 "Logical clock and sequential ids (golden runs: the same inputs give the same ledger records)");
   json_flag(run, "Print events as JSON lines, then a result line");
@@ -376,6 +400,8 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
       "resume", "Continue a recorded run: after an interrupt (with --response), or after the process died");
   resume->add_option("RUN_ID", o->run_id, "Run id")->required();
   resume->add_option("--ledger", o->ledger, "Ledger directory holding the run")->required();
+  resume->add_option("--signer-key", o->signer_key,
+                     "Signs a checkpoint when the run ends or pauses (default: the ledger's signer.key, if it has one)");
   auto* response = resume->add_option("--response", o->response, "Answer to the pending interrupt");
   json_flag(resume, "Print events as JSON lines, then a result line");
   resume->callback([&action, o, response] {
