@@ -90,6 +90,10 @@ TEST(CanonicalJson, ParseNamesAnOutOfRangeNumberAndWhereItIs) {
 }
 
 TEST(CanonicalJson, ParseBoundsTheNumberOfValues) {
+#if defined(__SANITIZE_ADDRESS__)
+  // 16 million values take minutes under the sanitizers; the limit is the same code either way.
+  GTEST_SKIP() << "too slow under the sanitizers; run in the main build";
+#endif
   std::string many = "[0";
   many.reserve(2 * kMaxJsonValues + 2);
   for (uint64_t i = 0; i < kMaxJsonValues; ++i) many += ",0";  // one more than the limit
