@@ -343,6 +343,10 @@ TEST(FaultInjection, FourBuildsAndTwoAppendLoopsShareOneLedger) {
     EXPECT_EQ(s["steps_completed"], 5);
     EXPECT_EQ(s["last_commit"], branch_tip(dir / ("out-" + std::to_string(i)) / "repo"));
   }
+  // Each build signed a checkpoint at its end; appends that came after the last of them are
+  // an unsigned tail until the ledger's owner signs.
+  auto signed_cp = warden({"ledger", "checkpoint", ledger.string(), "--signer-key", key.string()});
+  ASSERT_TRUE(signed_cp.exited_with(0)) << describe(signed_cp);
   auto verified = warden({"ledger", "verify", ledger.string(), "--key", (dir / "verifier.key").string()});
   EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
   auto replayed = warden({"replay", ledger.string(), "--key", (dir / "verifier.key").string(), "--json"});
