@@ -7,6 +7,7 @@
 // the last commit the ledger confirmed (or the base), the run is not "running", and
 // `warden run recover` records the end of a run that could not.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -158,6 +159,19 @@ void recover_and_check(const fs::path& out, const fs::path& ledger, const std::s
   expect_consistent(out, ledger, run_id, trial + " after recover");
 }
 
+// SIGKILLs every process whose command line names a scratch directory of process `owner`
+// (ScratchDir names carry their owner: "-p<pid>.<start time>-").
+void kill_sandboxes_of(pid_t owner) {
+  const std::string mark = "-p" + std::to_string(owner) + ".";
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(mark) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
+  }
+}
+
 bool clean_exit(const ProcessResult& r) { return r.term_signal == 0 && r.exit_code != 70; }
 
 TEST(FaultInjection, ALedgerOnAFullDiskNeverLeavesTheBranchAheadOfIt) {
@@ -255,6 +269,10 @@ TEST(FaultInjection, SigkillAtAHundredRandomMomentsLeavesAConsistentLedgerAndBra
     for (Trial& t : trials) {
       const std::string trial = t.run_id + " killed at " + std::to_string(t.at.count()) + " ms";
       auto r = t.child->wait();
+      // A sandbox can outlive its killed build (bwrap drops the parent-death signal with its
+      // capabilities); it would hold the sandbox uid's process budget for every later test.
+      // Known and open (README, issue 13's confinement): removed here, not asserted.
+      kill_sandboxes_of(t.child->pid());
       EXPECT_TRUE(r.term_signal == SIGKILL || r.exited_with(0)) << trial << ": " << describe(r);
       expect_consistent(t.out, t.out / "ledger", t.run_id, trial);
       recover_and_check(t.out, t.out / "ledger", t.run_id, trial);
