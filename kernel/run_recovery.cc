@@ -12,7 +12,32 @@ namespace {
 struct RunTail {
   std::optional<RunStatus> status;
   std::optional<CommitRecord> unconfirmed;
+  std::optional<std::string> last_confirmed;  // the run's last commit record's commit
+  // Whether the unconfirmed intent is one the kernel could have written: it follows an
+  // accepted decision of its run, step and attempt, on the run's last confirmed commit.
+  // Anyone who can append to the ledger can append an intent; recovery moves a branch only
+  // for one that stands.
+  std::string doubt;
 };
+
+// Why `intent` is not an intent the run's kernel wrote, or "" when it stands.
+std::string doubt_intent(LedgerSnapshot& snap, const CommitRecord& intent, const std::optional<std::string>& last_confirmed) {
+  if (last_confirmed && intent.parent != *last_confirmed) {
+    return "its parent " + intent.parent + " is not the run's last confirmed commit " + *last_confirmed;
+  }
+  if (intent.decision_seq >= snap.size()) return "it names decision " + std::to_string(intent.decision_seq) + ", which does not exist";
+  auto record = snap.record_view(intent.decision_seq);
+  if (!record || record->kind != record_kind::decision) {
+    return "record " + std::to_string(intent.decision_seq) + " it names is not a decision";
+  }
+  auto payload = parse_json(record->payload);
+  auto decision = payload ? DecisionRecord::from_json(*payload) : Result<DecisionRecord>(std::unexpected(payload.error()));
+  if (!decision || decision->run_id != intent.run_id || decision->step_id != intent.step_id ||
+      static_cast<uint64_t>(decision->attempt) != intent.attempt || !decision->verdict.accepted) {
+    return "decision " + std::to_string(intent.decision_seq) + " is not an accepted decision of its run, step and attempt";
+  }
+  return {};
+}
 
 Result<RunTail> read_tail(LedgerSnapshot& snap, const std::string& run_id) {
   RunTail tail;
@@ -33,8 +58,15 @@ Result<RunTail> read_tail(LedgerSnapshot& snap, const std::string& run_id) {
       if (r && r->commit.run_id == run_id) tail.unconfirmed = r->commit;
     } else {
       auto r = CommitRecord::from_json(*payload);
-      if (r && r->run_id == run_id && tail.unconfirmed && tail.unconfirmed->commit == r->commit) tail.unconfirmed.reset();
+      if (r && r->run_id == run_id) {
+        if (tail.unconfirmed && tail.unconfirmed->commit == r->commit) tail.unconfirmed.reset();
+        tail.last_confirmed = r->commit;
+      }
     }
+  }
+  if (tail.unconfirmed) {
+    // The last confirmed commit before the intent is the one it must build on.
+    tail.doubt = doubt_intent(snap, *tail.unconfirmed, tail.last_confirmed);
   }
   return tail;
 }
@@ -98,7 +130,9 @@ Result<std::vector<RecoveredRun>> recover_runs(Ledger& ledger, Clock& clock, IdS
     r.message = "interrupted: the run's process ended without recording an end (killed, crashed, or the ledger "
                 "refused its last records) while the run was " + r.last_status;
     if (r.unconfirmed) {
-      r.branch = restore_branch(repo, *r.unconfirmed);
+      r.branch = tail->doubt.empty() ? restore_branch(repo, *r.unconfirmed)
+                                     : r.unconfirmed->branch + " left as it is: the unconfirmed intent does not stand (" +
+                                           tail->doubt + ")";
       r.message += "; step " + r.unconfirmed->step_id + "'s commit " + r.unconfirmed->commit +
                    " was intended but never confirmed (" + r.branch + ")";
     }

@@ -9,7 +9,10 @@
 // records only as an intent. With the repository at hand, recovery moves such a branch back
 // to the intent's parent (compare-and-swap: only from exactly that commit), so the branch
 // again holds only what the ledger confirmed; without it, it says so and leaves the branch
-// (replay --repo still accepts the intent's commit, with a warning).
+// (replay --repo still accepts the intent's commit, with a warning). Only an intent that
+// stands is acted on — one that follows an accepted decision of its run, step and attempt,
+// on the run's last confirmed commit: anyone who can append to a ledger can append an intent,
+// and recovery must not become a way to move a branch where no decision put it.
 //
 // Which runs: the ones named (even without a marker), or every run whose marker
 // (run_registry.h) outlived its process. A run whose process is alive is never touched, nor

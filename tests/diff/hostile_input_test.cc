@@ -16,6 +16,7 @@
 #include "tests/support/files.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/warden_cli.h"
+#include "tests/support/git_base85.h"
 
 namespace warden::test {
 namespace {
@@ -23,23 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr char kBase85[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
-
-// git's base85 line: a length character, then 5 characters per 4 bytes.
-std::string base85_line(std::string_view bytes) {
-  std::string out(1, bytes.size() <= 26 ? static_cast<char>('A' + bytes.size() - 1) : static_cast<char>('a' + bytes.size() - 27));
-  for (size_t i = 0; i < bytes.size(); i += 4) {
-    uint32_t acc = 0;
-    for (size_t k = 0; k < 4; ++k) acc = (acc << 8) | (i + k < bytes.size() ? static_cast<uint8_t>(bytes[i + k]) : 0);
-    char group[5];
-    for (int k = 4; k >= 0; --k) {
-      group[k] = kBase85[acc % 85];
-      acc /= 85;
-    }
-    out.append(group, 5);
-  }
-  return out;
-}
 
 // `size` zero bytes, deflated a chunk at a time (the test never holds them).
 std::string deflated_zeros(uint64_t size) {
@@ -171,7 +155,7 @@ TEST_F(HostileInput, FourGibibyteLiteralsAreRefusedBeforeInflating) {
   constexpr uint64_t kGiB = uint64_t{1} << 30;
   std::string z = deflated_zeros(kGiB);
   std::string block = "literal " + std::to_string(kGiB) + "\n";
-  for (size_t i = 0; i < z.size(); i += 52) block += base85_line(std::string_view(z).substr(i, 52)) + "\n";
+  for (size_t i = 0; i < z.size(); i += 52) block += git_base85_line(std::string_view(z).substr(i, 52)) + "\n";
   block += "\n";
   std::string patch;
   for (int f = 0; f < 4; ++f) {

@@ -13,27 +13,12 @@
 #include "diff/hunk_apply.h"
 #include "diff/path_safety.h"
 #include "common/canonical_json.h"
+#include "tests/support/git_base85.h"
 
 namespace warden {
 namespace {
 
-constexpr char kBase85[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
-
-// git's encoding, from its definition: a length character, then 5 characters per 4 bytes.
-std::string base85_line(std::string_view bytes) {
-  std::string out(1, bytes.size() <= 26 ? static_cast<char>('A' + bytes.size() - 1) : static_cast<char>('a' + bytes.size() - 27));
-  for (size_t i = 0; i < bytes.size(); i += 4) {
-    uint32_t acc = 0;
-    for (size_t k = 0; k < 4; ++k) acc = (acc << 8) | (i + k < bytes.size() ? static_cast<uint8_t>(bytes[i + k]) : 0);
-    char group[5];
-    for (int k = 4; k >= 0; --k) {
-      group[k] = kBase85[acc % 85];
-      acc /= 85;
-    }
-    out.append(group, 5);
-  }
-  return out;
-}
+using test::git_base85_line;
 
 std::string deflate(std::string_view data) {
   uLongf size = compressBound(data.size());
@@ -45,7 +30,7 @@ std::string deflate(std::string_view data) {
 
 std::string binary_block(const std::string& kind, std::string_view payload) {
   std::string z = deflate(payload), out = kind + " " + std::to_string(payload.size()) + "\n";
-  for (size_t i = 0; i < z.size(); i += 52) out += base85_line(std::string_view(z).substr(i, 52)) + "\n";
+  for (size_t i = 0; i < z.size(); i += 52) out += git_base85_line(std::string_view(z).substr(i, 52)) + "\n";
   return out + "\n";
 }
 
@@ -70,7 +55,7 @@ TEST(GitBinary, Base85DecodesGitsEncoding) {
     std::string bytes(n, '\0');
     for (auto& c : bytes) c = static_cast<char>(rng());
     std::string out;
-    ASSERT_TRUE(decode_base85_line(base85_line(bytes), out)) << n;
+    ASSERT_TRUE(decode_base85_line(git_base85_line(bytes), out)) << n;
     EXPECT_EQ(out, bytes);
   }
   std::string out;
@@ -260,7 +245,7 @@ TEST(Patch, BinaryBlocksDeclaringMoreThanTheLimitInAllAreRefusedAtTheirHeader) {
   constexpr uint64_t kBlock = uint64_t{40} << 20;  // two are over the 64 MiB limit
   std::string z = deflate(std::string(kBlock, '\0'));
   std::string block = "literal " + std::to_string(kBlock) + "\n";
-  for (size_t i = 0; i < z.size(); i += 52) block += base85_line(std::string_view(z).substr(i, 52)) + "\n";
+  for (size_t i = 0; i < z.size(); i += 52) block += git_base85_line(std::string_view(z).substr(i, 52)) + "\n";
   block += "\n";
   std::string one = "diff --git a/a.bin b/a.bin\nnew file mode 100644\nGIT binary patch\n" + block;
   std::string two = one + "diff --git a/b.bin b/b.bin\nnew file mode 100644\nGIT binary patch\n" + block;

@@ -375,49 +375,144 @@ TEST(FaultInjection, FourBuildsAndTwoAppendLoopsShareOneLedger) {
   EXPECT_EQ(payloads(records, "note").size(), size_t{2 * kAppends});
 }
 
+// Appends a record with `warden ledger append`; its seq.
+uint64_t append_record(const fs::path& ledger, const std::string& kind, const json& payload) {
+  SpawnOptions o;
+  o.stdin_data = payload.dump();
+  auto r = warden({"ledger", "append", ledger.string(), "--kind", kind, "--payload", "-", "--json"}, o);
+  EXPECT_TRUE(r.exited_with(0)) << describe(r);
+  return r.exited_with(0) ? stdout_json(r)["seq"].get<uint64_t>() : 0;
+}
+
+// A completed calculator build to attack or damage: its repository, ledger and records.
+struct BuiltCalculator {
+  TempDir dir;
+  fs::path repo, ledger;
+  std::vector<json> records;
+  std::string tip;
+
+  BuiltCalculator() {
+    auto r = warden({"build", calculator().string(), "--out", (dir / "out").string()});
+    EXPECT_TRUE(r.exited_with(0)) << describe(r);
+    repo = dir / "out" / "repo";
+    ledger = dir / "out" / "ledger";
+    records = ledger_records(ledger);
+    tip = branch_tip(repo);
+  }
+  // A commit on top of the branch that no decision accepted.
+  std::string new_commit(const std::string& message) {
+    std::string id = git_in(repo, {"commit-tree", tip + "^{tree}", "-p", tip, "-m", message});
+    while (!id.empty() && id.back() == '\n') id.pop_back();
+    return id;
+  }
+};
+
 // A run that died between moving its branch and confirming the move: recover moves the
 // branch back to the intent's parent and records the run interrupted.
 TEST(FaultInjection, RecoverMovesABranchLeftAtAnUnconfirmedCommitBack) {
-  TempDir dir;
-  auto r = warden({"build", calculator().string(), "--out", (dir / "out").string()});
-  ASSERT_TRUE(r.exited_with(0)) << describe(r);
-  const fs::path repo = dir / "out" / "repo", ledger = dir / "out" / "ledger";
-  auto records = ledger_records(ledger);
-  auto commits = payloads(records, "commit");
+  BuiltCalculator b;
+  auto commits = payloads(b.records, "commit");
   ASSERT_EQ(commits.size(), 5u);
-  // A second run whose last record is the intent of a commit on top of the branch.
-  const std::string tip = branch_tip(repo);
-  std::string next = git_in(repo, {"commit-tree", tip + "^{tree}", "-p", tip, "-m", "intended"});
-  while (!next.empty() && next.back() == '\n') next.pop_back();
+  // A second run, "dead", whose last records are an accepted decision and the intent of a
+  // commit on top of the branch.
+  const std::string next = b.new_commit("intended");
+  json decision = payloads(b.records, "decision").back();
+  ASSERT_TRUE(decision["verdict"]["accepted"].get<bool>());
+  decision["run_id"] = "dead";
+  append_record(b.ledger, "run_status", {{"run_id", "dead"}, {"status", "running"}});
+  const uint64_t decision_seq = append_record(b.ledger, "decision", decision);
   json intent = commits.back();
   intent["run_id"] = "dead";
-  intent["parent"] = tip;
+  intent["parent"] = b.tip;
   intent["commit"] = next;
-  for (auto [kind, payload] : {std::pair{"run_status", json{{"run_id", "dead"}, {"status", "running"}}},
-                               std::pair{"commit_intent", intent}}) {
-    SpawnOptions o;
-    o.stdin_data = payload.dump();
-    auto appended = warden({"ledger", "append", ledger.string(), "--kind", kind, "--payload", "-"}, o);
-    ASSERT_TRUE(appended.exited_with(0)) << describe(appended);
-  }
-  git_in(repo, {"update-ref", kBranch, next});
-  auto status = warden({"run", "status", "dead", "--ledger", ledger.string(), "--json"});
+  intent["decision_seq"] = decision_seq;
+  append_record(b.ledger, "commit_intent", intent);
+  git_in(b.repo, {"update-ref", kBranch, next});
+  auto status = warden({"run", "status", "dead", "--ledger", b.ledger.string(), "--json"});
   ASSERT_TRUE(status.exited_with(0)) << describe(status);
   EXPECT_EQ(stdout_json(status)["status"], "interrupted");
 
-  auto recovered = warden({"run", "recover", "dead", "--ledger", ledger.string(), "--repo", repo.string(), "--json"});
+  auto recovered = warden({"run", "recover", "dead", "--ledger", b.ledger.string(), "--repo", b.repo.string(), "--json"});
   ASSERT_TRUE(recovered.exited_with(0)) << describe(recovered);
   json run = stdout_json(recovered)["runs"][0];
   EXPECT_TRUE(run["recorded"].get<bool>()) << run.dump();
   EXPECT_EQ(run["unconfirmed_commit"], next);
-  EXPECT_EQ(branch_tip(repo), tip) << "the branch was not moved back";
-  status = warden({"run", "status", "dead", "--ledger", ledger.string(), "--json"});
+  EXPECT_EQ(branch_tip(b.repo), b.tip) << "the branch was not moved back: " << run.dump();
+  status = warden({"run", "status", "dead", "--ledger", b.ledger.string(), "--json"});
   json s = stdout_json(status);
   EXPECT_EQ(s["status"], "interrupted");
   EXPECT_FALSE(s.contains("recorded_status")) << "the end is recorded now: " << s.dump();
-  auto again = warden({"run", "recover", "dead", "--ledger", ledger.string(), "--json"});
+  auto again = warden({"run", "recover", "dead", "--ledger", b.ledger.string(), "--json"});
   ASSERT_TRUE(again.exited_with(0)) << describe(again);
   EXPECT_FALSE(stdout_json(again)["runs"][0]["recorded"].get<bool>()) << "recorded twice";
+}
+
+// An attacker who can append to the ledger writes an intent of their own: recovery must not
+// move the branch for it — not to a "parent" of their choosing, not for a decision that
+// refused, not for another run's decision.
+TEST(FaultInjection, RecoverDoesNotMoveABranchForAnIntentThatDoesNotStand) {
+  BuiltCalculator b;
+  json commit = payloads(b.records, "commit").back();
+  const std::string evil_parent = b.new_commit("where the attacker wants the branch");
+  // The decisions the forged intents lean on: the real run's (another run), and a refusal.
+  uint64_t refused_seq = 0, accepted_seq = 0;
+  for (const json& r : b.records) {
+    if (r["kind"] != "decision") continue;
+    (r["payload"]["verdict"]["accepted"].get<bool>() ? accepted_seq : refused_seq) = r["seq"].get<uint64_t>();
+  }
+  ASSERT_NE(refused_seq, 0u);
+  struct Forgery {
+    std::string run, why;
+    uint64_t decision_seq;
+    std::string step;
+  };
+  const std::vector<Forgery> forgeries = {
+      {"forged-other-run", "another run's decision", accepted_seq, commit["step_id"]},
+      {"forged-refused", "a refusal", refused_seq, "s3"},
+      {"forged-no-record", "a seq past the end", 1u << 30, commit["step_id"]},
+  };
+  for (const Forgery& f : forgeries) {
+    SCOPED_TRACE(f.why);
+    append_record(b.ledger, "run_status", {{"run_id", f.run}, {"status", "running"}});
+    json intent = commit;
+    intent["run_id"] = f.run;
+    intent["step_id"] = f.step;
+    intent["attempt"] = 1;
+    intent["parent"] = evil_parent;
+    intent["commit"] = b.tip;  // the branch is "at the intent's commit" already
+    intent["decision_seq"] = f.decision_seq;
+    append_record(b.ledger, "commit_intent", intent);
+    auto recovered = warden({"run", "recover", f.run, "--ledger", b.ledger.string(), "--repo", b.repo.string(), "--json"});
+    ASSERT_TRUE(recovered.exited_with(0)) << describe(recovered);
+    json run = stdout_json(recovered)["runs"][0];
+    EXPECT_TRUE(run["recorded"].get<bool>()) << run.dump();
+    EXPECT_NE(run["branch"].get<std::string>().find("does not stand"), std::string::npos) << run.dump();
+    EXPECT_EQ(branch_tip(b.repo), b.tip) << "a forged intent moved the branch";
+  }
+  // And replay, which recomputes every decision, refuses the forged intents outright.
+  auto replayed = warden({"replay", b.ledger.string(), "--repo", b.repo.string()});
+  EXPECT_TRUE(replayed.exited_with(1)) << describe(replayed);
+}
+
+// An executor that can write the ledger and the repository forges the whole trail of a
+// commit: an intent and a commit record for a commit no decision accepted, and the branch
+// moved to it. Replay must not agree.
+TEST(FaultInjection, AForgedIntentAndCommitRecordDoNotMakeReplayAgree) {
+  // As a run of its own, and as the real run going on after its end.
+  for (const bool own_run : {true, false}) {
+    SCOPED_TRACE(own_run ? "as a run of its own" : "as the build's run");
+    BuiltCalculator fresh;  // each forgery on its own clean ledger
+    json c = payloads(fresh.records, "commit").back();
+    const std::string id = fresh.new_commit("accepted by nobody");
+    if (own_run) c["run_id"] = "forged";
+    c["parent"] = fresh.tip;
+    c["commit"] = id;
+    append_record(fresh.ledger, "commit_intent", c);
+    append_record(fresh.ledger, "commit", c);
+    git_in(fresh.repo, {"update-ref", kBranch, id});
+    auto replayed = warden({"replay", fresh.ledger.string(), "--repo", fresh.repo.string()});
+    EXPECT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/warden_cli.h"
+#include "tests/support/export_rewrite.h"
 
 namespace warden::kernel {
 namespace {
@@ -71,21 +72,6 @@ Reported run_json(const std::vector<std::string>& args) {
   return out;
 }
 
-// records.jsonl and a manifest re-rooted over `lines`: what an attacker rewrites.
-void write_lines(const fs::path& dir, const std::vector<std::string>& lines) {
-  std::string text;
-  MerkleHasher hasher;
-  CompactRange range;
-  for (const auto& line : lines) {
-    text += line + "\n";
-    range.append(hasher, leaf_hash(line), [](unsigned, uint64_t, const Digest&) {});
-  }
-  test::write_file(dir / "records.jsonl", text);
-  auto manifest = parse_json(test::read_file(dir / "ledger.json")).value();
-  manifest["size"] = lines.size();
-  manifest["root"] = range.root(hasher).str();
-  test::write_file(dir / "ledger.json", canonicalize(manifest).value() + "\n");
-}
 
 TEST(LedgerIntegrity, TheGoldenBuildVerifiesWithEveryReferenceResolvedAndNoUnsignedTail) {
   auto r = warden({"ledger", "verify", kCalculator.string(), "--key", kKey, "--json"});
@@ -201,7 +187,7 @@ TEST(LedgerIntegrity, ATruncatedBuildExportIsRefusedWithTheKey) {
   test::copy_tree(kCalculator, tmp / "cut");
   auto lines = golden_lines();
   lines.resize(lines.size() - 30);
-  write_lines(tmp / "cut", lines);
+  test::rewrite_export_records(tmp / "cut", lines);
   for (const auto& note : fs::directory_iterator(tmp / "cut" / "checkpoints")) fs::remove(note.path());
 
   auto verified = run_json({"ledger", "verify", (tmp / "cut").string(), "--key", kKey, "--json"});
@@ -230,7 +216,7 @@ TEST(LedgerIntegrity, ARecordForgedAfterTheBuildsCheckpointFailsReplay) {
   forged.seq = lines.size();
   forged.prev = leaf_hash(lines.back());
   lines.push_back(forged.canonical_bytes());
-  write_lines(tmp / "forged", lines);
+  test::rewrite_export_records(tmp / "forged", lines);
 
   auto verified = run_json({"ledger", "verify", (tmp / "forged").string(), "--key", kKey, "--json"});
   EXPECT_EQ(verified.exit, 1);

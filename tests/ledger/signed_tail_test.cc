@@ -19,6 +19,7 @@
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/warden_cli.h"
+#include "tests/support/export_rewrite.h"
 
 namespace warden::test {
 namespace {
@@ -64,7 +65,7 @@ class SignedTail : public ::testing::Test {
     fs::path copy = export_copy();
     auto lines = complete_lines(read_file(copy / "records.jsonl"));
     lines.resize(keep);
-    write_lines(copy, lines);
+    rewrite_export_records(copy, lines);
     for (uint64_t size : kCheckpointSizes) {
       if (size > keep) fs::remove(copy / "checkpoints" / (std::to_string(size) + ".note"));
     }
@@ -82,25 +83,10 @@ class SignedTail : public ::testing::Test {
     forged.ts = 1'800'000'000'000;
     forged.payload = R"({"i":"forged"})";
     lines.push_back(forged.canonical_bytes());
-    write_lines(copy, lines);
+    rewrite_export_records(copy, lines);
     return copy;
   }
 
-  // records.jsonl and a manifest whose size and root match it.
-  static void write_lines(const fs::path& dir, const std::vector<std::string>& lines) {
-    std::string text;
-    MerkleHasher hasher;
-    CompactRange range;
-    for (const auto& line : lines) {
-      text += line + "\n";
-      range.append(hasher, leaf_hash(line), [](unsigned, uint64_t, const Digest&) {});
-    }
-    write_file(dir / "records.jsonl", text);
-    auto manifest = parse_json(read_file(dir / "ledger.json")).value();
-    manifest["size"] = lines.size();
-    manifest["root"] = range.root(hasher).str();
-    write_file(dir / "ledger.json", canonicalize(manifest).value() + "\n");
-  }
 
   fs::path note_file(uint64_t size) const { return export_ / "checkpoints" / (std::to_string(size) + ".note"); }
 
