@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/file.h"
 #include "tests/kernel/build_fixture.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -163,12 +164,13 @@ void recover_and_check(const fs::path& out, const fs::path& ledger, const std::s
 // (ScratchDir names carry their owner: "-p<pid>.<start time>-").
 void kill_sandboxes_of(pid_t owner) {
   const std::string mark = "-p" + std::to_string(owner) + ".";
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(mark) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // A process may end while it is read: then it is nothing to kill.
+    auto cmdline = warden::read_file(it->path() / "cmdline", 1 << 20);
+    if (cmdline && cmdline->find(mark) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
   }
 }
 
