@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 
 #include "common/file.h"
 #include "common/subprocess.h"
@@ -53,6 +55,31 @@ Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::unexpected(errno_error("pipe2", errno));
   return std::pair{UniqueFd(fds[0]), UniqueFd(fds[1])};  // drive() makes the read end non-blocking
+}
+
+// Whether `uid`:`gid` (no supplementary groups: the drop clears them) may search `dir` and
+// every directory above it, by the mode bits. The first one it may not, with its owner and
+// mode, or empty. A directory with an access ACL is taken as passable: its bits do not tell.
+std::string unsearchable_part(const std::filesystem::path& dir, uid_t uid, gid_t gid) {
+  std::filesystem::path at = "/";
+  std::filesystem::path rel = dir.relative_path();
+  auto blocked = [&](const std::filesystem::path& p) -> std::string {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "";  // bwrap reports these itself
+    if (::getxattr(p.c_str(), "system.posix_acl_access", nullptr, 0) > 0) return "";
+    unsigned bits = st.st_uid == uid ? (st.st_mode >> 6) : st.st_gid == gid ? (st.st_mode >> 3) : st.st_mode;
+    if (bits & 01) return "";
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return p.string() + " (owner uid " + std::to_string(st.st_uid) + ", group " + std::to_string(st.st_gid) +
+           ", mode " + mode + ")";
+  };
+  if (auto b = blocked(at); !b.empty()) return b;
+  for (const auto& part : rel) {
+    at /= part;
+    if (auto b = blocked(at); !b.empty()) return b;
+  }
+  return "";
 }
 
 }  // namespace
@@ -122,6 +149,15 @@ std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) co
 
 const PreflightReport& Sandbox::preflight() {
   if (preflight_) return *preflight_;
+  std::optional<Digest> key;
+  if (preflight_cache_) {
+    key = preflight_key(profile_, profile_digest_, seccomp_program_, host_);
+    if (auto cached = preflight_cache_->get(*key)) {
+      preflight_from_cache_ = true;
+      preflight_ = std::move(*cached);
+      return *preflight_;
+    }
+  }
   HostFacts facts;
   facts.namespaces = own_namespaces();
   facts.overflow_uid = overflow_uid();
@@ -165,17 +201,37 @@ const PreflightReport& Sandbox::preflight() {
     }
   }
   preflight_ = judge_preflight(profile_, facts);
+  if (key) preflight_cache_->put(*key, *preflight_);
   return *preflight_;
 }
 
 Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
   if (request.argv.empty()) return fail(Errc::invalid_argument, "sandbox: no command given");
+  if (host_.drop && !request.overlay && !request.workspace_dir.empty()) {
+    // bwrap would only say "Can't chdir to /workspace: Permission denied".
+    std::error_code ec;
+    auto dir = std::filesystem::weakly_canonical(request.workspace_dir, ec);
+    if (std::string part = ec ? "" : unsearchable_part(dir, host_.uid, host_.gid); !part.empty()) {
+      std::string who = std::to_string(host_.uid) + ":" + std::to_string(host_.gid);
+      return fail(Errc::invalid_argument,
+                  "workspace " + request.workspace_dir.string() + ": the sandbox runs as uid " + std::to_string(host_.uid) +
+                      " (Warden is root and never runs sandboxed code as root), which cannot enter " + part +
+                      "; give that user access (e.g. chown " + who + " " + dir.string() +
+                      " and make its parents searchable), or use a workspace it can reach");
+    }
+  }
   const PreflightReport& report = preflight();
   if (!report.ok) {
     return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
                                                ", refusing to run anything: " + report.failures());
   }
-  return execute(request, profile_.output);
+  auto result = execute(request, profile_.output);
+  // bwrap fails closed: a host that changed under a remembered verdict shows here first.
+  bool start_failed = !result || (result->exit_code == 1 && result->err.kept.starts_with("bwrap: "));
+  if (start_failed && preflight_from_cache_) {
+    preflight_cache_->forget(preflight_key(profile_, profile_digest_, seccomp_program_, host_));
+  }
+  return result;
 }
 
 Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputLimits& output) {

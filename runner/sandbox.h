@@ -42,6 +42,7 @@
 #include "common/sha256.h"
 #include "runner/output_capture.h"
 #include "runner/preflight.h"
+#include "runner/preflight_cache.h"
 #include "runner/sandbox_process.h"
 #include "runner/sandbox_profile.h"
 #include "runner/scratch_dir.h"
@@ -102,8 +103,14 @@ class Sandbox {
   const Digest& profile_digest() const { return profile_digest_; }
   const SandboxHost& host() const { return host_; }
 
-  // Runs the preflight once and remembers it.
+  // Runs the preflight once and remembers it; with a cache (set_preflight_cache), a passing
+  // verdict recorded for the same key is taken instead of probing.
   const PreflightReport& preflight();
+  // Remember passing verdicts across processes in `cache` (preflight_cache.h). A run whose
+  // sandbox then fails to start drops the verdict, so the next process probes again.
+  void set_preflight_cache(PreflightCache cache) { preflight_cache_.emplace(std::move(cache)); }
+  // True when the current verdict came from the cache rather than a probe.
+  bool preflight_from_cache() const { return preflight_from_cache_; }
   // Refuses (Errc::verification_failed, naming the failing parts) when the preflight fails.
   Result<SandboxRun> run(const SandboxRequest& request);
 
@@ -123,6 +130,8 @@ class Sandbox {
   std::optional<ScratchDir> files_;  // the profile's generated files, bound read-only
   std::vector<std::string> fixed_args_;
   std::optional<PreflightReport> preflight_;
+  std::optional<PreflightCache> preflight_cache_;
+  bool preflight_from_cache_ = false;
 };
 
 }  // namespace warden

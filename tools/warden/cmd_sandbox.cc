@@ -7,6 +7,7 @@
 
 #include "runner/sandbox.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/kernel_cli.h"
 
 namespace warden::cli {
 namespace {
@@ -22,6 +23,8 @@ struct Options {
   double timeout_s = 0;
   std::vector<std::string> argv;
   bool json = false;
+  std::string cache;
+  bool probe = false;  // exec: ignore a remembered verdict and probe again
 };
 
 Json stream_json(const StreamEvidence& s) {
@@ -38,14 +41,20 @@ void write_all(int fd, std::string_view bytes) {
   }
 }
 
-Result<Sandbox> open_sandbox(const std::string& name) {
-  auto profile = SandboxProfile::load(name);
+// The one-shot sandbox remembers a passing preflight under the cache directory, so an
+// agent's per-tool-call `sandbox exec` does not probe every time (preflight_cache.h).
+Result<Sandbox> open_sandbox(const Options& o, bool remember) {
+  auto profile = SandboxProfile::load(o.profile);
   if (!profile) return std::unexpected(profile.error());
-  return Sandbox::create(std::move(*profile));
+  auto sandbox = Sandbox::create(std::move(*profile));
+  if (sandbox && remember) {
+    sandbox->set_preflight_cache(PreflightCache(std::filesystem::path(o.cache.empty() ? default_cache_dir() : o.cache) / "preflight"));
+  }
+  return sandbox;
 }
 
 int run_exec(const Options& o) {
-  auto sandbox = open_sandbox(o.profile);
+  auto sandbox = open_sandbox(o, !o.probe);
   if (!sandbox) {
     report_error(sandbox.error(), o.json);
     return kExecFailed;
@@ -90,7 +99,8 @@ int run_exec(const Options& o) {
                 {"stderr", stream_json(run->err)},
                 {"profile", sandbox->profile().name},
                 {"profile_sha256", sandbox->profile_digest().str()},
-                {"preflight", sandbox->preflight().to_json()}});
+                {"preflight", sandbox->preflight().to_json()},
+                {"preflight_cached", sandbox->preflight_from_cache()}});
   } else if (run->timed_out) {
     std::cerr << "warden: sandbox: timed out after " << run->duration_ms << " ms; the process tree was killed\n";
   } else if (run->output_limit_exceeded) {
@@ -101,9 +111,14 @@ int run_exec(const Options& o) {
 }
 
 int run_preflight(const Options& o) {
-  auto sandbox = open_sandbox(o.profile);
+  // Always a fresh probe; a pass is remembered for `sandbox exec`.
+  auto sandbox = open_sandbox(o, false);
   if (!sandbox) return report_error(sandbox.error(), o.json);
   const PreflightReport& report = sandbox->preflight();
+  PreflightCache cache(std::filesystem::path(o.cache.empty() ? default_cache_dir() : o.cache) / "preflight");
+  const Digest key = preflight_key(sandbox->profile(), sandbox->profile_digest(), sandbox->seccomp_program(), sandbox->host());
+  if (report.ok) cache.put(key, report);
+  else cache.forget(key);
   if (o.json) {
     Json out = report.to_json();
     out["profile"] = sandbox->profile().name;
@@ -137,6 +152,11 @@ void add_sandbox_commands(CLI::App& app, Action& action) {
         ->capture_default_str();
     cmd->add_flag("--json", o->json, "Print JSON");
   };
+  auto cache = [&](CLI::App* cmd) {
+    cmd->add_option("--cache", o->cache,
+                    "Cache directory; a passing preflight is remembered in its preflight/ for 24 hours (default "
+                    "/var/cache/warden as root, else ~/.cache/warden)");
+  };
   auto bind = [&action, o](CLI::App* cmd, int (*run)(const Options&)) {
     cmd->callback([&action, o, run] { action = [o, run] { return run(*o); }; });
   };
@@ -146,6 +166,8 @@ void add_sandbox_commands(CLI::App& app, Action& action) {
       "Run one command in the sandbox; print its output and exit with its status (124: killed at the timeout or "
       "the output limit; 125: the sandbox could not run). --json prints the evidence instead of the output.");
   profile(exec);
+  cache(exec);
+  exec->add_flag("--probe", o->probe, "Run the preflight probe even when a passing verdict is remembered");
   exec->add_option("--workspace", o->workspace,
                    "Directory bound read-write at the profile's workspace path (default: a fresh empty one). "
                    "The sandbox runs as nobody when Warden is root: make it writable for that user.");
@@ -158,6 +180,7 @@ void add_sandbox_commands(CLI::App& app, Action& action) {
       "preflight", "Prove the sandbox works: namespaces, no network, seccomp, limits, filesystem, workspace. "
                    "Exit 0 only if every part holds.");
   profile(preflight);
+  cache(preflight);
   bind(preflight, run_preflight);
 
   auto* show = sandbox->add_subcommand("profile", "Print a profile in normalized form with its digest");

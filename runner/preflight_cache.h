@@ -1,0 +1,57 @@
+// Passed preflight verdicts remembered across processes, so a one-shot `warden sandbox exec`
+// (an agent harness calls one per tool call) does not re-run the probe every time.
+//
+// A verdict is keyed by everything the probe's outcome depends on (PreflightKey): the
+// profile digest, the seccomp program, the probe script, the bwrap binary's bytes, the
+// kernel's identity, the runner's namespaces and the uids involved. Only passing verdicts
+// are kept: a failing host is probed again each time, so fixing it takes effect at once. A
+// verdict is never older than kMaxAge, and the caller forgets it when a sandbox then fails to
+// start (bwrap refuses closed rather than starting a weaker sandbox, so a changed host shows
+// up as a start failure and the next call probes again).
+//
+// Trust: a remembered verdict lets commands run without a probe, so it is only taken from a
+// directory and file owned by this process's effective uid and writable by no one else
+// (checked on the open descriptors, no symlinks followed); anything else is ignored as if
+// absent and never overwritten. The directory is created 0700.
+//
+// A PreflightCache is a path and a clock reading; safe to copy; concurrent processes may
+// share a directory (writes are atomic renames). Errors are never returned: a cache that
+// cannot be read or written is a miss, and the probe runs.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include "common/sha256.h"
+#include "runner/preflight.h"
+
+namespace warden {
+
+struct SandboxHost;
+struct SandboxProfile;
+
+// What the probe's verdict depends on, digested. Reads the bwrap binary, uname() and
+// /proc/self/ns: about a tenth of a millisecond.
+Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
+                     const SandboxHost& host);
+
+class PreflightCache {
+ public:
+  static constexpr std::chrono::hours kMaxAge{24};
+
+  explicit PreflightCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+  const std::filesystem::path& dir() const { return dir_; }
+  // A passing verdict recorded for `key` by this uid within kMaxAge.
+  std::optional<PreflightReport> get(const Digest& key) const;
+  // Records a passing verdict (a failing one is ignored).
+  void put(const Digest& key, const PreflightReport& report) const;
+  // Drops the verdict for `key`, if any.
+  void forget(const Digest& key) const;
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace warden

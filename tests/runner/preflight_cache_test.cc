@@ -1,0 +1,163 @@
+// The one-shot sandbox's remembered preflight: a pass is remembered and reused, a verdict
+// planted by anyone else (another uid, a writable directory, a renamed file, a stale or
+// failing one) is ignored, a sandbox that then fails to start drops it; and a workspace the
+// sandbox's uid cannot enter is refused before bwrap starts, naming the user and the fix.
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runner/preflight_cache.h"
+#include "runner/sandbox.h"
+#include "tests/support/process.h"
+#include "tests/support/sandbox_support.h"
+#include "tests/support/temp_dir.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+ProcessResult warden(std::vector<std::string> args) {
+  args.insert(args.begin(), WARDEN_BINARY);
+  return run(args);
+}
+
+// `sandbox exec --json` with its cache in `cache`: whether the verdict was remembered.
+bool exec_used_remembered_verdict(const fs::path& cache, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"sandbox", "exec", "--json", "--cache", cache.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--", "/bin/true"});
+  ProcessResult r = warden(args);
+  EXPECT_TRUE(r.exited_with(0)) << r.status() << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["preflight"]["ok"], true);
+  return j["preflight_cached"].get<bool>();
+}
+
+std::vector<fs::path> verdict_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".json") out.push_back(e.path());
+  }
+  return out;
+}
+
+TEST(PreflightCache, APassIsRememberedAndReused) {
+  TempDir tmp;
+  EXPECT_FALSE(exec_used_remembered_verdict(tmp.path()));
+  ASSERT_EQ(verdict_files(tmp / "preflight").size(), 1u);
+  struct stat st;
+  ASSERT_EQ(::stat((tmp / "preflight").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(exec_used_remembered_verdict(tmp.path()));
+  EXPECT_FALSE(exec_used_remembered_verdict(tmp.path(), {"--probe"}));
+}
+
+TEST(PreflightCache, VerdictsPlantedByOthersAreIgnored) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to plant files as another uid";
+  TempDir tmp;
+  EXPECT_FALSE(exec_used_remembered_verdict(tmp.path()));
+  fs::path file = verdict_files(tmp / "preflight").at(0);
+  // Another uid's file, even with the right bytes, is not ours.
+  ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(exec_used_remembered_verdict(tmp.path()));
+  // The probe passed again and its own verdict replaced the planted one.
+  struct stat st;
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_TRUE(exec_used_remembered_verdict(tmp.path()));
+  // A directory others may write into is not trusted at all.
+  ASSERT_EQ(::chmod((tmp / "preflight").c_str(), 0770), 0);
+  EXPECT_FALSE(exec_used_remembered_verdict(tmp.path()));
+  ASSERT_EQ(::chmod((tmp / "preflight").c_str(), 0700), 0);
+  EXPECT_TRUE(exec_used_remembered_verdict(tmp.path()));
+  // Group- or world-writable file.
+  ASSERT_EQ(::chmod(file.c_str(), 0622), 0);
+  EXPECT_FALSE(exec_used_remembered_verdict(tmp.path()));
+}
+
+TEST(PreflightCache, RenamedStaleAndFailingVerdictsAreMisses) {
+  TempDir tmp;
+  PreflightCache cache(tmp / "preflight");
+  PreflightReport pass;
+  pass.ok = true;
+  pass.checks.push_back({"sandbox_start", true, ""});
+  Digest key = sha256("key one"), other = sha256("key two");
+  cache.put(key, pass);
+  ASSERT_TRUE(cache.get(key));
+  EXPECT_FALSE(cache.get(other));
+  // A verdict file renamed to another key's name says which key it was made for.
+  fs::copy_file(tmp / "preflight" / (key.hex() + ".json"), tmp / "preflight" / (other.hex() + ".json"));
+  EXPECT_FALSE(cache.get(other));
+  // Older than a day.
+  fs::path file = tmp / "preflight" / (key.hex() + ".json");
+  struct timeval old[2] = {{::time(nullptr) - 25 * 3600, 0}, {::time(nullptr) - 25 * 3600, 0}};
+  ASSERT_EQ(::utimes(file.c_str(), old), 0);
+  EXPECT_FALSE(cache.get(key));
+  // A failing verdict is never kept, and a forged "ok" with garbage is a miss.
+  PreflightReport failing = pass;
+  failing.ok = false;
+  Digest third = sha256("key three");
+  cache.put(third, failing);
+  EXPECT_FALSE(fs::exists(tmp / "preflight" / (third.hex() + ".json")));
+  std::ofstream(tmp / "preflight" / (third.hex() + ".json")) << "{\"key\":\"" << third.hex() << "\",\"report\":{\"ok\":true}}";
+  ::chmod((tmp / "preflight" / (third.hex() + ".json")).c_str(), 0600);
+  EXPECT_FALSE(cache.get(third));
+  cache.forget(key);
+  EXPECT_FALSE(fs::exists(file));
+}
+
+TEST(PreflightCache, ASandboxThatFailsToStartDropsTheVerdict) {
+  TempDir tmp;
+  auto profile = SandboxProfile::load("default");
+  ASSERT_TRUE(profile);
+  SandboxHost host = SandboxHost::detect();
+  PreflightCache cache(tmp / "preflight");
+  {
+    auto first = Sandbox::create(*profile, host);
+    ASSERT_TRUE(first);
+    first->set_preflight_cache(cache);
+    ASSERT_TRUE(first->preflight().ok);
+    EXPECT_FALSE(first->preflight_from_cache());
+  }
+  auto second = Sandbox::create(*profile, host);
+  ASSERT_TRUE(second);
+  second->set_preflight_cache(cache);
+  ASSERT_TRUE(second->preflight().ok);
+  EXPECT_TRUE(second->preflight_from_cache());
+  ASSERT_EQ(verdict_files(tmp / "preflight").size(), 1u);
+  // bwrap refuses a workspace that is not there: a start failure.
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0711), 0);
+  SandboxRequest req;
+  req.argv = {"/bin/true"};
+  req.workspace_dir = tmp / "missing-workspace";
+  auto run = second->run(req);
+  ASSERT_TRUE(run);
+  EXPECT_NE(run->exit_code, 0);
+  EXPECT_TRUE(verdict_files(tmp / "preflight").empty());
+}
+
+TEST(SandboxWorkspace, RootWithAWorkspaceTheSandboxUserCannotEnterIsRefusedClearly) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox drops to another uid only when Warden is root";
+  TempDir tmp;
+  fs::path ws = tmp / "private";
+  ASSERT_EQ(::mkdir(ws.c_str(), 0700), 0);
+  ProcessResult r = warden({"sandbox", "exec", "--cache", (tmp / "cache").string(), "--workspace", ws.string(), "--", "/bin/true"});
+  EXPECT_TRUE(r.exited_with(125)) << r.status() << r.err;
+  EXPECT_NE(r.err.find("uid 65534"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chown 65534:65534 " + ws.string()), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Can't chdir"), std::string::npos) << r.err;
+  // The fix the message names makes it work.
+  ASSERT_EQ(::chown(ws.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0711), 0);
+  ProcessResult ok = warden({"sandbox", "exec", "--cache", (tmp / "cache").string(), "--workspace", ws.string(), "--",
+                             "/bin/sh", "-c", "echo hi > /workspace/f && cat /workspace/f"});
+  EXPECT_TRUE(ok.exited_with(0)) << ok.status() << ok.err;
+  EXPECT_EQ(ok.out, "hi\n");
+}
+
+}  // namespace
+}  // namespace warden::test
