@@ -45,6 +45,10 @@ class Progress {
             for (const auto& r : d.value("reasons", Json::array())) std::cout << " " << r.get<std::string>();
           }
           std::cout << std::endl;
+        } else if (d.contains("base_checkout_discarded")) {
+          const Json& b = d["base_checkout_discarded"];
+          std::cout << "      warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
+                    << b.value("reason", "") << std::endl;
         } else if (d.contains("checks")) {
           std::cout << "      attempt " << d.value("attempt", 0) << " checks:";
           for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();

@@ -81,6 +81,11 @@ int run(ProposeArgs a) {
                   << a.base << "\n  ledger     " << ledger->string() << std::endl;
       }
     }
+    if (ev.type == kernel::RunEventType::tool_output && ev.data.contains("base_checkout_discarded")) {
+      const Json& b = ev.data["base_checkout_discarded"];
+      std::cerr << "warden: warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
+                << b.value("reason", "") << std::endl;
+    }
     if (!a.json && ev.type == kernel::RunEventType::tool_output && ev.data.contains("checks")) {
       std::cout << "  checks:";
       for (const auto& [name, verdict] : ev.data["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();
