@@ -16,6 +16,8 @@
 // - A run result must name this proposal's diff (RunResult.diff_sha256), else hash_mismatch:
 //   a passing run of some other tree proves nothing about this one.
 // - An empty plan.allowed_paths leaves the policy's allow list alone in charge.
+// - Deny, protected and approval globs (and the oracle's) match Unicode case folded (glob.h):
+//   a case-insensitive checkout opens .ENV as .env; allowed paths and plan targets stay exact.
 // - The oracle (oracle.h) is judged on the pre- and post-images: whole test files and hooks by
 //   name, shared build files by their test sections; a proposal that does not apply has no
 //   post-images, so only the whole files are judged then.

@@ -37,7 +37,10 @@ class Walker {
     return {};
   }
 
-  StatSnapshot finish() { return StatSnapshot{hash_.finish(), entries_}; }
+  StatSnapshot finish() {
+    hash_.update(pending_);
+    return StatSnapshot{hash_.finish(), entries_};
+  }
 
  private:
   static std::string shown(const std::string& rel) { return rel.empty() ? "." : rel; }
@@ -67,17 +70,23 @@ class Walker {
 
   void add(const std::string& rel, const struct stat& st) {
     // The path ends at a NUL (no path holds one), the numbers at a newline: one encoding per entry.
-    std::string line = rel;
-    line += '\0';
-    line += std::to_string(st.st_mode & S_IFMT) + " " + std::to_string(st.st_mode & 07777) + " " + std::to_string(st.st_uid) +
+    std::string& buf = pending_;
+    buf += rel;
+    buf += '\0';
+    buf += std::to_string(st.st_mode & S_IFMT) + " " + std::to_string(st.st_mode & 07777) + " " + std::to_string(st.st_uid) +
             " " + std::to_string(st.st_gid) + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_ino) + " " +
             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + " " +
             std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec) + "\n";
-    hash_.update(line);
+    // Hashed in batches of 64 KiB: an update per entry made the walk a third slower.
+    if (buf.size() >= 64 * 1024) {
+      hash_.update(buf);
+      buf.clear();
+    }
     ++entries_;
   }
 
   Sha256 hash_;
+  std::string pending_;  // entries not yet hashed
   uint64_t entries_ = 0;
 };
 

@@ -1,7 +1,7 @@
 // Tested bytes are the committed bytes: `warden propose` refuses a .gitattributes entry that
 // would make a checkout differ from what the sandbox tested (ident, eol/text, filter), and a
 // branch accepted with harmless attributes, cloned with real `git clone`, holds exactly the
-// bytes of the tree that was tested.
+// bytes of the tree that was tested. A base whose own attributes already transform is noted.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -82,6 +82,20 @@ TEST_F(GitAttributesCli, AnAcceptedBranchClonesToTheTestedBytes) {
   std::sort(seen.begin(), seen.end());
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(seen, expected);
+}
+
+TEST_F(GitAttributesCli, ABaseThatAlreadyTransformsIsNotedInTheLedger) {
+  repo.write("src/.gitattributes", "# kept by the owners\n*.py ident\n");
+  base = repo.commit_all("owners' attributes");
+  auto r = propose(patch("good.patch", {{"README", "hello\n"}}));
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  EXPECT_NE(r.err.find("note: the base's src/.gitattributes:2 `*.py ident` sets ident"), std::string::npos) << r.err;
+  std::vector<json> noted;
+  for (const json& ev : payloads(ledger_records(repo.repo() / ".git" / "warden-ledger"), "run_event")) {
+    if (ev["data"].contains("base_checkout_attributes")) noted.push_back(ev["data"]["base_checkout_attributes"]);
+  }
+  ASSERT_EQ(noted.size(), 1u);
+  EXPECT_EQ(noted[0], json::parse(R"([{"path": "src/.gitattributes", "line": 2, "text": "*.py ident", "attribute": "ident"}])"));
 }
 
 }  // namespace

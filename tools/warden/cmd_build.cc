@@ -36,7 +36,13 @@ class Progress {
         std::cout << std::endl;
         break;
       case RunEventType::tool_output:
-        if (ev.tool && *ev.tool == "kernel") {
+        if (d.contains("base_checkout_attributes")) {
+          for (const auto& a : d["base_checkout_attributes"]) {
+            std::cout << "      note: the base's " << a.value("path", "") << ":" << a.value("line", 0) << " `" << a.value("text", "")
+                      << "` sets " << a.value("attribute", "") << ": a checkout of what is accepted may differ from the bytes tested"
+                      << std::endl;
+          }
+        } else if (ev.tool && *ev.tool == "kernel") {
           std::cout << "      attempt " << d.value("attempt", 0) << ": ";
           if (d.value("accepted", false)) {
             std::cout << "accepted";
