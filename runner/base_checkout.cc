@@ -71,7 +71,7 @@ std::optional<std::string> BaseCheckouts::verify(const ObjectId& tree) const {
   UniqueFd entry(::open(entry_of(tree).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!entry) return "it is not a directory Warden can open";
   UniqueFd seal(::openat(entry.get(), "seal", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!seal) return std::string("it has no seal (left unfinished, or made by an older Warden)");
+  if (!seal) return std::string("it has no seal (left unfinished, or not made by Warden)");
   if (auto why = not_private(entry.get(), "directory")) return why;
   if (auto why = not_private(seal.get(), "seal")) return why;
   std::string sealed(kMaxSealBytes, '\0');

@@ -3,7 +3,8 @@
 // workspace. They are trusted on reuse, so they are kept where only Warden can reach them
 // and sealed, and an entry made by an earlier process is verified before it is used.
 //
-// Layout, under `dir` (<cache>/base, a private directory: private_dir.h, 0700, Warden's uid):
+// Layout, under `dir` (<cache>/checkouts, a private directory: private_dir.h, 0700, Warden's
+// uid; older versions kept unsealed checkouts in <cache>/base, which this never reads):
 //   <tree>/           0700, Warden's uid
 //     checkout/       the files, owned by the sandbox's host uid (the sandboxed user owns
 //                     the files it sees through the overlay and may change them there)
@@ -18,7 +19,7 @@
 //
 // Verification: an entry this process made or verified is used as it is; one made before is
 // re-walked and its snapshot compared with its seal (and its ownership and modes checked).
-// Any difference, a missing seal (an older Warden's entry, or one left half-made), or an entry
+// Any difference, a missing seal (an entry left half-made), or an entry
 // that is not a private directory discards the entry (renamed aside, then removed) and
 // rebuilds it; get() says so (Got::discarded), for the caller to record. A snapshot matches
 // only an untouched tree: writing a file, replacing it, or resetting its times moves ctime.

@@ -187,11 +187,11 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
   if (!sandbox) return std::unexpected(sandbox.error());
   r.sandbox_.emplace(std::move(*sandbox));
   r.options_ = std::move(options);
-  if (Status st = ensure_private_dir(r.options_.cache_dir); !st) return std::unexpected(st.error());
+  if (Status st = ensure_owned_dir(r.options_.cache_dir); !st) return std::unexpected(st.error());
   auto cache = ResultCache::open(r.options_.cache_dir / "store");
   if (!cache) return std::unexpected(cache.error());
   r.cache_.emplace(std::move(*cache));
-  r.bases_.emplace(r.options_.cache_dir / "base", host);
+  r.bases_.emplace(r.options_.cache_dir / "checkouts", host);
   r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, r.options_.kernel_release_in_toolchain);
   r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());
   return r;

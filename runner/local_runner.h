@@ -30,10 +30,11 @@
 namespace warden {
 
 struct RunnerOptions {
-  // base/ holds base checkouts, store/ the LMDB result cache and tree-hash memo. It, base/
-  // and store/ are Warden's alone (private_dir.h: made 0700, refused when another uid owns
-  // them or others may write into them); the sandbox reaches base checkouts only through the
-  // descriptors its child opens.
+  // checkouts/ holds base checkouts (base_checkout.h), store/ the LMDB result cache and
+  // tree-hash memo. Both are Warden's alone (private_dir.h: 0700, refused when another uid
+  // owns them or others may write into them), and so is the directory itself, but for read
+  // and search bits, which it keeps (an older Warden's base/ may be in it); the sandbox reaches
+  // base checkouts only through the descriptors its child opens.
   std::filesystem::path cache_dir;
   // Results come from and go to the cache for every request; off, only for a request that
   // asks for reuse (RunRequest::reuse).

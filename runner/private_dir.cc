@@ -48,6 +48,16 @@ Status check_owner_and_writers(const std::filesystem::path& path, const struct s
 }  // namespace
 
 Status ensure_private_dir(const std::filesystem::path& dir) {
+  if (Status ok = ensure_owned_dir(dir); !ok) return ok;
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return std::unexpected(errno_error("stat " + dir.string(), errno));
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    return std::unexpected(errno_error("chmod 0700 " + dir.string(), errno));
+  }
+  return {};
+}
+
+Status ensure_owned_dir(const std::filesystem::path& dir) {
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) return std::unexpected(errno_error("stat " + dir.string(), errno));
@@ -62,11 +72,7 @@ Status ensure_private_dir(const std::filesystem::path& dir) {
     return fail(Errc::verification_failed, dir.string() + " is not a directory" + (S_ISLNK(st.st_mode) ? " (a symlink)" : "") +
                                                ": Warden's cache must be a directory of its own; remove it");
   }
-  if (Status ok = check_owner_and_writers(dir, st, "a directory of Warden's cache"); !ok) return ok;
-  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
-    return std::unexpected(errno_error("chmod 0700 " + dir.string(), errno));
-  }
-  return {};
+  return check_owner_and_writers(dir, st, "a directory of Warden's cache");
 }
 
 Status check_private_file(const std::filesystem::path& file) {

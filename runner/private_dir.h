@@ -26,6 +26,12 @@ namespace warden {
 // repairs it as above.
 Status ensure_private_dir(const std::filesystem::path& dir);
 
+// The same for a directory that holds private ones (the cache directory itself), except that
+// one others may read or search is left so: an older Warden sharing the directory keeps its
+// own base/ in it, which that version's sandbox must pass through. What this one keeps there
+// is private by its own directories' modes.
+Status ensure_owned_dir(const std::filesystem::path& dir);
+
 // Checks an existing file as above; a missing one is fine.
 Status check_private_file(const std::filesystem::path& file);
 

@@ -43,7 +43,7 @@ TEST(BaseCacheCli, APoisonedCheckoutIsRebuiltRecordedAndTheBrokenChangeRefused) 
   auto first = propose(bad1);
   ASSERT_TRUE(first.exited_with(1)) << describe(first);
   const std::string tree = repo.git_line({"rev-parse", base + "^{tree}"});
-  const std::filesystem::path cached = cache / "base" / tree / "checkout" / "test_calc.py";
+  const std::filesystem::path cached = cache / "checkouts" / tree / "checkout" / "test_calc.py";
   ASSERT_EQ(read_file(cached), test);
 
   // The poisoner's test passes whatever calc.py does.

@@ -46,7 +46,7 @@ class BaseCacheTest : public ::testing::Test {
   }
 
   fs::path cache() const { return root_->path() / "cache"; }
-  fs::path entry() const { return cache() / "base" / base_tree_.hex(); }
+  fs::path entry() const { return cache() / "checkouts" / base_tree_.hex(); }
 
   Result<LocalRunner> make_runner() {
     RunnerOptions o;
@@ -97,22 +97,20 @@ TEST_F(BaseCacheTest, AnotherProcessOfTheSandboxUidCannotReachAnEntry) {
   struct stat st;
   ASSERT_EQ(::stat((entry() / "checkout" / "tests" / "run.sh").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kNobody);
-  // ... but no path reaches them: the cache and base/ are Warden's alone.
-  ASSERT_EQ(::stat((cache() / "base").c_str(), &st), 0);
+  // ... but no path reaches them: checkouts/ is Warden's alone.
+  ASSERT_EQ(::stat((cache() / "checkouts").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
-  // Even with the cache directory opened up by mistake, base/ stops the poisoner.
+  // Even with the cache directory open to others (as an older Warden made it), checkouts/ stops the poisoner.
   ASSERT_EQ(::chmod(cache().c_str(), 0755), 0);
   EXPECT_EQ(errno_as_nobody(entry() / "checkout" / "tests" / "run.sh", false), EACCES);
   EXPECT_EQ(errno_as_nobody(entry() / "checkout", true), EACCES);
-  EXPECT_EQ(errno_as_nobody(cache() / "base", true), EACCES);
+  EXPECT_EQ(errno_as_nobody(cache() / "checkouts", true), EACCES);
   EXPECT_EQ(read_file(entry() / "checkout" / "tests" / "run.sh"), "test \"$(cat src/value)\" = 1\n");
 
   // And the sandbox still works on it: a check may write its files (into its own layer).
-  auto again = make_runner();  // repairs the cache directory to 0700
+  auto again = make_runner();
   ASSERT_TRUE(again) << again.error().message;
-  ASSERT_EQ(::stat(cache().c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0700u);
   RunRequest req;
   req.base_tree = base_tree_;
   req.checks = {CheckSpec::shell("write", "echo changed > tests/run.sh && mkdir src/new && echo x > src/new/f && id -u")};
@@ -158,7 +156,7 @@ TEST_F(BaseCacheTest, TamperedEntryIsFoundRebuiltAndReportedAndTheBrokenChangeFa
   EXPECT_TRUE(run(*third, &broken_).discarded_checkouts.empty());
   // Nothing is left beside the entries.
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(cache() / "base")) names.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(cache() / "checkouts")) names.push_back(e.path().filename().string());
   EXPECT_EQ(names, std::vector<std::string>{base_tree_.hex()});
 }
 
@@ -184,11 +182,11 @@ TEST_F(BaseCacheTest, AReplacedFileOrAnAddedOneIsFoundToo) {
 }
 
 TEST_F(BaseCacheTest, AnEntryWithoutASealIsRebuilt) {
-  // As an older Warden left it (the files right in the entry), or a half-made one.
+  // Files right in the entry, with no seal: half made, or not made by Warden.
   fs::create_directories(entry() / "tests");
   write_file(entry() / "tests" / "run.sh", "exit 0\n");
   ASSERT_EQ(::chmod(cache().c_str(), 0700), 0);
-  ASSERT_EQ(::chmod((cache() / "base").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((cache() / "checkouts").c_str(), 0700), 0);
   auto runner = make_runner();
   ASSERT_TRUE(runner) << runner.error().message;
   RunOutcome out = run(*runner, &broken_);
@@ -230,23 +228,23 @@ TEST_F(BaseCacheTest, CacheDirectoriesOthersMayWriteOrOwnAreRefused) {
     refused(cache(), "owned by uid 65534");
     ASSERT_EQ(::chown(cache().c_str(), 0, 0), 0);
   }
-  // Only readable by others (as older versions made base/): repaired to 0700 on use.
-  ASSERT_EQ(::chmod((cache() / "base").c_str(), 0711), 0);
+  // Only readable by others: repaired to 0700 on use.
+  ASSERT_EQ(::chmod((cache() / "checkouts").c_str(), 0711), 0);
   auto runner = make_runner();
   ASSERT_TRUE(runner) << runner.error().message;
   RunOutcome out = run(*runner, nullptr);
   EXPECT_TRUE(out.discarded_checkouts.empty());
   struct stat st;
-  ASSERT_EQ(::stat((cache() / "base").c_str(), &st), 0);
+  ASSERT_EQ(::stat((cache() / "checkouts").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
-  // A base/ others may write into fails the run, naming it.
-  ASSERT_EQ(::chmod((cache() / "base").c_str(), 0733), 0);
+  // A checkouts/ others may write into fails the run, naming it.
+  ASSERT_EQ(::chmod((cache() / "checkouts").c_str(), 0733), 0);
   RunRequest req;
   req.base_tree = base_tree_;
   req.checks = {CheckSpec::shell("tests", "sh tests/run.sh")};
   auto failed = runner->run(*git_, req);
   ASSERT_FALSE(failed);
-  EXPECT_NE(failed.error().message().find((cache() / "base").string()), std::string::npos) << failed.error().message();
+  EXPECT_NE(failed.error().message().find((cache() / "checkouts").string()), std::string::npos) << failed.error().message();
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST_F(LocalRunnerTest, WritesStayInTheirRunAndNeverReachTheBase) {
   RunOutcome second = run(runner, {shell("look", "cat a.txt dir/b.txt; test ! -e fresh.txt")});
   EXPECT_EQ(second.result.checks.at(0).verdict, kPassed);
   EXPECT_EQ(second.result.checks.at(0).runs.at(0).out.head, "alpha, changed\nbravo\n");
-  EXPECT_EQ(read_file(cache_->path() / "cache" / "base" / base_tree_.hex() / "checkout" / "a.txt"), "alpha\n");
+  EXPECT_EQ(read_file(cache_->path() / "cache" / "checkouts" / base_tree_.hex() / "checkout" / "a.txt"), "alpha\n");
 }
 
 TEST_F(LocalRunnerTest, SameCheckSameTreeSameDeterministicDigest) {

@@ -65,17 +65,17 @@ int main(int argc, char** argv) {
   double make_ms = median_ms(runs, [&] {
     // A fresh cache each time: the cost of the first use on a machine.
     const fs::path cache = work->path() / ("cache-" + std::to_string(made++));
-    warden::BaseCheckouts bases(cache / "base", host);
+    warden::BaseCheckouts bases(cache / "checkouts", host);
     auto got = bases.get(*repo, *tree);
     if (!got || !got->made) die("make: " + (got ? std::string("not made") : got.error().message()));
   });
   const fs::path cache = work->path() / "cache-0";
   double verify_ms = median_ms(runs, [&] {
-    warden::BaseCheckouts bases(cache / "base", host);
+    warden::BaseCheckouts bases(cache / "checkouts", host);
     auto got = bases.get(*repo, *tree);
     if (!got || got->made || got->discarded) die("verify: the sealed entry was not reused");
   });
-  warden::BaseCheckouts warm(cache / "base", host);
+  warden::BaseCheckouts warm(cache / "checkouts", host);
   if (!warm.get(*repo, *tree)) die("reuse");
   double reuse_ms = median_ms(runs, [&] {
     if (!warm.get(*repo, *tree)) die("reuse");
