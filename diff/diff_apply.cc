@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/case_fold.h"
 #include "common/strings.h"
 #include "diff/hunk_apply.h"
 #include "diff/path_safety.h"

@@ -1,17 +1,10 @@
 #include "diff/path_safety.h"
 
 #include "common/canonical_json.h"
+#include "common/case_fold.h"
 #include "common/strings.h"
 
 namespace warden {
-
-std::string fold_case(std::string_view name) {
-  std::string out(name);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 Refusal printable(Refusal r) {
   r.path = escape_invalid_utf8(r.path);

@@ -20,7 +20,4 @@ Checked<void> check_symlink_target(std::string_view link_path, std::string_view 
 // and whatever they quote is escaped where it is not UTF-8 (escape_invalid_utf8).
 Refusal printable(Refusal r);
 
-// ASCII case folding, as case-insensitive file systems (macOS, Windows defaults) fold.
-std::string fold_case(std::string_view name);
-
 }  // namespace warden

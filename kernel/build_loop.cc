@@ -6,6 +6,7 @@
 #include "executor/state_machine.h"
 #include "kernel/artifacts.h"
 #include "kernel/build_setup.h"
+#include "kernel/checkout_attributes.h"
 #include "kernel/ledger_writer.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_generate.h"
@@ -70,6 +71,7 @@ class Build {
     auto start_tree = workspace_.repo().tree_of(base_commit);
     if (!start_tree) return fail(Errc::not_found, "base tree: " + start_tree.error().message());
     start_tree_ = *start_tree;
+    note_base_attributes();
     if (Status st = move(RunStatus::running); !st) return st;
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const BuildStep& step = plan_.steps[i];
@@ -100,6 +102,26 @@ class Build {
     rec_.emit(terminal == RunStatus::cancelled ? RunEventType::run_cancelled : RunEventType::run_failed, std::nullopt,
               std::nullopt, data);
     return seal();
+  }
+
+  // The base's own .gitattributes lines that transform content on checkout
+  // (checkout_attributes.h). A proposal may not add one, but those already there apply to
+  // every file they match, so a checkout of an accepted commit can differ from the bytes
+  // tested. They are the repository owners' and not refused: recorded and shown, once per run.
+  void note_base_attributes() {
+    auto files = workspace_.repo().files_named(start_tree_, [](std::string_view name) { return is_attributes_file(name); });
+    if (!files) return;  // the tree was read a moment ago; a failure here is the next read's to report
+    auto tree = workspace_.repo().tree(start_tree_);
+    if (!tree) return;
+    Json found = Json::array();
+    for (const std::string& path : *files) {
+      auto file = tree->read(path);
+      if (!file || !*file) continue;
+      for (const AttributeFinding& a : transforming_attributes((*file)->content)) {
+        found.push_back({{"path", path}, {"line", a.line}, {"text", a.text}, {"attribute", a.attribute}});
+      }
+    }
+    if (!found.empty()) rec_.emit(RunEventType::tool_output, std::nullopt, "kernel", {{"base_checkout_attributes", found}});
   }
 
   bool ended() const { return is_terminal(life_.status()); }

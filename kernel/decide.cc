@@ -16,14 +16,19 @@
 // - A run result must name this proposal's diff (RunResult.diff_sha256), else hash_mismatch:
 //   a passing run of some other tree proves nothing about this one.
 // - An empty plan.allowed_paths leaves the policy's allow list alone in charge.
+// - Deny, protected and approval globs (and the oracle's) match Unicode case folded (glob.h):
+//   a case-insensitive checkout opens .ENV as .env; allowed paths and plan targets stay exact.
 // - The oracle (oracle.h) is judged on the pre- and post-images: whole test files and hooks by
 //   name, shared build files by their test sections; a proposal that does not apply has no
 //   post-images, so only the whole files are judged then.
 #include "kernel/decide.h"
 
 #include <algorithm>
+#include <set>
 
+#include "common/case_fold.h"
 #include "common/strings.h"
+#include "kernel/checkout_attributes.h"
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
 #include "kernel/glob.h"
@@ -191,16 +196,16 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
       if (!any_glob_match(policy.allow_paths, path)) {
         reasons.add(reason::path_not_allowed, path + " is not in policy " + policy.name + "'s allowed paths");
       }
-      if (any_glob_match(policy.deny_paths, path)) {
+      if (any_glob_match(policy.deny_paths, path, Case::folded)) {
         reasons.add(reason::path_not_allowed, path + " is denied by policy " + policy.name);
       }
       if (in_kernel_dir(path)) {
         reasons.add(reason::protected_path, path + " is inside .git or .warden");
-      } else if (any_glob_match(policy.protected_paths, path) && !may_touch_protected(in, step, f, path)) {
+      } else if (any_glob_match(policy.protected_paths, path, Case::folded) && !may_touch_protected(in, step, f, path)) {
         reasons.add(reason::protected_path, path + " is protected: only a step that targets it may add it, and an existing one "
                                                    "changes only through its own add_dependency step");
       }
-      if (any_glob_match(policy.approval_paths, path)) {
+      if (any_glob_match(policy.approval_paths, path, Case::folded)) {
         reasons.add(reason::approval_required, path + " needs a human's approval");
       }
     }
@@ -303,6 +308,42 @@ void check_dangerous(const DecisionInput& in, const Diff& diff, const PostImages
   }
   if (findings.size() > kMaxListed) {
     reasons.add(reason::dangerous_operation_detected, "and " + std::to_string(findings.size() - kMaxListed) + " more");
+  }
+}
+
+// Tested bytes must be the committed bytes (checkout_attributes.h): every line of a
+// .gitattributes post-image that sets a transforming attribute and is not a line of its
+// pre-image (a rename's is its source's; an add or a copy has none). Without post-images (the
+// diff does not apply) the lines it adds are judged alone.
+void check_checkout_attributes(const DecisionInput& in, const Diff& diff, const PostImages* post_images, Reasons& reasons) {
+  for (const FileChange& f : diff.files) {
+    if (f.op == FileOp::remove || !is_attributes_file(f.path)) continue;
+    std::string added;
+    const std::string* post = &added;
+    if (post_images) {
+      auto it = post_images->find(f.path);
+      if (it == post_images->end() || !it->second) continue;
+      post = &*it->second;
+    } else if (f.after_content) {
+      added = *f.after_content;
+    } else {
+      for (const Hunk& h : f.hunks) {
+        for (const std::string& line : h.lines) {
+          if (!line.empty() && line[0] == '+') added += line.substr(1) + "\n";
+        }
+      }
+    }
+    std::set<std::string> before;
+    auto base = in.proposal.base.find(f.source_path());
+    if (f.op != FileOp::add && f.op != FileOp::copy && base != in.proposal.base.end() && base->second.content) {
+      for (const AttributeFinding& a : transforming_attributes(*base->second.content)) before.insert(a.text);
+    }
+    for (const AttributeFinding& a : transforming_attributes(*post)) {
+      if (before.contains(a.text)) continue;
+      std::string where = post_images ? f.path + ":" + std::to_string(a.line) : f.path + " (an added line)";
+      reasons.add(reason::checkout_transform, where + " `" + a.text + "` sets " + a.attribute +
+                                                  ", which makes a checkout's bytes differ from the tested ones");
+    }
   }
 }
 
@@ -484,6 +525,7 @@ Verdict decide(const DecisionInput& in) {
     for (std::string& problem : content_mismatches(ContentCheck{*step, *diff, in.proposal.base, post, in.policy.exact_content})) {
       reasons.add(reason::content_mismatch, std::move(problem));
     }
+    check_checkout_attributes(in, *diff, post, reasons);
     if (in.policy.dangerous_operations) check_dangerous(in, *diff, post, reasons);
   }
   check_run(in, *step, diff ? &*diff : nullptr, reasons);

@@ -4,7 +4,8 @@
 // and the policy, it returns the same Verdict byte for byte every time — at build time and
 // again in `warden replay`. It re-derives everything it can: the diff hash, every file's
 // before/after hash (by re-applying the hunks to the recorded pre-images), path rules and
-// the dangerous-operation scan over what the change introduces, the oracle (oracle.h: test
+// the dangerous-operation scan over what the change introduces, .gitattributes lines that would
+// make a checkout differ from the tested bytes (checkout_attributes.h), the oracle (oracle.h: test
 // files and hooks by path, shared build files by their test sections, pre-image against
 // post-image), and which tests the base passed that the proposal lost. Durations never enter.
 #pragma once

@@ -1,7 +1,9 @@
 #include "kernel/glob.h"
 
+#include <algorithm>
 #include <cstdint>
 
+#include "common/case_fold.h"
 #include "common/strings.h"
 
 namespace warden::kernel {
@@ -78,9 +80,7 @@ bool segment_match(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-}  // namespace
-
-bool glob_match(std::string_view pattern, std::string_view path) {
+bool exact_match(std::string_view pattern, std::string_view path) {
   std::vector<std::string_view> pat = split_path(pattern), segs = split_path(path);
   // reach[j]: the first i pattern segments can match the first j path segments.
   std::vector<uint8_t> reach(segs.size() + 1, 0), next(segs.size() + 1, 0);
@@ -100,11 +100,17 @@ bool glob_match(std::string_view pattern, std::string_view path) {
   return reach[segs.size()] != 0;
 }
 
-bool any_glob_match(const std::vector<std::string>& patterns, std::string_view path) {
-  for (const std::string& p : patterns) {
-    if (glob_match(p, path)) return true;
-  }
-  return false;
+}  // namespace
+
+bool glob_match(std::string_view pattern, std::string_view path, Case mode) {
+  if (mode == Case::exact) return exact_match(pattern, path);
+  return exact_match(fold_case(pattern), fold_case(path));
+}
+
+bool any_glob_match(const std::vector<std::string>& patterns, std::string_view path, Case mode) {
+  if (mode == Case::exact) return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return exact_match(p, path); });
+  const std::string folded = fold_case(path);
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return exact_match(fold_case(p), folded); });
 }
 
 }  // namespace warden::kernel

@@ -6,10 +6,10 @@
 namespace warden::kernel {
 namespace {
 
-// The first glob of `globs` that matches `path`, or null.
+// The first glob of `globs` that matches `path`, case folded (glob.h), or null.
 const std::string* matching(const std::vector<std::string>& globs, std::string_view path) {
   for (const std::string& g : globs) {
-    if (glob_match(g, path)) return &g;
+    if (glob_match(g, path, Case::folded)) return &g;
   }
   return nullptr;
 }

@@ -8,7 +8,7 @@
 // step's targets (a `modify` step's, and every `warden propose` step's) come from the very
 // proposal being judged and open nothing.
 //
-// A policy says which paths are the oracle, as globs (glob.h), in three lists:
+// A policy says which paths are the oracle, as globs (glob.h, matched case folded), in three lists:
 //   paths     whole files that are tests: an existing one may not change; new ones may be
 //             added (a fix with a new test file is the normal case)
 //   hooks     files that change how the existing tests run (conftest.py, sitecustomize.py,

@@ -101,7 +101,7 @@ void check_target(const std::string& path, const BuildPlan& plan, const Policy& 
   if (!any_glob_match(policy.allow_paths, path)) {
     return out.add("plan_target_not_allowed:" + path, "\"" + path + "\" is outside policy " + policy.name + "'s allow_paths");
   }
-  if (any_glob_match(policy.deny_paths, path)) {
+  if (any_glob_match(policy.deny_paths, path, Case::folded)) {
     out.add("plan_target_not_allowed:" + path, "\"" + path + "\" matches policy " + policy.name + "'s deny_paths");
   }
 }

@@ -118,6 +118,15 @@ bool covers(const RunResult& run, const std::vector<CheckSpec>& wanted) {
   return true;
 }
 
+// Base checkouts the runner found changed since they were sealed, or left unfinished, and
+// rebuilt (runner/base_checkout.h): someone reached the runner's cache. Recorded and shown.
+void note_discarded_checkouts(const StepContext& ctx, const RunOutcome& ran) {
+  for (const DiscardedCheckout& d : ran.discarded_checkouts) {
+    ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
+                 {{"step_id", ctx.step.id}, {"base_checkout_discarded", {{"tree", d.tree}, {"reason", d.reason}}}});
+  }
+}
+
 // The step's base tested: the accepted run that made the head when it covers the checks,
 // else a run of its own (from the runner's cache when the tree was tested before), recorded.
 Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vector<CheckSpec>& checks) {
@@ -137,6 +146,7 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   auto ran = ctx.runner.run(ctx.workspace.repo(), request);
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's checks ran"));
   if (!ran) return std::unexpected(stage_error("runner (the base's tests): " + ran.error().message()));
+  note_discarded_checkouts(ctx, *ran);
   if (ran->result.tree != tree->hex()) {
     return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the base " + tree->hex()));
   }
@@ -173,6 +183,7 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
   auto ran = ctx.runner.run(ctx.workspace.repo(), request);
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's tests ran on the proposal"));
   if (!ran) return std::unexpected(stage_error("runner (the oracle run): " + ran.error().message()));
+  note_discarded_checkouts(ctx, *ran);
   if (ran->result.tree != applied->tree.hex()) {
     return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied->tree.hex()));
   }
@@ -266,6 +277,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the checks ran"));
   // The diff applied above, so this is the sandbox or the repository failing.
   if (!ran) return std::unexpected(stage_error("runner: " + ran.error().message()));
+  note_discarded_checkouts(ctx, *ran);
   // A runner only reports; one that reports on another tree than it was asked to test (a
   // bug, or a remote runner that lies) is not evidence about this proposal at all.
   if (ran->result.tree != applied->tree.hex()) {

@@ -116,6 +116,10 @@ std::string suggestion_for(const Reason& reason) {
   if (code == reason::dangerous_operation_detected) {
     return "remove the dangerous call and use a safe alternative (no eval/exec/shell, no unbounded string copies)" + why;
   }
+  if (code == reason::checkout_transform) {
+    return "leave content-transforming git attributes (ident, eol, text, crlf, filter, working-tree-encoding) out of "
+           ".gitattributes: the sandbox tests the committed bytes" + why;
+  }
   if (code == reason::sandbox_unavailable) return "the sandbox could not run: fix the runner host, then retry" + why;
   return "see the reason's detail" + why;
 }

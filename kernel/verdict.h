@@ -30,6 +30,8 @@ inline constexpr std::string_view no_tests_ran = "no_tests_ran";
 inline constexpr std::string_view invariant_not_proven = "invariant_not_proven";  // ":<name>"
 inline constexpr std::string_view dangerous_operation_detected = "dangerous_operation_detected";
 inline constexpr std::string_view sandbox_unavailable = "sandbox_unavailable";
+// A .gitattributes entry that makes a checkout's bytes differ from the tested (committed) ones.
+inline constexpr std::string_view checkout_transform = "checkout_transform";
 }  // namespace reason
 
 // One failing reason: its code ("invariant_not_proven:no_import_cycles") and a sentence.

@@ -153,6 +153,26 @@ Checked<GitTree> GitRepo::tree(const ObjectId& tree_id) {
   return GitTree(repo_.get(), TreePtr(raw));
 }
 
+Checked<std::vector<std::string>> GitRepo::files_named(const ObjectId& tree_id,
+                                                      const std::function<bool(std::string_view)>& wanted) {
+  auto root = tree(tree_id);
+  if (!root) return std::unexpected(root.error());
+  struct Walk {
+    const std::function<bool(std::string_view)>& wanted;
+    std::vector<std::string> found;
+  } walk{wanted, {}};
+  auto visit = [](const char* dir, const git_tree_entry* e, void* payload) -> int {
+    auto* w = static_cast<Walk*>(payload);
+    const git_filemode_t mode = git_tree_entry_filemode(e);
+    if ((mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE) && w->wanted(git_tree_entry_name(e))) {
+      w->found.push_back(std::string(dir) + git_tree_entry_name(e));
+    }
+    return 0;
+  };
+  if (git_tree_walk(root->root(), GIT_TREEWALK_PRE, visit, &walk) != 0) return git_failure("walking tree " + tree_id.hex());
+  return std::move(walk.found);
+}
+
 namespace {
 
 struct TreeEntry {

@@ -25,6 +25,7 @@
 #include <git2.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,9 @@ class GitRepo {
   Checked<ObjectId> resolve_commit(std::string_view rev);
   Checked<ObjectId> tree_of(const ObjectId& commit);
   Checked<GitTree> tree(const ObjectId& tree_id);
+  // The paths of the files in `tree`, at any depth, whose own name `wanted` accepts; in
+  // git's walk order (pre-order, entries sorted). Reads tree objects only, no blobs.
+  Checked<std::vector<std::string>> files_named(const ObjectId& tree_id, const std::function<bool(std::string_view)>& wanted);
 
   // Writes the files' blobs and the trees above them; unchanged subtrees are reused by id.
   Checked<ObjectId> write_tree(const ObjectId& base_tree, const std::vector<ResolvedFile>& files);

@@ -14,6 +14,7 @@
 #include "runner/check_verdict.h"
 #include "diff/diff_apply.h"
 #include "runner/passed_tests_input.h"
+#include "runner/private_dir.h"
 #include "runner/test_report.h"
 #include "runner/toolchain.h"
 
@@ -169,7 +170,7 @@ void read_test_report(const CheckSpec& spec, const SandboxRun& result, const std
 
 std::vector<std::string> PreparedWorkspace::lowers() const {
   std::vector<std::string> out;
-  if (layer) out.push_back(layer->path().string());
+  if (layer) out.push_back((layer->path() / "tree").string());
   out.push_back(base_dir.string());
   return out;
 }
@@ -186,13 +187,11 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
   if (!sandbox) return std::unexpected(sandbox.error());
   r.sandbox_.emplace(std::move(*sandbox));
   r.options_ = std::move(options);
-  std::error_code ec;
-  std::filesystem::create_directories(r.options_.cache_dir, ec);
-  if (ec) return fail(Errc::io_error, "creating " + r.options_.cache_dir.string() + ": " + ec.message());
+  if (Status st = ensure_owned_dir(r.options_.cache_dir); !st) return std::unexpected(st.error());
   auto cache = ResultCache::open(r.options_.cache_dir / "store");
   if (!cache) return std::unexpected(cache.error());
   r.cache_.emplace(std::move(*cache));
-  r.bases_.emplace(r.options_.cache_dir / "base", host);
+  r.bases_.emplace(r.options_.cache_dir / "checkouts", host);
   r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, r.options_.kernel_release_in_toolchain);
   r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());
   return r;
@@ -233,20 +232,21 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
   PreparedWorkspace ws;
   ws.base_tree = base_tree;
   ws.tree = tree;
-  auto base_dir = bases_->get(repo, base_tree);
-  if (!base_dir) return std::unexpected(base_dir.error());
-  ws.base_dir = *base_dir;
+  auto base = bases_->get(repo, base_tree);
+  if (!base) return std::unexpected(base.error());
+  ws.base_dir = base->path;
+  if (base->discarded) ws.discarded = DiscardedCheckout{base_tree.hex(), *base->discarded};
   auto hash = tree_hash(repo, tree);
   if (!hash) return std::unexpected(hash.error());
   ws.tree_sha256 = *hash;
   if (!(tree == base_tree)) {
     const SandboxHost& host = sandbox_->host();
-    auto layer = ScratchDir::create(host.scratch_root, "warden-layer-", 0755);
+    auto layer = ScratchDir::create(host.scratch_root, "warden-layer-", 0700);
     if (!layer) return runner_error(RefusalCode::workspace_error, layer.error());
-    if (host.drop && ::lchown(layer->path().c_str(), host.uid, host.gid) != 0) {
-      return runner_error(RefusalCode::workspace_error, errno_error("chown " + layer->path().string(), errno));
+    if (Status st = make_owned_dir(*layer / "tree", host.uid, host.gid, 0755); !st) {
+      return runner_error(RefusalCode::workspace_error, st.error());
     }
-    auto stats = write_diff_layer(repo, base_tree, tree, layer->path(), host);
+    auto stats = write_diff_layer(repo, base_tree, tree, *layer / "tree", host);
     if (!stats) return std::unexpected(stats.error());
     ws.layer_stats = *stats;
     ws.layer.emplace(std::move(*layer));
@@ -263,16 +263,21 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
     run.outcome = kError;
     return run;
   }
-  for (const char* sub : {"upper", "work", "merged"}) {
-    if (Status st = make_owned_dir(*dir / sub, host.uid, host.gid); !st) {
-      run.error = st.error().message;
-      run.outcome = kError;
-      return run;
-    }
+  // The mount point is the sandbox's (bwrap binds it); the upper and work directories sit in
+  // private/, which only Warden reaches, so no other process can write the run's files.
+  const std::filesystem::path upper = *dir / "private" / "upper", work = *dir / "private" / "work";
+  Status made = make_owned_dir(*dir / "private", ::geteuid(), ::getegid(), 0700);
+  for (const auto& sub : {upper, work, *dir / "merged"}) {
+    if (made) made = make_owned_dir(sub, host.uid, host.gid);
+  }
+  if (!made) {
+    run.error = made.error().message;
+    run.outcome = kError;
+    return run;
   }
   SandboxRequest req;
   req.argv = spec.argv;
-  req.overlay = OverlaySpec{ws.lowers(), (*dir / "upper").string(), (*dir / "work").string(), (*dir / "merged").string()};
+  req.overlay = OverlaySpec{ws.lowers(), upper.string(), work.string(), (*dir / "merged").string()};
   req.timeout_ms = spec.timeout_ms;
   req.env = run_env(spec, sandbox_->profile());
   req.stop = stop_;
@@ -306,14 +311,14 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
                            keep(result->err.kept)};
 
   std::optional<std::string> report_body;
-  read_test_report(spec, *result, *dir / "upper", inputs->channel ? &*inputs->channel : nullptr, run, report_body);
+  read_test_report(spec, *result, upper, inputs->channel ? &*inputs->channel : nullptr, run, report_body);
   if (report_body) run.report_blob = keep(std::move(*report_body));
   // Declared artifacts come from this run's upper layer, like reports, and their bytes go
   // with the outcome to the caller's blob store.
   for (const auto& declared : spec.artifacts) {
     ArtifactEvidence a{declared.path, declared.type, false, 0, std::nullopt};
     std::string bytes;
-    if (read_report(*dir / "upper", declared.path, bytes) == ReportRead::ok) {
+    if (read_report(upper, declared.path, bytes) == ReportRead::ok) {
       a.present = true;
       a.bytes = bytes.size();
       a.sha256 = keep(std::move(bytes));
@@ -391,6 +396,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   }
   auto ws = prepare(repo, request.base_tree, *tree);
   if (!ws) return std::unexpected(ws.error());
+  if (ws->discarded) outcome.discarded_checkouts.push_back(*ws->discarded);
 
   RunResult& r = outcome.result;
   r.tree = tree->hex();

@@ -3,9 +3,13 @@
 // here with resolve_diff), and check specs, it returns a RunResult — from the result cache
 // when the same tree, checks, profile and toolchain were run before, otherwise by running
 // every check in the bubblewrap sandbox on an overlay workspace:
-//   base checkout   read-only, one per base tree id, materialized once (base_checkout.h)
+//   base checkout   read-only, one per base tree id, materialized once, sealed and verified
+//                   before reuse (base_checkout.h)
 //   diff layer      the files the tree under test changes, O(changed files) (diff_layer.h)
 //   upper layer     empty, one per run: every write a check makes lands here and is dropped
+// The layers and the upper and work directories sit in directories only Warden can reach
+// (other processes of the sandbox's uid can neither read nor change them); the sandbox's
+// child opens them by descriptor (sandbox_process.h).
 // A sandbox whose preflight fails refuses the whole request (refusal "sandbox_unavailable").
 // Owns its sandbox, result cache and base checkouts (under RunnerOptions::cache_dir, which
 // several processes may share: the cache is LMDB, base checkouts are written atomically).
@@ -26,8 +30,11 @@
 namespace warden {
 
 struct RunnerOptions {
-  // base/ holds base checkouts, store/ the LMDB result cache and tree-hash memo. It and its
-  // parents must be searchable by the sandbox's host uid (nobody when Warden runs as root).
+  // checkouts/ holds base checkouts (base_checkout.h), store/ the LMDB result cache and
+  // tree-hash memo. Both are Warden's alone (private_dir.h: 0700, refused when another uid
+  // owns them or others may write into them), and so is the directory itself, but for read
+  // and search bits, which it keeps (an older Warden's base/ may be in it); the sandbox reaches
+  // base checkouts only through the descriptors its child opens.
   std::filesystem::path cache_dir;
   // Results come from and go to the cache for every request; off, only for a request that
   // asks for reuse (RunRequest::reuse).
@@ -43,7 +50,10 @@ struct PreparedWorkspace {
   ObjectId base_tree, tree;
   Digest tree_sha256;
   std::filesystem::path base_dir;
-  std::optional<ScratchDir> layer;  // absent when the tree is the base itself
+  std::optional<DiscardedCheckout> discarded;  // the base checkout was rebuilt (base_checkout.h)
+  // Absent when the tree is the base itself. The layer is its tree/ directory, owned by the
+  // sandbox's uid inside a directory only Warden reaches (the child opens it by descriptor).
+  std::optional<ScratchDir> layer;
   LayerStats layer_stats;
   std::vector<std::string> lowers() const;
 };

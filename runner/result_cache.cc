@@ -2,12 +2,16 @@
 
 #include <system_error>
 
+#include "runner/private_dir.h"
+
 namespace warden {
 
 Result<ResultCache> ResultCache::open(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return fail(Errc::io_error, "creating " + dir.string() + ": " + ec.message());
+  // A result found here is believed without a run: nobody else may have written it.
+  if (Status st = ensure_private_dir(dir); !st) return std::unexpected(st.error());
+  for (const char* file : {"data.mdb", "lock.mdb"}) {
+    if (Status st = check_private_file(dir / file); !st) return std::unexpected(st.error());
+  }
   // MDB_NOTLS: a memo's read transaction may stay open while the same thread writes.
   auto env = lmdb::Env::open(dir, MDB_NOTLS, size_t{4} << 30, 4);
   if (!env) return std::unexpected(env.error());

@@ -34,6 +34,9 @@ namespace warden {
 
 class ResultCache {
  public:
+  // `dir` is made or checked as Warden's alone (private_dir.h): a result found here is
+  // believed without a run, so a directory or LMDB file another uid owns, or that its group
+  // or others may write, is refused (verification_failed, naming the path, owner and fix).
   static Result<ResultCache> open(const std::filesystem::path& dir);
 
   struct Hit {

@@ -36,11 +36,21 @@ struct RunRequest {
   bool reuse = false;
 };
 
+// A cached base checkout made by an earlier process that failed its verification and was
+// discarded and rebuilt (base_checkout.h): the runner's cache was tampered with or torn.
+struct DiscardedCheckout {
+  std::string tree;    // the git tree id it held
+  std::string reason;  // what failed
+};
+
 struct RunOutcome {
   RunResult result;
   RunBodies bodies;  // every blob the result names, for the caller's blob store
   bool cache_hit = false;
   Digest cache_key;
+  // For the caller to record and show; never part of the result (a run is the same run
+  // whether its base checkout was rebuilt or not).
+  std::vector<DiscardedCheckout> discarded_checkouts;
 };
 
 class Runner {

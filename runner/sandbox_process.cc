@@ -19,15 +19,23 @@ namespace {
 
 // The steps the child reports when one fails (indexes into kStepNames).
 enum Step : int {
-  kReaper, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kDumpable, kUnshare, kSetgroupsDeny, kUidMap,
-  kGidMap, kMountPrivate, kMountOverlay, kRlimit, kDeathSignal, kExec,
+  kReaper, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kUnshare, kMapSync, kSetgroupsDeny, kUidMap,
+  kGidMap, kMountPrivate, kOpenLayer, kMountOverlay, kRlimit, kDeathSignal, kExec,
 };
 constexpr const char* kStepNames[] = {
     "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
-    "setuid (drop to the sandbox uid)", "prctl(PR_SET_DUMPABLE)", "unshare(user+mount namespace) for the overlay",
-    "write /proc/self/setgroups", "write /proc/self/uid_map", "write /proc/self/gid_map", "make mounts private",
-    "mount the overlay workspace (its layers and their parent directories must be searchable by the sandbox's uid)", "setrlimit", "prctl(PR_SET_PDEATHSIG)", "execute bwrap",
+    "setuid (drop to the sandbox uid)", "unshare(user+mount namespace) for the overlay", "wait for the reaper to write the id maps",
+    "write /proc/<pid>/setgroups", "write /proc/<pid>/uid_map", "write /proc/<pid>/gid_map", "make mounts private",
+    "open an overlay layer (its directories must exist and be reachable by Warden's uid)",
+    "mount the overlay workspace (its layers and work directory must be owned by the sandbox's uid)", "setrlimit", "prctl(PR_SET_PDEATHSIG)", "execute bwrap",
 };
+
+// The overlay's directories (lowers, then upper, then work) are opened by the child while it
+// still has Warden's uid, onto these fixed descriptors, and named to overlayfs as
+// /proc/self/fd/N: they need not be reachable by the sandbox's uid, so the base checkouts can
+// live where only Warden reaches them (base_checkout.h).
+constexpr int kFirstLayerFd = 1100;
+constexpr size_t kMaxLayers = 16;
 
 struct ChildFailure {
   int step = 0;
@@ -40,6 +48,7 @@ struct ChildPlan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string uid_map, gid_map, overlay_options, overlay_target;
+  std::vector<const char*> layers;  // lowers, upper, work: opened onto kFirstLayerFd + i
   const SpawnSpec* spec = nullptr;
   pid_t parent = 0;
 };
@@ -50,18 +59,10 @@ struct ChildPlan {
   ::_exit(127);
 }
 
-bool write_proc(const char* path, const std::string& text) {
-  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  int saved = errno;
-  ::close(fd);
-  errno = saved;
-  return ok;
-}
-
 // Runs in the forked child: only async-signal-safe calls until execve.
-[[noreturn]] void child_main(const ChildPlan& plan, int report, pid_t parent) {
+// `map_sync`, `map_ack`: the pipe ends to and from the reaper, which writes the id maps of
+// the overlay's user namespace (see reaper_main).
+[[noreturn]] void child_main(const ChildPlan& plan, int report, int map_sync, int map_ack, pid_t parent) {
   const SpawnSpec& spec = *plan.spec;
   if (::setpgid(0, 0) != 0) child_fail(report, kSetpgid);
 
@@ -97,30 +98,51 @@ bool write_proc(const char* path, const std::string& text) {
   int moved_report = ::fcntl(report, F_DUPFD_CLOEXEC, kHigh + 64);
   if (moved_report < 0) child_fail(report, kStdio);
   report = moved_report;
+  if (spec.overlay) {
+    map_sync = ::fcntl(map_sync, F_DUPFD_CLOEXEC, kHigh + 66);
+    map_ack = ::fcntl(map_ack, F_DUPFD_CLOEXEC, kHigh + 68);
+    if (map_sync < 0 || map_ack < 0) child_fail(report, kStdio);
+  }
   for (size_t i = 0; i < count; ++i) {
     if (::dup2(high[i], static_cast<int>(i)) < 0) child_fail(report, kStdio);
   }
   ::close_range(static_cast<unsigned>(count), ~0u, CLOSE_RANGE_CLOEXEC);
 
-  if (spec.drop_gid) {
-    if (::setgroups(0, nullptr) != 0) child_fail(report, kSetgroups);
-    if (::setresgid(*spec.drop_gid, *spec.drop_gid, *spec.drop_gid) != 0) child_fail(report, kSetgid);
-  }
-  if (spec.drop_uid && ::setresuid(*spec.drop_uid, *spec.drop_uid, *spec.drop_uid) != 0) child_fail(report, kSetuid);
-
+  // The overlay's namespaces come before the uid drop: the new user namespace then belongs to
+  // Warden's uid (other processes of the sandbox's uid hold no capability in it), and the
+  // layers are opened with Warden's uid, in the new mount namespace (overlayfs takes only
+  // directories of the mounter's own namespace). The reaper writes the id maps: a process
+  // inside a namespace may map no uid but its own.
+  if (spec.drop_gid && ::setgroups(0, nullptr) != 0) child_fail(report, kSetgroups);
   if (spec.overlay) {
-    // After a uid change the kernel makes /proc/self/* root-owned; the id maps below must
-    // be writable by us. (exec of bwrap, which is not setuid, would set this anyway.)
-    if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) child_fail(report, kDumpable);
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) child_fail(report, kUnshare);
-    if (!write_proc("/proc/self/setgroups", "deny")) child_fail(report, kSetgroupsDeny);
-    if (!write_proc("/proc/self/uid_map", plan.uid_map)) child_fail(report, kUidMap);
-    if (!write_proc("/proc/self/gid_map", plan.gid_map)) child_fail(report, kGidMap);
+    ChildFailure mapped{-1, 0};
+    if (::write(map_sync, "u", 1) != 1 || ::read(map_ack, &mapped, sizeof mapped) != static_cast<ssize_t>(sizeof mapped)) {
+      child_fail(report, kMapSync);
+    }
+    if (mapped.step >= 0) {
+      errno = mapped.err;
+      child_fail(report, mapped.step);
+    }
     // Nothing mounted here may propagate back to the host.
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) child_fail(report, kMountPrivate);
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      int fd = ::open(plan.layers[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0 || ::dup3(fd, kFirstLayerFd + static_cast<int>(i), O_CLOEXEC) < 0) child_fail(report, kOpenLayer);
+      ::close(fd);
+    }
+  }
+  if (spec.drop_gid && ::setresgid(*spec.drop_gid, *spec.drop_gid, *spec.drop_gid) != 0) child_fail(report, kSetgid);
+  // In the overlay's namespace Warden's uid is unmapped, so this keeps the namespace's
+  // capabilities for the mount below; exec clears them.
+  if (spec.drop_uid && ::setresuid(*spec.drop_uid, *spec.drop_uid, *spec.drop_uid) != 0) child_fail(report, kSetuid);
+  if (spec.overlay) {
+    // Mounted as the sandbox's uid: overlayfs works on the layers with the mounter's rights.
     if (::mount("overlay", plan.overlay_target.c_str(), "overlay", MS_NOSUID | MS_NODEV, plan.overlay_options.c_str()) != 0) {
       child_fail(report, kMountOverlay);
     }
+    // The mount holds the layers now; the sandbox must never hold a way to them.
+    for (size_t i = 0; i < plan.layers.size(); ++i) ::close(kFirstLayerFd + static_cast<int>(i));
   }
 
   for (const auto& [resource, value] : spec.rlimits) {
@@ -132,6 +154,48 @@ bool write_proc(const char* path, const std::string& text) {
   if (::getppid() != parent) ::_exit(127);
   ::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
   child_fail(report, kExec);
+}
+
+// Writes "<prefix><pid><suffix>" into `out` (async-signal-safe); false when it does not fit.
+bool proc_path(char* out, size_t size, pid_t pid, const char* file) {
+  char digits[16];
+  size_t n = 0;
+  for (unsigned long v = static_cast<unsigned long>(pid); n == 0 || v != 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  size_t len = 0;
+  auto put = [&](char c) {
+    if (len + 1 < size) out[len++] = c;
+  };
+  for (const char* p = "/proc/"; *p; ++p) put(*p);
+  while (n > 0) put(digits[--n]);
+  put('/');
+  for (const char* p = file; *p; ++p) put(*p);
+  out[len] = '\0';
+  return len + 1 < size;
+}
+
+// The reaper's part of the overlay's user namespace: the child's setgroups, uid and gid maps
+// (the sandbox's ids mapped to themselves), written from the parent namespace, where Warden's
+// rights are. {-1, 0} when all were written, else the step that failed and its errno.
+ChildFailure write_id_maps(const ChildPlan& plan, pid_t child) {
+  struct Map {
+    const char* file;
+    const char* text;
+    size_t size;
+    int step;
+  };
+  const Map maps[] = {{"setgroups", "deny", 4, kSetgroupsDeny},
+                      {"uid_map", plan.uid_map.data(), plan.uid_map.size(), kUidMap},
+                      {"gid_map", plan.gid_map.data(), plan.gid_map.size(), kGidMap}};
+  for (const Map& m : maps) {
+    char path[64];
+    if (!proc_path(path, sizeof path, child, m.file)) return ChildFailure{m.step, ENAMETOOLONG};
+    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && ::write(fd, m.text, m.size) == static_cast<ssize_t>(m.size);
+    int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (!ok) return ChildFailure{m.step, err};
+  }
+  return ChildFailure{-1, 0};
 }
 
 // The reaper: the runner's direct child, a child subreaper whose own child becomes bwrap.
@@ -153,9 +217,28 @@ bool write_proc(const char* path, const std::string& text) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_fail(report, kDeathSignal);
   if (::getppid() != plan.parent) ::_exit(127);
   pid_t self = ::getpid();
+  int sync_fds[2] = {-1, -1}, ack_fds[2] = {-1, -1};
+  if (plan.spec->overlay && (::pipe2(sync_fds, O_CLOEXEC) != 0 || ::pipe2(ack_fds, O_CLOEXEC) != 0)) child_fail(report, kReaper);
   pid_t sandbox = ::fork();
   if (sandbox < 0) child_fail(report, kReaper);
-  if (sandbox == 0) child_main(plan, report, self);
+  if (sandbox == 0) {
+    // Each side keeps only its own ends, so a read sees EOF when the other side is gone.
+    if (plan.spec->overlay) {
+      ::close(sync_fds[0]);
+      ::close(ack_fds[1]);
+    }
+    child_main(plan, report, sync_fds[1], ack_fds[0], self);
+  }
+  if (plan.spec->overlay) {
+    ::close(sync_fds[1]);
+    ::close(ack_fds[0]);
+    // The child has made its user namespace when it writes; it waits for our answer.
+    char unshared;
+    if (::read(sync_fds[0], &unshared, 1) == 1) {
+      ChildFailure mapped = write_id_maps(plan, sandbox);
+      [[maybe_unused]] ssize_t n = ::write(ack_fds[1], &mapped, sizeof mapped);
+    }
+  }
   // Nothing of the runner's stays open here: pipes must reach EOF when the sandbox ends.
   ::close_range(0, ~0u, 0);
   int status = 0;
@@ -209,10 +292,17 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
     // namespace grants until exec — enough to mount, nothing more.
     plan.uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
     plan.gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
+    if (spec.overlay->lowers.empty() || spec.overlay->lowers.size() + 2 > kMaxLayers) {
+      return fail(Errc::invalid_argument, "sandbox spawn: an overlay takes 1 to " + std::to_string(kMaxLayers - 2) + " lower layers");
+    }
+    auto layer = [&](const std::string& path) {
+      plan.layers.push_back(path.c_str());
+      return "/proc/self/fd/" + std::to_string(kFirstLayerFd + static_cast<int>(plan.layers.size()) - 1);
+    };
     std::string lowers;
-    for (const auto& l : spec.overlay->lowers) lowers += (lowers.empty() ? "" : ":") + l;
-    plan.overlay_options = "lowerdir=" + lowers + ",upperdir=" + spec.overlay->upper + ",workdir=" + spec.overlay->work +
-                           ",userxattr";
+    for (const auto& l : spec.overlay->lowers) lowers += (lowers.empty() ? "" : ":") + layer(l);
+    std::string upper = layer(spec.overlay->upper), work = layer(spec.overlay->work);
+    plan.overlay_options = "lowerdir=" + lowers + ",upperdir=" + upper + ",workdir=" + work + ",userxattr";
     plan.overlay_target = spec.overlay->target;
   }
   plan.parent = ::getpid();

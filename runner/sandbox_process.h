@@ -5,7 +5,10 @@
 // drops to the sandbox's host uid when Warden runs as root (so RLIMIT_NPROC binds: the
 // kernel never enforces it on uid 0), optionally mounts the overlay workspace inside a
 // private user + mount namespace, applies the resource limits, asks to be killed if the
-// runner dies, and executes bwrap. A failure on the way is reported through a close-on-exec
+// runner dies, and executes bwrap. For the overlay, the child makes its namespaces before
+// the uid drop (the reaper writes their id maps), opens every layer with Warden's uid and
+// hands them to overlayfs as descriptors (/proc/self/fd/N), so a layer need not be reachable
+// by the sandbox's uid; the descriptors are closed before bwrap starts. A failure on the way is reported through a close-on-exec
 // pipe with the step that failed, never mistaken for the command's exit status.
 #pragma once
 
@@ -22,7 +25,9 @@
 
 namespace warden {
 
-// An overlay mounted at `target` before bwrap starts (lowers: topmost first).
+// An overlay mounted at `target` before bwrap starts (lowers: topmost first). The lowers, upper
+// and work directories are opened with Warden's uid (they may sit in directories only Warden
+// can reach); upper and work must be owned by the sandbox's uid, and `target` reachable by it.
 struct OverlaySpec {
   std::vector<std::string> lowers;
   std::string upper, work, target;

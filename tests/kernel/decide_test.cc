@@ -243,6 +243,69 @@ TEST_F(Decide, PathsOutsideThePlanOrPolicyAreNotAllowed) {
   EXPECT_EQ(codes(), Codes{"path_not_allowed"});
 }
 
+TEST_F(Decide, DenyProtectedAndApprovalGlobsIgnoreCase) {
+  policy.deny_paths = {"**/*.pem", "**/.env", "**/stra\u00DFe.key", "**/\u03C3\u03AD\u03C1\u03B2\u03B5\u03C1", "**/\u043A\u043B\u044E\u0447"};
+  plan.allowed_paths.clear();
+  for (const char* path : {"src/Key.PEM", "src/.ENV", "src/.Env", "src/\u212Aey.pem", "src/STRASSE.KEY", "src/stra\u1E9Ee.key",
+                           "src/\u03A3\u0388\u03A1\u0392\u0395\u03A1", "src/\u041A\u041B\u042E\u0427"}) {
+    plan.steps[3].targets = {path};
+    propose("s4", {add_file(path, "secret\n")}, {{path, {}}});
+    EXPECT_EQ(codes(), Codes{"path_not_allowed"}) << path;
+    EXPECT_NE(detail("path_not_allowed").find("denied by policy python"), std::string::npos) << path;
+  }
+  // A name that only looks alike stays allowed.
+  plan.steps[3].targets = {"src/.envrc"};
+  propose("s4", {add_file("src/.envrc", "x\n")}, {{"src/.envrc", {}}});
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+
+  // Protected (tests/**) and approval (setup.py) globs fold too.
+  done = {"s1", "s2"};
+  propose("s5", {modify_file("src/calc/ops.py", "old\n", kOps), modify_file("TESTS/test_ops.py", "x\n", "y\n")},
+          {{"src/calc/ops.py", {std::string("old\n")}}, {"TESTS/test_ops.py", {std::string("x\n")}}});
+  Codes got = codes();
+  EXPECT_NE(std::find(got.begin(), got.end(), "protected_path"), got.end()) << verdict().to_json().dump();
+  plan.steps[3].targets = {"Setup.PY"};
+  propose("s4", {modify_file("Setup.PY", "a\n", "b\n")}, {{"Setup.PY", {std::string("a\n")}}});
+  got = codes();
+  EXPECT_NE(std::find(got.begin(), got.end(), "approval_required"), got.end()) << verdict().to_json().dump();
+}
+
+TEST_F(Decide, GitAttributesThatTransformACheckoutAreRefused) {
+  plan.allowed_paths.clear();
+  auto attributes = [&](const std::string& path, const std::string& text, const std::optional<std::string>& before = {}) {
+    plan.steps[3].targets = {path};
+    if (before) propose("s4", {modify_file(path, *before, text)}, {{path, {*before}}});
+    else propose("s4", {add_file(path, text)}, {{path, {}}});
+  };
+  for (const char* line : {"*.py ident", "*.txt eol=crlf", "* text=auto", "*.c text", "*.sh text eol=lf", "*.bin -text eol=crlf",
+                           "*.dat filter=lfs diff=lfs merge=lfs -text", "*.txt working-tree-encoding=UTF-16LE", "*.bat crlf",
+                           "*.in crlf=input", "[attr]mine ident", "\"a b.py\" ident"}) {
+    attributes(".gitattributes", std::string("# a comment\n") + line + "\n");
+    EXPECT_EQ(codes(), Codes{"checkout_transform"}) << line;
+    EXPECT_NE(detail("checkout_transform").find(std::string(".gitattributes:2 `") + line + "`"), std::string::npos)
+        << detail("checkout_transform");
+  }
+  EXPECT_NE(detail("checkout_transform").find("sets ident"), std::string::npos) << detail("checkout_transform");
+  // At any depth, whatever the case of its name.
+  attributes("src/sub/.gitattributes", "*.py ident\n");
+  EXPECT_EQ(codes(), Codes{"checkout_transform"});
+  attributes("src/.GitAttributes", "*.py ident\n");
+  EXPECT_EQ(codes(), Codes{"checkout_transform"});
+  // Harmless attributes, unsetting and unspecifying transform nothing.
+  attributes(".gitattributes", "*.png binary\n*.min.js -diff linguist-generated\ndocs/** linguist-documentation export-ignore\n"
+                               "*.c -text -crlf -ident -filter !eol\n*.txt diff=text merge=union\n");
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  // A line already in the base is not the proposal's doing; one it adds next to it is.
+  attributes(".gitattributes", "* text=auto\n*.png binary\n", std::string("* text=auto\n"));
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+  attributes(".gitattributes", "* text=auto\n*.py ident\n", std::string("* text=auto\n"));
+  EXPECT_EQ(codes(), Codes{"checkout_transform"});
+  EXPECT_NE(detail("checkout_transform").find(".gitattributes:2 `*.py ident`"), std::string::npos) << detail("checkout_transform");
+  // A file that only looks like one is no attributes file.
+  attributes("docs/gitattributes.txt", "*.py ident\n");
+  EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
+}
+
 TEST_F(Decide, RunnerPathRefusalsAreNotAllowedPaths) {
   plan.allowed_paths.clear();
   plan.steps[3].targets = {"src/../x"};

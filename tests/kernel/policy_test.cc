@@ -30,6 +30,22 @@ TEST(Glob, Basics) {
   EXPECT_FALSE(glob_match("a*b*c", "aXbYbZ"));
 }
 
+TEST(Glob, FoldedMatchingIgnoresCaseInUnicode) {
+  EXPECT_FALSE(glob_match("**/.env", ".ENV"));  // exact unless asked
+  EXPECT_TRUE(glob_match("**/.env", ".ENV", Case::folded));
+  EXPECT_TRUE(glob_match("**/.env", "a/B/.Env", Case::folded));
+  EXPECT_TRUE(glob_match("**/*.pem", "Key.PEM", Case::folded));
+  EXPECT_TRUE(glob_match("**/*.pem", "keys/\u212Aey.PEM", Case::folded));  // the Kelvin sign
+  EXPECT_TRUE(glob_match("secrets/stra\u00DFe.txt", "SECRETS/STRASSE.TXT", Case::folded));
+  EXPECT_TRUE(glob_match("secrets/stra\u00DFe.txt", "secrets/stra\u1E9Ee.txt", Case::folded));
+  EXPECT_TRUE(glob_match("**/\u03C3\u03BF\u03C6\u03B9\u03B1", "docs/\u03A3\u039F\u03A6\u0399\u0391", Case::folded));  // ΣΟΦΙΑ
+  EXPECT_TRUE(glob_match("**/\u03C3\u03C3", "\u03A3\u03C2", Case::folded));  // final sigma
+  EXPECT_TRUE(glob_match("**/\u043A\u043B\u044E\u0447*", "\u041A\u041B\u042E\u0427.txt", Case::folded));  // КЛЮЧ
+  EXPECT_TRUE(glob_match("[A-Z]*.PEM", "key.pem", Case::folded));
+  EXPECT_TRUE(any_glob_match({"**/*.key", "**/.env"}, "conf/.eNv", Case::folded));
+  EXPECT_FALSE(any_glob_match({"**/*.key", "**/.env"}, "conf/.envrc", Case::folded));
+}
+
 TEST(Glob, DoubleStarSpansSegments) {
   EXPECT_TRUE(glob_match("src/**", "src/a/b.py"));
   EXPECT_TRUE(glob_match("src/**", "src/a.py"));

@@ -109,7 +109,7 @@ TEST_F(LocalRunnerTest, WritesStayInTheirRunAndNeverReachTheBase) {
   RunOutcome second = run(runner, {shell("look", "cat a.txt dir/b.txt; test ! -e fresh.txt")});
   EXPECT_EQ(second.result.checks.at(0).verdict, kPassed);
   EXPECT_EQ(second.result.checks.at(0).runs.at(0).out.head, "alpha, changed\nbravo\n");
-  EXPECT_EQ(read_file(cache_->path() / "cache" / "base" / base_tree_.hex() / "a.txt"), "alpha\n");
+  EXPECT_EQ(read_file(cache_->path() / "cache" / "checkouts" / base_tree_.hex() / "checkout" / "a.txt"), "alpha\n");
 }
 
 TEST_F(LocalRunnerTest, SameCheckSameTreeSameDeterministicDigest) {
@@ -324,7 +324,7 @@ TEST_F(LocalRunnerTest, WorkspacePreparationReusesTheBaseAndWritesOnlyTheDiff) {
   EXPECT_EQ(first->layer_stats.whiteouts, 2u);
   EXPECT_EQ(first->layer_stats.written, 4u);
   struct stat whiteout;
-  ASSERT_EQ(::lstat((first->layer->path() / "gone").c_str(), &whiteout), 0);
+  ASSERT_EQ(::lstat((first->layer->path() / "tree" / "gone").c_str(), &whiteout), 0);
   EXPECT_TRUE(S_ISCHR(whiteout.st_mode));
   auto base_mtime = fs::last_write_time(first->base_dir);
   auto second = runner.prepare(*git_, base_tree_, *tree);

@@ -36,7 +36,13 @@ class Progress {
         std::cout << std::endl;
         break;
       case RunEventType::tool_output:
-        if (ev.tool && *ev.tool == "kernel") {
+        if (d.contains("base_checkout_attributes")) {
+          for (const auto& a : d["base_checkout_attributes"]) {
+            std::cout << "      note: the base's " << a.value("path", "") << ":" << a.value("line", 0) << " `" << a.value("text", "")
+                      << "` sets " << a.value("attribute", "") << ": a checkout of what is accepted may differ from the bytes tested"
+                      << std::endl;
+          }
+        } else if (ev.tool && *ev.tool == "kernel") {
           std::cout << "      attempt " << d.value("attempt", 0) << ": ";
           if (d.value("accepted", false)) {
             std::cout << "accepted";
@@ -45,6 +51,10 @@ class Progress {
             for (const auto& r : d.value("reasons", Json::array())) std::cout << " " << r.get<std::string>();
           }
           std::cout << std::endl;
+        } else if (d.contains("base_checkout_discarded")) {
+          const Json& b = d["base_checkout_discarded"];
+          std::cout << "      warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
+                    << b.value("reason", "") << std::endl;
         } else if (d.contains("checks")) {
           std::cout << "      attempt " << d.value("attempt", 0) << " checks:";
           for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();

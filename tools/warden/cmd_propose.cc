@@ -81,6 +81,18 @@ int run(ProposeArgs a) {
                   << a.base << "\n  ledger     " << ledger->string() << std::endl;
       }
     }
+    if (ev.type == kernel::RunEventType::tool_output && ev.data.contains("base_checkout_attributes")) {
+      for (const auto& at : ev.data["base_checkout_attributes"]) {
+        std::cerr << "warden: note: the base's " << at.value("path", "") << ":" << at.value("line", 0) << " `" << at.value("text", "")
+                  << "` sets " << at.value("attribute", "") << ": a checkout of what is accepted may differ from the bytes tested"
+                  << std::endl;
+      }
+    }
+    if (ev.type == kernel::RunEventType::tool_output && ev.data.contains("base_checkout_discarded")) {
+      const Json& b = ev.data["base_checkout_discarded"];
+      std::cerr << "warden: warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
+                << b.value("reason", "") << std::endl;
+    }
     if (!a.json && ev.type == kernel::RunEventType::tool_output && ev.data.contains("checks")) {
       std::cout << "  checks:";
       for (const auto& [name, verdict] : ev.data["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();
