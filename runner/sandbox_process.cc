@@ -19,11 +19,11 @@ namespace {
 
 // The steps the child reports when one fails (indexes into kStepNames).
 enum Step : int {
-  kReaper, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kDumpable, kUnshare, kSetgroupsDeny, kUidMap,
+  kReaper, kCgroup, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kDumpable, kUnshare, kSetgroupsDeny, kUidMap,
   kGidMap, kMountPrivate, kMountOverlay, kRlimit, kDeathSignal, kExec,
 };
 constexpr const char* kStepNames[] = {
-    "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
+    "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "join the run's cgroup", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
     "setuid (drop to the sandbox uid)", "prctl(PR_SET_DUMPABLE)", "unshare(user+mount namespace) for the overlay",
     "write /proc/self/setgroups", "write /proc/self/uid_map", "write /proc/self/gid_map", "make mounts private",
     "mount the overlay workspace (its layers and their parent directories must be searchable by the sandbox's uid)", "setrlimit", "prctl(PR_SET_PDEATHSIG)", "execute bwrap",
@@ -63,6 +63,10 @@ bool write_proc(const char* path, const std::string& text) {
 // Runs in the forked child: only async-signal-safe calls until execve.
 [[noreturn]] void child_main(const ChildPlan& plan, int report, pid_t parent) {
   const SpawnSpec& spec = *plan.spec;
+  // First: every process of the run descends from this one, so all of them are in the cgroup.
+  for (int fd : spec.cgroup_procs_fds) {
+    if (::write(fd, "0", 1) != 1) child_fail(report, kCgroup);
+  }
   if (::setpgid(0, 0) != 0) child_fail(report, kSetpgid);
 
   // Ignored signals and the blocked mask survive exec; the sandbox starts from defaults.

@@ -109,6 +109,7 @@ TEST(Preflight, JudgesProbeOutputPartByPart) {
   facts.probe_started = true;
   facts.exit_code = 0;
   facts.workspace_write_seen = true;
+  facts.nproc_limit = 256;
   std::string limits = "Limit                     Soft Limit           Hard Limit           Units\n"
                        "Max cpu time              600                  601                  seconds\n"
                        "Max file size             1073741824           1073741824           bytes\n"
