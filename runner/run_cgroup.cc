@@ -310,9 +310,13 @@ Result<RunCgroup> RunCgroup::create(const CgroupHost& host, const CgroupLimits& 
     else st = write_value(cpu / "cpu.cfs_quota_us", std::to_string(quota));
   }
   if (!st) return std::unexpected(st.error());
+  // v1: the joining process is single-threaded (just forked), so moving its one thread
+  // through `tasks` moves it whole, and a thread moving itself skips the global threadgroup
+  // lock that a cgroup.procs write takes (an RCU grace period, milliseconds, per run).
+  const char* join_file = cg.v2_ ? "cgroup.procs" : "tasks";
   for (const auto& d : cg.dirs_) {
-    UniqueFd fd(::open((d / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd) return std::unexpected(errno_error("open " + (d / "cgroup.procs").string(), errno));
+    UniqueFd fd(::open((d / join_file).c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return std::unexpected(errno_error("open " + (d / join_file).string(), errno));
     cg.procs_.push_back(std::move(fd));
   }
   return cg;
