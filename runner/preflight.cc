@@ -116,7 +116,10 @@ Json PreflightReport::to_json() const {
     if (!e.where.empty()) item["where"] = e.where;
     limits.push_back(item);
   }
-  return {{"ok", ok}, {"checks", list}, {"enforced", limits}};
+  Json out = {{"ok", ok}, {"checks", list}};
+  // Absent when empty, so results recorded before this list existed keep their digests.
+  if (!enforced.empty()) out["enforced"] = limits;
+  return out;
 }
 
 Result<PreflightReport> PreflightReport::from_json(const Json& json) {
@@ -134,7 +137,7 @@ Result<PreflightReport> PreflightReport::from_json(const Json& json) {
       report.checks.push_back(std::move(pc));
     }
   }
-  if (const Json* list = r.value("enforced", Json::value_t::array, true)) {
+  if (const Json* list = r.value("enforced", Json::value_t::array, false)) {
     for (size_t i = 0; i < list->size(); ++i) {
       JsonReader e((*list)[i], r.path("enforced") + "[" + std::to_string(i) + "]");
       EnforcedLimit limit;

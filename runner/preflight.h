@@ -39,7 +39,9 @@ struct PreflightCheck {
 struct EnforcedLimit {
   // memory, pids, cpu (percent of one CPU), processes_per_uid (RLIMIT_NPROC), cpu_seconds,
   // address_space, file_size, open_files, disk_bytes, disk_inodes (the writable layer),
-  // tmpfs_bytes, tmpfs_inodes (a profile tmpfs inside the sandbox, named by `where`)
+  // tmpfs_bytes, tmpfs_inodes (a profile tmpfs inside the sandbox, named by `where`). The
+  // disk_* limits are an overlay run's (a check's); a workspace bound directly (`warden
+  // sandbox exec --workspace`) is the caller's directory, bounded by its own file system.
   std::string limit;
   std::string where;  // the sandbox path of a tmpfs_* limit; empty otherwise
   uint64_t value = 0;  // for a limit `by` a memory cgroup that bounds it indirectly: the memory limit
@@ -54,7 +56,8 @@ struct PreflightReport {
 
   // {"ok": .., "checks": [{"name", "ok"}...], "enforced": [...]} plus "detail" for failed
   // checks: deterministic for a working sandbox on a host, so it can sit in a RunResult's
-  // deterministic part. "enforced" is optional when read (results recorded before it).
+  // deterministic part. "enforced" is written only when not empty and optional when read, so
+  // results recorded before it (in ledgers being replayed) keep their bytes and digests.
   Json to_json() const;
   static Result<PreflightReport> from_json(const Json& json);
   // "seccomp: Seccomp is 0, want 2 (filter); limits: ..." — the failing parts.

@@ -63,7 +63,7 @@ struct SandboxHost {
   // Scratch directories (generated files, overlay upper layers) go below this; it and its
   // parents must be searchable by `uid`.
   std::filesystem::path scratch_root = "/tmp";  // detect(): /dev/shm when it is a writable tmpfs
-  bool scratch_on_tmpfs = false;
+  bool scratch_on_tmpfs = false;  // detect(): scratch_root is a tmpfs (pages charged to their writer's memory cgroup)
   // Per-run cgroups; none when the host offers no usable one (detect() says why).
   CgroupHost cgroups = CgroupHost::none("not detected");
   // Each run's writable layer on a tmpfs of its own, bounded by the profile's disk_bytes and

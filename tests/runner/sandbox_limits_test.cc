@@ -105,6 +105,12 @@ TEST(SandboxLimits, PreflightRecordsWhatEnforcesEachLimit) {
     EXPECT_EQ(by("memory"), host.cgroups.by());
     EXPECT_EQ(by("pids"), host.cgroups.by());
     EXPECT_EQ(by("processes_per_uid"), "rlimit");
+    // A host-wide backstop, far above one run's processes: concurrent runs do not share 64.
+    EXPECT_GT(sandbox->nproc_limit(), 64u * 8);
+    auto nproc = std::find_if(report.enforced.begin(), report.enforced.end(),
+                              [](const EnforcedLimit& e) { return e.limit == "processes_per_uid"; });
+    ASSERT_NE(nproc, report.enforced.end());
+    EXPECT_EQ(nproc->value, sandbox->nproc_limit());
     EXPECT_TRUE(std::any_of(report.checks.begin(), report.checks.end(), [](const auto& c) { return c.name == "cgroup"; }));
   } else {
     EXPECT_EQ(by("pids"), "rlimit");
