@@ -257,7 +257,7 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
 CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spec, const std::vector<const CheckResult*>& from) {
   CheckRun run;
   const SandboxHost& host = sandbox_->host();
-  auto dir = ScratchDir::create(host.scratch_root, "warden-run-", 0711);
+  auto dir = sandbox_->run_scratch();
   if (!dir) {
     run.error = dir.error().message;
     run.outcome = kError;
@@ -303,6 +303,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   run.timed_out = result->timed_out;
   if (result->cancelled) run.error = "cancelled";
   run.output_limit_exceeded = result->output_limit_exceeded;
+  run.limits_hit = result->limits_hit;
   run.duration_ms = result->duration_ms;
   const uint64_t cap = sandbox_->profile().output.keep_bytes;
   run.out = OutputEvidence{result->out.sha256, result->out.bytes, result->out.truncated, cap, result->out.head, result->out.tail,

@@ -71,6 +71,38 @@ void add(std::string& problems, const std::string& p) { problems += (problems.em
 
 }  // namespace
 
+std::vector<EnforcedLimit> enforced_limits(const SandboxProfile& profile, const HostFacts& facts) {
+  const ResourceLimits& l = profile.limits;
+  const std::string cgroup = facts.cgroup_by;
+  auto by_cgroup = [&](bool has) { return has ? cgroup : std::string("none"); };
+  // A tmpfs's pages and inodes are charged to the memory cgroup of whoever writes them.
+  const std::string memory_bound = by_cgroup(facts.cgroup_memory);
+  std::vector<EnforcedLimit> out;
+  out.push_back({"memory", "", l.memory_bytes, memory_bound});
+  out.push_back({"pids", "", l.processes, facts.cgroup_pids ? cgroup : "rlimit"});
+  if (facts.cgroup_pids) out.push_back({"processes_per_uid", "", facts.nproc_limit, "rlimit"});
+  out.push_back({"cpu", "", l.cpu_quota_percent, by_cgroup(facts.cgroup_cpu)});
+  out.push_back({"cpu_seconds", "", l.cpu_seconds, "rlimit"});
+  out.push_back({"address_space", "", l.address_space_bytes, "rlimit"});
+  out.push_back({"file_size", "", l.file_size_bytes, "rlimit"});
+  out.push_back({"open_files", "", l.open_files, "rlimit"});
+  if (facts.run_tmpfs) {
+    out.push_back({"disk_bytes", "", l.disk_bytes, "tmpfs"});
+    out.push_back({"disk_inodes", "", l.disk_inodes, "tmpfs"});
+  } else {
+    std::string by = facts.scratch_on_tmpfs ? memory_bound : "none";
+    uint64_t value = by == "none" ? 0 : l.memory_bytes;
+    out.push_back({"disk_bytes", "", value, by});
+    out.push_back({"disk_inodes", "", value, by});
+  }
+  for (const auto& t : profile.tmpfs) {
+    out.push_back({"tmpfs_bytes", t.path, t.size_bytes, "tmpfs"});
+    // bwrap sets a tmpfs's size only; its inodes are bounded by the run's memory.
+    out.push_back({"tmpfs_inodes", t.path, facts.cgroup_memory ? l.memory_bytes : 0, memory_bound});
+  }
+  return out;
+}
+
 Json PreflightReport::to_json() const {
   Json list = Json::array();
   for (const auto& c : checks) {
@@ -78,7 +110,16 @@ Json PreflightReport::to_json() const {
     if (!c.ok) item["detail"] = c.detail;
     list.push_back(item);
   }
-  return {{"ok", ok}, {"checks", list}};
+  Json limits = Json::array();
+  for (const auto& e : enforced) {
+    Json item = {{"limit", e.limit}, {"value", e.value}, {"by", e.by}};
+    if (!e.where.empty()) item["where"] = e.where;
+    limits.push_back(item);
+  }
+  Json out = {{"ok", ok}, {"checks", list}};
+  // Absent when empty, so results recorded before this list existed keep their digests.
+  if (!enforced.empty()) out["enforced"] = limits;
+  return out;
 }
 
 Result<PreflightReport> PreflightReport::from_json(const Json& json) {
@@ -94,6 +135,18 @@ Result<PreflightReport> PreflightReport::from_json(const Json& json) {
       c.string("detail", pc.detail, false);
       r.adopt(c.finish());
       report.checks.push_back(std::move(pc));
+    }
+  }
+  if (const Json* list = r.value("enforced", Json::value_t::array, false)) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      JsonReader e((*list)[i], r.path("enforced") + "[" + std::to_string(i) + "]");
+      EnforcedLimit limit;
+      e.string("limit", limit.limit);
+      e.string("where", limit.where, false);
+      e.unsigned_integer("value", limit.value, 0, static_cast<uint64_t>(kMaxCanonicalInteger));
+      e.string("by", limit.by);
+      r.adopt(e.finish());
+      report.enforced.push_back(std::move(limit));
     }
   }
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
@@ -122,9 +175,10 @@ std::string preflight_script(const SandboxProfile& profile) {
   for (const char* p : kHostSecrets) s += std::string(" ") + p;
   s += "; do if [ -e \"$p\" ] || [ -L \"$p\" ]; then echo \"$p\"; fi; done\n"
        "echo @writes\n"
-       "for d in / /usr /etc; do if ( : > \"$d/.warden-probe\" ) 2>/dev/null; then echo \"writable $d\"; fi; done\n"
+       "for d in / /usr /etc /dev; do if ( : > \"$d/.warden-probe\" ) 2>/dev/null; then echo \"writable $d\"; fi; done\n"
        "if ( : > /tmp/.warden-probe ) 2>/dev/null; then echo tmp-ok; fi\n"
        "if ( echo probe > " + ws + "/" + kProbeWrittenFile + " ) 2>/dev/null; then echo workspace-ok; fi\n"
+       "echo @disk; stat -f -c '%b %S %c' " + ws + "\n"
        "echo @workspace\n"
        "cat " + ws + "/" + kProbeLowerFile + " 2>/dev/null\n"
        "if [ -e " + ws + "/" + kProbeHiddenFile + " ]; then echo hidden-visible; fi\n"
@@ -225,7 +279,7 @@ PreflightReport judge_preflight(const SandboxProfile& profile, const HostFacts& 
   };
   want("Max cpu time", profile.limits.cpu_seconds);
   want("Max file size", profile.limits.file_size_bytes);
-  want("Max processes", profile.limits.processes);
+  want("Max processes", facts.nproc_limit);
   want("Max open files", profile.limits.open_files);
   want("Max address space", profile.limits.address_space_bytes);
   report.checks.push_back(check("limits", limit_problems));
@@ -251,6 +305,29 @@ PreflightReport judge_preflight(const SandboxProfile& profile, const HostFacts& 
   if (std::find(wsl.begin(), wsl.end(), "hidden-visible") != wsl.end()) add(ws_problems, "a whiteout in the diff layer did not hide its file");
   if (!facts.workspace_write_seen) add(ws_problems, "the workspace write did not reach the run's upper layer");
   report.checks.push_back(check("workspace", ws_problems));
+
+  if (!facts.cgroup_by.empty()) {
+    // The join is the sandbox's first step: a run whose processes the cgroup never saw was
+    // not bounded by it.
+    std::string cg_problems;
+    if (facts.cgroup_memory && facts.cgroup_memory_peak == 0) add(cg_problems, "the probe was not charged to the run's memory cgroup");
+    if (facts.cgroup_pids && facts.cgroup_pids_peak == 0) add(cg_problems, "the probe's processes were not counted by the run's pids cgroup");
+    report.checks.push_back(check("cgroup", cg_problems));
+  }
+  if (facts.run_tmpfs) {
+    // The overlay reports its upper layer's file system: the run's own tmpfs.
+    std::string disk_problems;
+    std::istringstream disk(sec["disk"].empty() ? "" : sec["disk"][0]);
+    uint64_t blocks = 0, block_size = 0, inodes = 0;
+    disk >> blocks >> block_size >> inodes;
+    const uint64_t want_bytes = (profile.limits.disk_bytes + 4095) / 4096 * 4096;
+    if (blocks * block_size != want_bytes || inodes != profile.limits.disk_inodes) {
+      add(disk_problems, "the workspace shows " + std::to_string(blocks * block_size) + " bytes and " + std::to_string(inodes) +
+                             " inodes, want " + std::to_string(want_bytes) + " and " + std::to_string(profile.limits.disk_inodes));
+    }
+    report.checks.push_back(check("disk", disk_problems));
+  }
+  report.enforced = enforced_limits(profile, facts);
 
   report.ok = std::all_of(report.checks.begin(), report.checks.end(), [](const auto& c) { return c.ok; });
   return report;

@@ -39,6 +39,7 @@ Json run_json(const CheckRun& r, bool timing) {
             {"error", r.error}};
   if (timing) j["duration_ms"] = r.duration_ms;
   if (r.report_blob) j["report_blob"] = r.report_blob->str();
+  if (!r.limits_hit.empty()) j["limits_hit"] = r.limits_hit;
   if (!r.artifacts.empty()) {
     Json list = Json::array();
     for (const auto& a : r.artifacts) {
@@ -202,6 +203,7 @@ Result<RunResult> RunResult::from_json(const Json& json) {
       rr.string("outcome", run.outcome);
       if (rr.ok() && !valid_outcome(run.outcome)) rr.fail("outcome", "unknown outcome \"" + run.outcome + "\"");
       rr.string("error", run.error);
+      rr.strings("limits_hit", run.limits_hit, false);
       if (rr.has("artifacts")) each(rr, "artifacts", [&](JsonReader& ar) {
         ArtifactEvidence a;
         ar.string("path", a.path);

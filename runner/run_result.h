@@ -70,6 +70,9 @@ struct CheckRun {
   int64_t signal = 0;      // the runner's kill signal, when it ended the run
   bool timed_out = false;
   bool output_limit_exceeded = false;
+  // The run's cgroup limits it reached: "memory" (the OOM killer ended a process of it),
+  // "pids" (a fork failed at the process limit). Written only when not empty.
+  std::vector<std::string> limits_hit;
   int64_t duration_ms = 0;
   OutputEvidence out, err;
   std::string report = "none";  // none | parsed | missing | malformed | too_large

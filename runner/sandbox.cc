@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/file.h"
 #include "common/subprocess.h"
@@ -44,12 +45,43 @@ Status write_new_file(const std::filesystem::path& path, std::string_view conten
   return {};
 }
 
+// RLIMIT_NPROC when every run's processes are bounded by its own pids cgroup: it only guards
+// the host against all runs together, so a quarter of what the kernel can hold (pids and
+// threads both count).
+uint64_t nproc_backstop() {
+  auto number = [](const char* path) -> uint64_t {
+    auto text = read_file(path, 64);
+    return text ? std::strtoull(text->c_str(), nullptr, 10) : 0;
+  };
+  uint64_t room = std::min(number("/proc/sys/kernel/pid_max"), number("/proc/sys/kernel/threads-max"));
+  return std::max<uint64_t>(room / 4, 1024);
+}
+
 Status chown_to(const std::filesystem::path& path, const SandboxHost& host) {
   if (host.drop && ::lchown(path.c_str(), host.uid, host.gid) != 0) {
     return std::unexpected(errno_error("chown " + path.string(), errno));
   }
   return {};
 }
+
+// The sandbox as drive() sees it: stopping it also SIGKILLs every process in the run's
+// cgroup, so a timeout, a cancellation or an output flood ends the whole run whatever left
+// bwrap's process group.
+class RunChild final : public ChildProcess {
+ public:
+  RunChild(SandboxChild& child, const RunCgroup* cgroup) : child_(child), cgroup_(cgroup) {}
+  int pidfd() const override { return child_.pidfd(); }
+  bool exited() override { return child_.exited(); }
+  void stop() override {
+    child_.stop();
+    if (cgroup_) cgroup_->kill();
+  }
+  int reap() override { return child_.reap(); }
+
+ private:
+  SandboxChild& child_;
+  const RunCgroup* cgroup_;
+};
 
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
   int fds[2];
@@ -99,7 +131,10 @@ SandboxHost SandboxHost::detect() {
   struct statfs fs{};
   if (::statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK | X_OK) == 0) {
     h.scratch_root = "/dev/shm";
+    h.scratch_on_tmpfs = true;
   }
+  h.cgroups = CgroupHost::detect();
+  h.run_tmpfs = ::geteuid() == 0;
   return h;
 }
 
@@ -114,6 +149,9 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   // Processes killed before their destructors ran left their scratch behind; nothing else
   // would ever remove it (on /dev/shm it is host memory).
   reclaim_orphaned_scratch(s.host_.scratch_root);
+  s.host_.cgroups.reclaim_orphans();
+  s.nproc_limit_ = s.profile_.limits.processes;
+  if (s.host_.cgroups.has("pids")) s.nproc_limit_ = std::max(s.nproc_limit_, nproc_backstop());
   auto files = ScratchDir::create(s.host_.scratch_root, "warden-sandbox-", 0711);
   if (!files) return std::unexpected(files.error());
   s.files_.emplace(std::move(*files));
@@ -131,8 +169,18 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   }
   a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc"});
   for (const auto& t : p.tmpfs) a.insert(a.end(), {"--size", std::to_string(t.size_bytes), "--tmpfs", t.path});
+  // bwrap's /dev is a tmpfs of device nodes: read-only, nothing of the run's goes there (a
+  // profile's /dev/shm, mounted above, stays writable and bounded; without one it is absent).
+  a.insert(a.end(), {"--remount-ro", "/dev"});
   return s;
 }
+
+Result<ScratchDir> Sandbox::run_scratch(std::string_view prefix) const {
+  if (!host_.run_tmpfs) return ScratchDir::create(host_.scratch_root, prefix, 0711);
+  return ScratchDir::create_tmpfs(host_.scratch_root, prefix, 0711, profile_.limits.disk_bytes, profile_.limits.disk_inodes);
+}
+
+uint64_t Sandbox::nproc_limit() const { return nproc_limit_; }
 
 std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) const {
   std::vector<std::string> argv{host_.bwrap};
@@ -161,8 +209,16 @@ const PreflightReport& Sandbox::preflight() {
   HostFacts facts;
   facts.namespaces = own_namespaces();
   facts.overflow_uid = overflow_uid();
+  facts.cgroup_by = std::string(host_.cgroups.by());
+  facts.cgroup_pids = host_.cgroups.has("pids");
+  facts.cgroup_memory = host_.cgroups.has("memory");
+  facts.cgroup_cpu = host_.cgroups.has("cpu");
+  facts.nproc_limit = nproc_limit_;
+  facts.run_tmpfs = host_.run_tmpfs;
+  facts.scratch_on_tmpfs = host_.scratch_on_tmpfs;
   auto prepare = [&]() -> Result<std::pair<ScratchDir, SandboxRequest>> {
-    auto dir = ScratchDir::create(host_.scratch_root, "warden-preflight-", 0711);
+    // Laid out as a run's: the probe sees the file system a run's writable layer gets.
+    auto dir = run_scratch("warden-preflight-");
     if (!dir) return std::unexpected(dir.error());
     for (const char* sub : {"lower", "layer", "upper", "work", "merged"}) {
       if (Status st = make_owned_dir(*dir / sub, host_.uid, host_.gid); !st) return std::unexpected(st.error());
@@ -198,6 +254,10 @@ const PreflightReport& Sandbox::preflight() {
       facts.stderr_text = run->err.kept;
       auto written = read_file(prepared->first / "upper" / kProbeWrittenFile, 4096);
       facts.workspace_write_seen = written && *written == "probe\n";
+      if (run->cgroup) {
+        facts.cgroup_memory_peak = run->cgroup->memory_peak;
+        facts.cgroup_pids_peak = run->cgroup->pids_peak;
+      }
     }
   }
   preflight_ = judge_preflight(profile_, facts);
@@ -258,7 +318,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   const ResourceLimits& l = profile_.limits;
   spec.rlimits = {{RLIMIT_CPU, {l.cpu_seconds, l.cpu_seconds + 1}},
                   {RLIMIT_AS, {l.address_space_bytes, l.address_space_bytes}},
-                  {RLIMIT_NPROC, {l.processes, l.processes}},
+                  {RLIMIT_NPROC, {nproc_limit_, nproc_limit_}},
                   {RLIMIT_FSIZE, {l.file_size_bytes, l.file_size_bytes}},
                   {RLIMIT_NOFILE, {l.open_files, l.open_files}},
                   {RLIMIT_CORE, {0, 0}}};
@@ -266,8 +326,16 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   spec.stderr_fd = err_pipe->second.get();
   spec.pass_fds = {seccomp.get()};
   spec.pass_fds.insert(spec.pass_fds.end(), request.pass_fds.begin(), request.pass_fds.end());
-  auto child = SandboxChild::spawn(spec);
-  if (!child) return std::unexpected(child.error());
+  std::optional<RunCgroup> cgroup;
+  if (host_.cgroups.usable()) {
+    auto made = RunCgroup::create(host_.cgroups, CgroupLimits{l.processes, l.memory_bytes, l.cpu_quota_percent});
+    if (!made) return std::unexpected(made.error().with_context("sandbox: the run's cgroup"));
+    cgroup.emplace(std::move(*made));
+    spec.cgroup_procs_fds = cgroup->join_fds();
+  }
+  auto spawned = SandboxChild::spawn(spec);
+  if (!spawned) return std::unexpected(spawned.error());
+  RunChild child(*spawned, cgroup ? &*cgroup : nullptr);
   // Our copies of the write ends must go, or EOF would never come.
   out_pipe->second.reset();
   err_pipe->second.reset();
@@ -288,7 +356,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   }
   // The run ends when the reaper has exited (so every process of the sandbox is gone: the
   // PID namespace dies with its init, and the reaper outlives both) and both pipes are at EOF.
-  auto driven = drive(*child, ChildPipes{{}, {}, std::move(out_pipe->first), std::move(err_pipe->first)}, options);
+  auto driven = drive(child, ChildPipes{{}, {}, std::move(out_pipe->first), std::move(err_pipe->first)}, options);
   if (!driven) return std::unexpected(driven.error());
   if (driven->outlived) {
     return fail(Errc::internal, "sandbox: output pipes still open " + std::to_string(kKillGrace.count()) +
@@ -305,6 +373,11 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   result.duration_ms = driven->elapsed.count();
   result.out = captures[0].finish();
   result.err = captures[1].finish();
+  if (cgroup) {
+    result.cgroup = cgroup->events();
+    if (result.cgroup->memory_oom) result.limits_hit.push_back("memory");
+    if (result.cgroup->pids_max) result.limits_hit.push_back("pids");
+  }
   return result;
 }
 

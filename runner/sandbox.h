@@ -1,8 +1,10 @@
 // One sandbox profile made runnable: bubblewrap with every namespace unshared (no network),
 // --die-with-parent and --new-session, a cleared fixed environment, read-only system binds,
-// a private size-capped /tmp, the workspace as the only writable path, the profile's seccomp
-// filter and resource limits, a wall-clock timeout that kills the whole process tree, and
-// bounded output capture. The first run() is preceded by the preflight (preflight.h); if it
+// a read-only minimal /dev, a private size-capped /tmp (and /dev/shm when the profile has
+// one), the workspace as the only other writable path, the profile's seccomp filter and
+// resource limits, a cgroup of the run's own where the host offers one (run_cgroup.h: pids,
+// memory, CPU; the RLIMITs stay as a second line), a wall-clock timeout that kills the whole
+// process tree, and bounded output capture. The first run() is preceded by the preflight (preflight.h); if it
 // fails, every run() is refused with the failing parts named.
 //
 // Process-tree cleanup does not depend on the sandboxed program's cooperation: the command
@@ -10,8 +12,8 @@
 // is killed) the kernel kills everything left in the namespace, daemons and setsid()
 // escapees included. bwrap runs under a reaper process (sandbox_process.h) that collects
 // bwrap and its orphaned namespace init and exits only when both are gone; a run ends when
-// the reaper has exited. On timeout or an output flood the reaper SIGKILLs bwrap's process
-// group. Not thread-safe: one run at a time per Sandbox, and the thread that calls run()
+// the reaper has exited. On timeout, cancellation or an output flood the reaper SIGKILLs
+// bwrap's process group, and every process in the run's cgroup is SIGKILLed too. Not thread-safe: one run at a time per Sandbox, and the thread that calls run()
 // must live until it returns (the reaper's parent-death signal follows the spawning thread).
 // Use one Sandbox per worker thread; distinct Sandboxes share nothing.
 //
@@ -43,6 +45,7 @@
 #include "runner/output_capture.h"
 #include "runner/preflight.h"
 #include "runner/preflight_cache.h"
+#include "runner/run_cgroup.h"
 #include "runner/sandbox_process.h"
 #include "runner/sandbox_profile.h"
 #include "runner/scratch_dir.h"
@@ -61,6 +64,12 @@ struct SandboxHost {
   // Scratch directories (generated files, overlay upper layers) go below this; it and its
   // parents must be searchable by `uid`.
   std::filesystem::path scratch_root = "/tmp";  // detect(): /dev/shm when it is a writable tmpfs
+  bool scratch_on_tmpfs = false;  // detect(): scratch_root is a tmpfs (pages charged to their writer's memory cgroup)
+  // Per-run cgroups; none when the host offers no usable one (detect() says why).
+  CgroupHost cgroups = CgroupHost::none("not detected");
+  // Each run's writable layer on a tmpfs of its own, bounded by the profile's disk_bytes and
+  // disk_inodes (detect(): when Warden is root, the only way to mount one).
+  bool run_tmpfs = false;
 
   static SandboxHost detect();
 };
@@ -93,6 +102,10 @@ struct SandboxRun {
   bool output_limit_exceeded = false;
   int64_t duration_ms = 0;
   StreamEvidence out, err;
+  // What the run's cgroup saw (absent without one), and the limits it reached: "memory" (the
+  // OOM killer ran), "pids" (a fork failed at the process limit).
+  std::optional<CgroupEvents> cgroup;
+  std::vector<std::string> limits_hit;
 };
 
 class Sandbox {
@@ -114,6 +127,14 @@ class Sandbox {
   // Refuses (Errc::verification_failed, naming the failing parts) when the preflight fails.
   Result<SandboxRun> run(const SandboxRequest& request);
 
+  // A directory for one run's overlay layers (upper, work, merged): a tmpfs of its own,
+  // bounded by the profile's disk_bytes and disk_inodes, when host().run_tmpfs; else a
+  // plain scratch directory.
+  Result<ScratchDir> run_scratch(std::string_view prefix = "warden-run-") const;
+  // The RLIMIT_NPROC every run gets: the profile's processes, or with a pids cgroup holding
+  // each run, a host-wide backstop, so concurrent runs do not share one small per-uid budget.
+  uint64_t nproc_limit() const;
+
   // bwrap's argv for a request (the seccomp program is expected on descriptor 3), and the
   // program itself: what the benchmark runs as "bare bwrap with the same profile".
   std::vector<std::string> command_line(const SandboxRequest& request) const;
@@ -132,6 +153,7 @@ class Sandbox {
   std::optional<PreflightReport> preflight_;
   std::optional<PreflightCache> preflight_cache_;
   bool preflight_from_cache_ = false;
+  uint64_t nproc_limit_ = 0;
 };
 
 }  // namespace warden

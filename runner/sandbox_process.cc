@@ -19,11 +19,11 @@ namespace {
 
 // The steps the child reports when one fails (indexes into kStepNames).
 enum Step : int {
-  kReaper, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kUnshare, kMapSync, kSetgroupsDeny, kUidMap,
+  kReaper, kCgroup, kSetpgid, kSignals, kStdio, kSetgroups, kSetgid, kSetuid, kUnshare, kMapSync, kSetgroupsDeny, kUidMap,
   kGidMap, kMountPrivate, kOpenLayer, kMountOverlay, kRlimit, kDeathSignal, kExec,
 };
 constexpr const char* kStepNames[] = {
-    "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
+    "start the reaper (fork, PR_SET_CHILD_SUBREAPER)", "join the run's cgroup", "setpgid", "reset signals", "set up stdio", "setgroups", "setgid (drop to the sandbox uid)",
     "setuid (drop to the sandbox uid)", "unshare(user+mount namespace) for the overlay", "wait for the reaper to write the id maps",
     "write /proc/<pid>/setgroups", "write /proc/<pid>/uid_map", "write /proc/<pid>/gid_map", "make mounts private",
     "open an overlay layer (its directories must exist and be reachable by Warden's uid)",
@@ -64,6 +64,10 @@ struct ChildPlan {
 // the overlay's user namespace (see reaper_main).
 [[noreturn]] void child_main(const ChildPlan& plan, int report, int map_sync, int map_ack, pid_t parent) {
   const SpawnSpec& spec = *plan.spec;
+  // First: every process of the run descends from this one, so all of them are in the cgroup.
+  for (int fd : spec.cgroup_procs_fds) {
+    if (::write(fd, "0", 1) != 1) child_fail(report, kCgroup);
+  }
   if (::setpgid(0, 0) != 0) child_fail(report, kSetpgid);
 
   // Ignored signals and the blocked mask survive exec; the sandbox starts from defaults.

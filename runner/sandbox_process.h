@@ -1,6 +1,7 @@
 // Starting bwrap for one sandboxed run, and owning it until every process of the run is
 // gone. The runner's child is a small reaper (a child subreaper, see reaper_main) whose own
-// child becomes bwrap; that child (between fork and exec, async-signal-safe calls only) puts
+// child becomes bwrap; that child (between fork and exec, async-signal-safe calls only) joins
+// the run's cgroup before anything else (so nothing of the run ever runs outside it), puts
 // itself in its own process group, resets signals, wires stdin to /dev/null and stdout/stderr to the capture pipes,
 // drops to the sandbox's host uid when Warden runs as root (so RLIMIT_NPROC binds: the
 // kernel never enforces it on uid 0), optionally mounts the overlay workspace inside a
@@ -39,6 +40,8 @@ struct SpawnSpec {
   std::optional<gid_t> drop_gid;
   std::optional<OverlaySpec> overlay;
   std::vector<std::pair<int, rlimit>> rlimits;
+  // The run's cgroup.procs files (run_cgroup.h), open for writing: the child writes "0" to each.
+  std::vector<int> cgroup_procs_fds;
   int stdout_fd = -1, stderr_fd = -1;
   // Descriptors the child receives as 3, 4, ... (e.g. the seccomp program for --seccomp 3).
   std::vector<int> pass_fds;

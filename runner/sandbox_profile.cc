@@ -120,6 +120,11 @@ Result<SandboxProfile> SandboxProfile::from_json(const Json& json) {
     l.unsigned_integer("file_size_bytes", p.limits.file_size_bytes, 4096, kMax);
     l.unsigned_integer("open_files", p.limits.open_files, 16, 1'048'576);
     l.integer("wall_timeout_ms", p.limits.wall_timeout_ms, 1, 86'400'000);
+    l.unsigned_integer("memory_bytes", p.limits.memory_bytes, uint64_t{16} << 20, kMax);
+    l.unsigned_integer("cpu_quota_percent", p.limits.cpu_quota_percent, 1, 100'000);
+    l.unsigned_integer("disk_bytes", p.limits.disk_bytes, uint64_t{1} << 20, kMax);
+    l.unsigned_integer("disk_inodes", p.limits.disk_inodes, 64, uint64_t{1} << 32);
+    if (l.ok() && p.limits.disk_bytes % 4096 != 0) l.fail("disk_bytes", "must be a multiple of 4096 (a tmpfs counts pages)");
     r.adopt(l.finish());
   }
   if (const Json* output = r.value("output", Json::value_t::object)) {
@@ -195,7 +200,11 @@ Json SandboxProfile::to_json() const {
             {"processes", limits.processes},
             {"file_size_bytes", limits.file_size_bytes},
             {"open_files", limits.open_files},
-            {"wall_timeout_ms", limits.wall_timeout_ms}}},
+            {"wall_timeout_ms", limits.wall_timeout_ms},
+            {"memory_bytes", limits.memory_bytes},
+            {"cpu_quota_percent", limits.cpu_quota_percent},
+            {"disk_bytes", limits.disk_bytes},
+            {"disk_inodes", limits.disk_inodes}}},
           {"output",
            {{"keep_bytes", output.keep_bytes},
             {"head_bytes", output.head_bytes},

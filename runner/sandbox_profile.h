@@ -43,10 +43,18 @@ struct TmpfsMount {
 struct ResourceLimits {
   uint64_t cpu_seconds = 0;          // RLIMIT_CPU (soft; the hard limit is one second more)
   uint64_t address_space_bytes = 0;  // RLIMIT_AS
-  uint64_t processes = 0;            // RLIMIT_NPROC, counted for the sandbox's host uid
+  // Processes of one run: its cgroup's pids.max; RLIMIT_NPROC (counted per host uid) when
+  // no pids cgroup holds the run.
+  uint64_t processes = 0;
   uint64_t file_size_bytes = 0;      // RLIMIT_FSIZE
   uint64_t open_files = 0;           // RLIMIT_NOFILE
   int64_t wall_timeout_ms = 0;       // the whole process tree is killed after this
+  // Bounded per run through its cgroup (run_cgroup.h) where the host has one:
+  uint64_t memory_bytes = 0;       // RAM of the whole run, tmpfs pages (its /tmp, /dev/shm) included
+  uint64_t cpu_quota_percent = 0;  // CPU time per period, 100 = one CPU
+  // The run's writable layer (the overlay's upper directory) as a tmpfs of its own (as root):
+  uint64_t disk_bytes = 0;
+  uint64_t disk_inodes = 0;
 };
 
 struct OutputLimits {

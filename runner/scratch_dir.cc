@@ -1,9 +1,11 @@
 #include "runner/scratch_dir.h"
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 #include "common/file.h"
@@ -24,17 +26,38 @@ Result<ScratchDir> ScratchDir::create(const fs::path& parent, std::string_view p
   return ScratchDir(fs::path(tmpl));
 }
 
+Result<ScratchDir> ScratchDir::create_tmpfs(const fs::path& parent, std::string_view prefix, unsigned mode,
+                                            uint64_t size_bytes, uint64_t inodes) {
+  auto dir = create(parent, prefix, mode);
+  if (!dir) return dir;
+  char octal[8];
+  std::snprintf(octal, sizeof octal, "%o", mode);
+  std::string options = "size=" + std::to_string(size_bytes) + ",nr_inodes=" + std::to_string(inodes) + ",mode=" + octal;
+  if (::mount("warden-run", dir->path_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+    return std::unexpected(errno_error("mount a tmpfs (" + options + ") on " + dir->path_.string(), errno));
+  }
+  dir->mounted_ = true;
+  return dir;
+}
+
+void ScratchDir::remove() {
+  if (path_.empty()) return;
+  // Detached, the tmpfs is freed once no process of the run holds it; the directory it
+  // covered is empty.
+  if (mounted_) ::umount2(path_.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
+  remove_tree(path_);
+}
+
 ScratchDir& ScratchDir::operator=(ScratchDir&& other) noexcept {
   if (this != &other) {
-    if (!path_.empty()) remove_tree(path_);
+    remove();
     path_ = std::exchange(other.path_, {});
+    mounted_ = std::exchange(other.mounted_, false);
   }
   return *this;
 }
 
-ScratchDir::~ScratchDir() {
-  if (!path_.empty()) remove_tree(path_);
-}
+ScratchDir::~ScratchDir() { remove(); }
 
 Status make_owned_dir(const fs::path& path, uid_t uid, gid_t gid, unsigned mode) {
   if (::mkdir(path.c_str(), mode) != 0) return std::unexpected(errno_error("mkdir " + path.string(), errno));
@@ -73,6 +96,9 @@ size_t reclaim_orphaned_scratch(const fs::path& parent) {
     if (!owner || owner->alive()) continue;
     std::error_code type_ec;
     if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+    // A run's own tmpfs (create_tmpfs) is detached first. Anything else, or no privilege to
+    // unmount, makes this fail harmlessly (EINVAL, EPERM).
+    ::umount2(it->path().c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
     remove_tree(it->path());
     ++removed;
   }

@@ -132,6 +132,43 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (!std::strcmp(mode, "fill")) {
+    // Bytes into `arg` in 256 KiB files (under any RLIMIT_FSIZE) until a write fails.
+    static char buf[1 << 16];
+    std::memset(buf, 'f', sizeof buf);
+    long total = 0;
+    for (int i = 0;; ++i) {
+      char name[4096];
+      std::snprintf(name, sizeof name, "%s/fill-%d", arg, i);
+      int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) {
+        std::printf("fill: %s\nfilled %ld bytes\n", err_name(errno), total);
+        return 0;
+      }
+      for (int k = 0; k < 4; ++k) {
+        ssize_t n = write(fd, buf, sizeof buf);
+        if (n < 0) {
+          std::printf("fill: %s\nfilled %ld bytes\n", err_name(errno), total);
+          return 0;
+        }
+        total += n;
+      }
+      close(fd);
+    }
+  }
+  if (!std::strcmp(mode, "inodes")) {
+    // Empty files in `arg` until one cannot be made.
+    for (long i = 0;; ++i) {
+      char name[4096];
+      std::snprintf(name, sizeof name, "%s/i%ld", arg, i);
+      int fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+      if (fd < 0) {
+        std::printf("inodes: %s\nmade %ld files\n", err_name(errno), i);
+        return 0;
+      }
+      close(fd);
+    }
+  }
   if (!std::strcmp(mode, "print")) {
     std::printf("%s\n", arg);
     return argc > 3 ? std::atoi(argv[3]) : 0;

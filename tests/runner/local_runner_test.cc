@@ -102,6 +102,40 @@ TEST_F(LocalRunnerTest, ChecksSeeExactlyTheTreeUnderTest) {
   EXPECT_EQ(out.bodies.at(c.runs.at(0).out.blob), c.runs.at(0).out.head);
 }
 
+// A check that fills memory or its workspace is stopped at its run's limits (a cgroup, a
+// tmpfs of the run's own), with the limit named in its evidence; the host is not the one
+// that runs out.
+TEST_F(LocalRunnerTest, ChecksFillingMemoryOrTheWorkspaceStopAtTheirRunsLimits) {
+  SandboxHost host = SandboxHost::detect();
+  if (!host.cgroups.has("memory") || !host.run_tmpfs) GTEST_SKIP() << "needs root and a memory cgroup";
+  SandboxProfile p = test_profile();
+  p.limits.memory_bytes = uint64_t{128} << 20;
+  p.limits.address_space_bytes = uint64_t{64} << 30;  // out of the way: the cgroup must stop it
+  p.limits.file_size_bytes = uint64_t{1} << 30;
+  p.limits.disk_bytes = uint64_t{16} << 20;
+  RunnerOptions o;
+  o.cache_dir = cache_->path() / "limits";
+  o.use_cache = false;
+  auto runner = LocalRunner::create(p, o, host);
+  ASSERT_TRUE(runner) << runner.error().message;
+  RunOutcome out = run(*runner, {shell("hog", "python3 -c \"s = 'x' * (1 << 30)\""),
+                                 shell("fill", "dd if=/dev/zero of=big bs=1M count=64")});
+  const CheckResult& hog = out.result.checks[0];
+  EXPECT_EQ(hog.verdict, kFailed);
+  EXPECT_EQ(hog.runs[0].limits_hit, std::vector<std::string>{"memory"});
+  const CheckResult& fill = out.result.checks[1];
+  EXPECT_EQ(fill.verdict, kFailed);
+  EXPECT_NE(fill.runs[0].err.head.find("No space left on device"), std::string::npos) << fill.runs[0].err.head;
+  auto memory = std::find_if(out.result.preflight.enforced.begin(), out.result.preflight.enforced.end(),
+                             [](const EnforcedLimit& e) { return e.limit == "memory"; });
+  ASSERT_NE(memory, out.result.preflight.enforced.end());
+  EXPECT_EQ(memory->by, host.cgroups.by());
+  // The limit reached is part of the recorded evidence.
+  auto round = RunResult::from_json(out.result.to_json());
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(round->checks[0].runs[0].limits_hit, std::vector<std::string>{"memory"});
+}
+
 TEST_F(LocalRunnerTest, WritesStayInTheirRunAndNeverReachTheBase) {
   LocalRunner runner = make_runner(false);
   RunOutcome first = run(runner, {shell("write", "echo scribble > a.txt && rm dir/b.txt && echo x > fresh.txt")});

@@ -60,8 +60,12 @@ TEST_F(SandboxHostile, PreflightProvesEveryPart) {
   EXPECT_TRUE(report.ok) << report.failures();
   std::vector<std::string> names;
   for (const auto& c : report.checks) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"sandbox_start", "namespaces", "network", "seccomp", "capabilities", "identity",
-                                             "limits", "filesystem", "workspace"}));
+  std::vector<std::string> want{"sandbox_start", "namespaces", "network", "seccomp", "capabilities", "identity",
+                                "limits", "filesystem", "workspace"};
+  // Where the host bounds runs with cgroups and a tmpfs of their own, the probe proves those too.
+  if (host_.cgroups.usable()) want.push_back("cgroup");
+  if (host_.run_tmpfs) want.push_back("disk");
+  EXPECT_EQ(names, want);
 }
 
 TEST_F(SandboxHostile, MemoryHogHitsTheAddressSpaceLimit) {

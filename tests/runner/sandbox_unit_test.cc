@@ -109,6 +109,7 @@ TEST(Preflight, JudgesProbeOutputPartByPart) {
   facts.probe_started = true;
   facts.exit_code = 0;
   facts.workspace_write_seen = true;
+  facts.nproc_limit = 256;
   std::string limits = "Limit                     Soft Limit           Hard Limit           Units\n"
                        "Max cpu time              600                  601                  seconds\n"
                        "Max file size             1073741824           1073741824           bytes\n"
@@ -144,6 +145,57 @@ TEST(Preflight, JudgesProbeOutputPartByPart) {
   auto round = PreflightReport::from_json(dead.to_json());
   ASSERT_TRUE(round);
   EXPECT_EQ(round->to_json(), dead.to_json());
+  // Results recorded before reports said what enforces each limit still parse.
+  Json old = ok.to_json();
+  old.erase("enforced");
+  auto older = PreflightReport::from_json(old);
+  ASSERT_TRUE(older) << older.error().message;
+  EXPECT_TRUE(older->enforced.empty());
+  EXPECT_EQ(older->to_json(), old);  // and keep their bytes
+}
+
+TEST(Preflight, EnforcedLimitsNameWhatBoundsEachLimit) {
+  SandboxProfile p = SandboxProfile::load("default").value();
+  auto find = [](const std::vector<EnforcedLimit>& list, std::string_view limit, std::string_view where = "") {
+    for (const auto& e : list) {
+      if (e.limit == limit && e.where == where) return e;
+    }
+    return EnforcedLimit{"absent", "", 0, "absent"};
+  };
+  HostFacts root_v1;
+  root_v1.cgroup_by = "cgroup-v1";
+  root_v1.cgroup_pids = root_v1.cgroup_memory = root_v1.cgroup_cpu = true;
+  root_v1.nproc_limit = 8192;
+  root_v1.run_tmpfs = true;
+  auto all = enforced_limits(p, root_v1);
+  EXPECT_EQ(find(all, "memory").by, "cgroup-v1");
+  EXPECT_EQ(find(all, "memory").value, p.limits.memory_bytes);
+  EXPECT_EQ(find(all, "pids").by, "cgroup-v1");
+  EXPECT_EQ(find(all, "processes_per_uid").value, 8192u);
+  EXPECT_EQ(find(all, "cpu").by, "cgroup-v1");
+  EXPECT_EQ(find(all, "disk_bytes").by, "tmpfs");
+  EXPECT_EQ(find(all, "disk_inodes").value, p.limits.disk_inodes);
+  EXPECT_EQ(find(all, "tmpfs_bytes", "/dev/shm").by, "tmpfs");
+  EXPECT_EQ(find(all, "tmpfs_inodes", "/tmp").by, "cgroup-v1");
+
+  // No cgroup, not root, scratch on a tmpfs: the RLIMITs, and nothing for memory or disk.
+  HostFacts bare;
+  bare.nproc_limit = p.limits.processes;
+  bare.scratch_on_tmpfs = true;
+  auto little = enforced_limits(p, bare);
+  EXPECT_EQ(find(little, "memory").by, "none");
+  EXPECT_EQ(find(little, "pids").by, "rlimit");
+  EXPECT_EQ(find(little, "processes_per_uid").by, "absent");
+  EXPECT_EQ(find(little, "cpu").by, "none");
+  EXPECT_EQ(find(little, "disk_bytes").by, "none");
+  EXPECT_EQ(find(little, "address_space").by, "rlimit");
+
+  // Not root with a memory cgroup: the writable layer's tmpfs pages are the run's memory.
+  HostFacts user = bare;
+  user.cgroup_by = "cgroup-v2";
+  user.cgroup_memory = true;
+  EXPECT_EQ(find(enforced_limits(p, user), "disk_bytes").by, "cgroup-v2");
+  EXPECT_EQ(find(enforced_limits(p, user), "disk_bytes").value, p.limits.memory_bytes);
 }
 
 TEST(TestReports, JUnitStatusesIdsAndRefusals) {

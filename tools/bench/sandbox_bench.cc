@@ -14,9 +14,12 @@
 //                     apply the diff (tree objects), tree_sha256, and the diff layer, with the
 //                     base checkout already cached (its one-time materialization is shown too)
 //   cache hit         Runner::run for a tree whose result is recorded
+//   cgroup limits     Sandbox::run of /bin/true with a cgroup per run (pids, memory, CPU)
+//                     against the same without, interleaved; and RunCgroup create + remove
+//                     alone; the run's own tmpfs for its writable layer shown beside
 //
 // Targets: sandboxed /bin/true within 1.3x of bare bwrap; the one-shot CLI within 1.5x; preparation at 100,000 files within
-// 2x of 1,000; a cache hit under 1 ms. Medians of --runs runs; the three start-up figures are
+// 2x of 1,000; a cache hit under 1 ms; a run's cgroup adds at most 1 ms. Medians of --runs runs; the three start-up figures are
 // measured interleaved, one of each per round.
 //
 //   cmake --build build --target sandbox_bench && build/sandbox_bench [--runs N] [--json]
@@ -39,6 +42,7 @@
 #include <vector>
 
 #include "runner/local_runner.h"
+#include "runner/run_cgroup.h"
 #include "runner/workspace.h"
 #include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
@@ -52,6 +56,7 @@ using warden::bench::make_patch;
 using warden::bench::make_repo;
 using warden::bench::median_ms;
 using Clock = std::chrono::steady_clock;
+using warden::Json;
 
 [[noreturn]] void die(const std::string& what) {
   std::cerr << "sandbox_bench: " << what << "\n";
@@ -100,6 +105,99 @@ void bare_bwrap(const std::vector<std::string>& argv, const std::string& seccomp
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("bare bwrap failed: status " + std::to_string(status));
+}
+
+// What per-run limits cost: the same in-process run with and without a cgroup of its own.
+struct CgroupCost {
+  bool measured = false;  // false: this host offers no cgroup (`why`)
+  std::string why;
+  double with_ms = 0, without_ms = 0;  // Sandbox::run of /bin/true, medians
+  double setup_ms = 0;                 // RunCgroup::create + destruction alone, median
+  double scratch_ms = 0, tmpfs_scratch_ms = 0;  // a run's scratch directory, plain and as its own tmpfs
+  double added_ms() const { return with_ms - without_ms; }
+  bool ok() const { return !measured || added_ms() <= 1.0; }
+};
+
+CgroupCost cgroup_cost(const warden::SandboxProfile& profile, const warden::SandboxHost& host, const fs::path& work,
+                       int runs) {
+  CgroupCost cost;
+  if (!host.cgroups.usable()) {
+    cost.why = host.cgroups.unavailable();
+    return cost;
+  }
+  cost.measured = true;
+  warden::SandboxHost plain = host;
+  plain.cgroups = warden::CgroupHost::none("benchmark: without cgroups");
+  auto with = warden::Sandbox::create(profile, host);
+  auto without = warden::Sandbox::create(profile, plain);
+  if (!with || !without) die("cannot create the sandboxes");
+  if (!with->preflight().ok || !without->preflight().ok) die("preflight failed");
+  fs::path ws = work / "cgroup-ws";
+  if (auto st = warden::make_owned_dir(ws, host.uid, host.gid); !st) die(st.error().message);
+  warden::SandboxRequest req;
+  req.argv = {"/bin/true"};
+  req.workspace_dir = ws;
+  auto run = [&](warden::Sandbox& s) {
+    auto r = s.run(req);
+    if (!r || r->exit_code != 0) die("sandboxed /bin/true failed");
+  };
+  for (int i = 0; i < 3; ++i) {
+    run(*with);
+    run(*without);
+  }
+  std::vector<double> with_t, without_t;
+  for (int i = 0; i < runs; ++i) {
+    auto start = Clock::now();
+    run(*with);
+    with_t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    start = Clock::now();
+    run(*without);
+    without_t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  cost.with_ms = median(with_t);
+  cost.without_ms = median(without_t);
+  const warden::ResourceLimits& l = profile.limits;
+  cost.setup_ms = median_ms(std::max(runs, 101), [&] {
+    auto cg = warden::RunCgroup::create(host.cgroups, {l.processes, l.memory_bytes, l.cpu_quota_percent});
+    if (!cg) die(cg.error().message);
+  });
+  cost.scratch_ms = median_ms(std::max(runs, 101), [&] {
+    if (!warden::ScratchDir::create(host.scratch_root, "warden-bench-", 0711)) die("scratch");
+  });
+  if (host.run_tmpfs) {
+    cost.tmpfs_scratch_ms = median_ms(std::max(runs, 101), [&] {
+      if (!with->run_scratch("warden-bench-")) die("tmpfs scratch");
+    });
+  }
+  return cost;
+}
+
+void print_cgroup_cost(const CgroupCost& c) {
+  std::printf("\nper-run cgroup limits (pids, memory, CPU)\n");
+  if (!c.measured) {
+    std::printf("  not measured: no usable cgroup here (%s)\n", c.why.c_str());
+    return;
+  }
+  std::printf("%-44s %9.3f ms\n", "sandboxed /bin/true with a cgroup per run", c.with_ms);
+  std::printf("%-44s %9.3f ms\n", "sandboxed /bin/true without", c.without_ms);
+  std::printf("%-44s %9.3f ms   (target <= 1 ms)  %s\n", "added by the cgroup", c.added_ms(), c.ok() ? "PASS" : "FAIL");
+  std::printf("%-44s %9.3f ms   (create, limits, remove)\n", "RunCgroup alone", c.setup_ms);
+  std::printf("%-44s %9.3f ms   plain directory %.3f ms\n", "a run's scratch as its own tmpfs", c.tmpfs_scratch_ms, c.scratch_ms);
+}
+
+Json cgroup_cost_json(const CgroupCost& c) {
+  return {{"measured", c.measured},
+          {"with_cgroup_ms", c.with_ms},
+          {"without_cgroup_ms", c.without_ms},
+          {"cgroup_added_ms", c.added_ms()},
+          {"run_cgroup_alone_ms", c.setup_ms},
+          {"scratch_ms", c.scratch_ms},
+          {"tmpfs_scratch_ms", c.tmpfs_scratch_ms},
+          {"ok", c.ok()}};
 }
 
 // The one-shot CLI against bare bwrap with the argv it runs: `warden sandbox exec
@@ -295,9 +393,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  const CgroupCost cgroups = cgroup_cost(*profile, host, work, runs);
+
   double sandbox_ratio = sandbox_ms / bwrap_ms;
   double prep_ratio = prep.back().prepare_ms / prep.front().prepare_ms;
-  bool ok = sandbox_ratio <= 1.3 && prep_ratio <= 2.0 && hit_ms < 1.0 && one_shot_ratio <= 1.5;
+  bool ok = sandbox_ratio <= 1.3 && prep_ratio <= 2.0 && hit_ms < 1.0 && cgroups.ok() && one_shot_ratio <= 1.5;
   if (json) {
     warden::Json out = {{"runs", runs},
                         {"spawn_ms", spawn_ms},
@@ -311,6 +411,7 @@ int main(int argc, char** argv) {
                         {"cache_hit_ms", hit_ms},
                         {"prepare_scaling", prep_ratio},
                         {"ok", ok},
+                        {"cgroup_limits", cgroup_cost_json(cgroups)},
                         {"sizes", warden::Json::array()}};
     for (const auto& p : prep) {
       out["sizes"].push_back({{"files", p.files}, {"prepare_ms", p.prepare_ms}, {"cold_checkout_ms", p.cold_ms}});
@@ -337,6 +438,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(prep.back().files), static_cast<unsigned long long>(prep.front().files),
                 prep_ratio, verdict(prep_ratio <= 2.0));
     std::printf("\n%-44s %9.3f ms   (target < 1 ms)  %s\n", "result cache hit (Runner::run)", hit_ms, verdict(hit_ms < 1.0));
+    print_cgroup_cost(cgroups);
   }
   return quick || ok ? 0 : 1;
 }

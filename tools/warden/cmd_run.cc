@@ -70,7 +70,9 @@ void print_human(const RunOutcome& out) {
     std::cout << c.verdict << "  " << c.name;
     for (const auto& run : c.runs) {
       std::cout << "  [exit " << run.exit_code << (run.timed_out ? ", timed out" : "")
-                << (run.output_limit_exceeded ? ", output limit" : "") << ", " << run.duration_ms << " ms"
+                << (run.output_limit_exceeded ? ", output limit" : "");
+      for (const auto& limit : run.limits_hit) std::cout << ", " << limit << " limit reached";
+      std::cout << ", " << run.duration_ms << " ms"
                 << (run.error.empty() ? "" : ", error: " + run.error) << "]";
     }
     std::cout << "\n";

@@ -129,6 +129,12 @@ int run_preflight(const Options& o) {
     for (const auto& c : report.checks) {
       std::cout << (c.ok ? "ok    " : "FAIL  ") << c.name << (c.ok ? "" : ": " + c.detail) << "\n";
     }
+    for (const auto& e : report.enforced) {
+      std::cout << "limit " << e.limit << (e.where.empty() ? "" : " " + e.where) << " " << e.value << " by " << e.by << "\n";
+    }
+    if (!sandbox->host().cgroups.unavailable().empty()) {
+      std::cout << "cgroups: " << sandbox->host().cgroups.unavailable() << " (RLIMITs bound what no cgroup does)\n";
+    }
     std::cout << (report.ok ? "sandbox ready\n" : "sandbox NOT usable: Warden refuses to run checks with this profile\n");
   }
   return report.ok ? kOk : kVerificationFailed;
