@@ -95,7 +95,11 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   auto& a = s.fixed_args_;
   a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
        "--uid", std::to_string(p.uid), "--gid", std::to_string(p.gid), "--hostname", p.hostname, "--clearenv"};
+  if (p.network) a.insert(a.begin() + 1, "--share-net");
   for (const auto& b : p.ro_binds) a.insert(a.end(), {b.optional ? "--ro-bind-try" : "--ro-bind", b.src, b.dest});
+  if (p.network) {
+    for (std::string_view f : kNetworkFiles) a.insert(a.end(), {"--ro-bind-try", std::string(f), std::string(f)});
+  }
   for (const auto& l : p.symlinks) a.insert(a.end(), {"--symlink", l.target, l.path});
   for (size_t i = 0; i < p.files.size(); ++i) {
     auto path = *s.files_ / ("file-" + std::to_string(i));
@@ -114,8 +118,9 @@ std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) co
   for (const auto& [k, v] : request.env) env[k] = v;
   for (const auto& [k, v] : env) argv.insert(argv.end(), {"--setenv", k, v});
   std::string source = request.overlay ? request.overlay->target : request.workspace_dir.string();
-  argv.insert(argv.end(), {"--bind", source, profile_.workspace, "--chdir", profile_.workspace, "--remount-ro", "/",
-                           "--seccomp", std::to_string(kSeccompFd), "--"});
+  if (!source.empty()) argv.insert(argv.end(), {"--bind", source, profile_.workspace});
+  for (const auto& b : request.ro_binds) argv.insert(argv.end(), {b.optional ? "--ro-bind-try" : "--ro-bind", b.src, b.dest});
+  argv.insert(argv.end(), {"--chdir", profile_.workspace, "--remount-ro", "/", "--seccomp", std::to_string(kSeccompFd), "--"});
   argv.insert(argv.end(), request.argv.begin(), request.argv.end());
   return argv;
 }
@@ -170,12 +175,24 @@ const PreflightReport& Sandbox::preflight() {
 
 Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
   if (request.argv.empty()) return fail(Errc::invalid_argument, "sandbox: no command given");
+  if (request.workspace_dir.empty() && !request.overlay &&
+      std::none_of(profile_.tmpfs.begin(), profile_.tmpfs.end(), [&](const auto& t) { return t.path == profile_.workspace; })) {
+    return fail(Errc::invalid_argument, "sandbox: no workspace (neither a directory, an overlay nor a tmpfs at " +
+                                            profile_.workspace + " in profile " + profile_.name + ")");
+  }
   const PreflightReport& report = preflight();
   if (!report.ok) {
     return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
                                                ", refusing to run anything: " + report.failures());
   }
-  return execute(request, profile_.output);
+  OutputLimits output = profile_.output;
+  if (request.output) {
+    output.keep_bytes = std::min(output.keep_bytes, request.output->keep_bytes);
+    output.head_bytes = std::min(output.head_bytes, request.output->head_bytes);
+    output.tail_bytes = std::min(output.tail_bytes, request.output->tail_bytes);
+    output.max_bytes = std::min(output.max_bytes, request.output->max_bytes);
+  }
+  return execute(request, output);
 }
 
 Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputLimits& output) {
@@ -206,6 +223,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
                   {RLIMIT_FSIZE, {l.file_size_bytes, l.file_size_bytes}},
                   {RLIMIT_NOFILE, {l.open_files, l.open_files}},
                   {RLIMIT_CORE, {0, 0}}};
+  spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = out_pipe->second.get();
   spec.stderr_fd = err_pipe->second.get();
   spec.pass_fds = {seccomp.get()};

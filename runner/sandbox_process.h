@@ -1,7 +1,7 @@
 // Starting bwrap for one sandboxed run, and owning it until every process of the run is
 // gone. The runner's child is a small reaper (a child subreaper, see reaper_main) whose own
 // child becomes bwrap; that child (between fork and exec, async-signal-safe calls only) puts
-// itself in its own process group, resets signals, wires stdin to /dev/null and stdout/stderr to the capture pipes,
+// itself in its own process group, resets signals, wires stdin (the given descriptor, else /dev/null) and stdout/stderr to the capture pipes,
 // drops to the sandbox's host uid when Warden runs as root (so RLIMIT_NPROC binds: the
 // kernel never enforces it on uid 0), optionally mounts the overlay workspace inside a
 // private user + mount namespace, applies the resource limits, asks to be killed if the
@@ -34,6 +34,7 @@ struct SpawnSpec {
   std::optional<gid_t> drop_gid;
   std::optional<OverlaySpec> overlay;
   std::vector<std::pair<int, rlimit>> rlimits;
+  int stdin_fd = -1;  // -1: /dev/null
   int stdout_fd = -1, stderr_fd = -1;
   // Descriptors the child receives as 3, 4, ... (e.g. the seccomp program for --seccomp 3).
   std::vector<int> pass_fds;
