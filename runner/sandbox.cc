@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 
 #include "common/file.h"
 #include "common/subprocess.h"
@@ -119,7 +120,12 @@ std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) co
   for (const auto& [k, v] : env) argv.insert(argv.end(), {"--setenv", k, v});
   std::string source = request.overlay ? request.overlay->target : request.workspace_dir.string();
   if (!source.empty()) argv.insert(argv.end(), {"--bind", source, profile_.workspace});
-  for (const auto& b : request.ro_binds) argv.insert(argv.end(), {b.optional ? "--ro-bind-try" : "--ro-bind", b.src, b.dest});
+  for (size_t i = 0; i < request.files.size(); ++i) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", request.files[i].mode & 07777);
+    int fd = kFirstPassedFd + static_cast<int>(request.pass_fds.size() + i);
+    argv.insert(argv.end(), {"--perms", mode, "--ro-bind-data", std::to_string(fd), request.files[i].dest});
+  }
   argv.insert(argv.end(), {"--chdir", profile_.workspace, "--remount-ro", "/", "--seccomp", std::to_string(kSeccompFd), "--"});
   argv.insert(argv.end(), request.argv.begin(), request.argv.end());
   return argv;
@@ -228,6 +234,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   spec.stderr_fd = err_pipe->second.get();
   spec.pass_fds = {seccomp.get()};
   spec.pass_fds.insert(spec.pass_fds.end(), request.pass_fds.begin(), request.pass_fds.end());
+  for (const auto& f : request.files) spec.pass_fds.push_back(f.fd);
   auto child = SandboxChild::spawn(spec);
   if (!child) return std::unexpected(child.error());
   // Our copies of the write ends must go, or EOF would never come.

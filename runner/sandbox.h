@@ -65,6 +65,14 @@ struct SandboxHost {
   static SandboxHost detect();
 };
 
+// A file made for one run from bytes Warden holds open: the sandbox sees a copy at `dest`
+// with `mode`, never the host path (which the sandbox's uid may not even reach).
+struct FileCopy {
+  int fd = -1;
+  std::string dest;
+  unsigned mode = 0444;
+};
+
 struct SandboxRequest {
   std::vector<std::string> argv;
   // The workspace: either a host directory bound read-write ...
@@ -73,8 +81,9 @@ struct SandboxRequest {
   // mounted at overlay->target before bwrap binds it. With neither, the workspace is the
   // profile's tmpfs at its workspace path: private to the run, empty at start, gone after.
   std::optional<OverlaySpec> overlay;
-  // Host files bound read-only for this run, after the workspace (so a dest may lie inside it).
-  std::vector<BindMount> ro_binds;
+  // Files copied in read-only for this run, after the workspace (so a dest may lie inside
+  // it): bwrap reads each borrowed descriptor from its offset to EOF before the command runs.
+  std::vector<FileCopy> files;
   // The command's standard input, borrowed for the run (read from where it stands); -1:
   // /dev/null.
   int stdin_fd = -1;

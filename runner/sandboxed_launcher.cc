@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 constexpr int kSignalExitBase = 128;
 constexpr int kMaxSignal = 64;
 constexpr uint64_t kStderrTail = 4096;
+constexpr uint64_t kMaxFileBytes = uint64_t{64} << 20;    // one file the command names
+constexpr uint64_t kMaxFilesBytes = uint64_t{256} << 20;  // all of them
 
 bool below(const fs::path& path, const fs::path& dir) {
   auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
@@ -36,16 +38,38 @@ bool shown_by_profile(const SandboxProfile& profile, const fs::path& path) {
   return false;
 }
 
-// The read-only binds that make the request's files visible where its command line names
-// them (see the header): existing regular files only, each at most once.
-std::vector<BindMount> file_binds(const SandboxProfile& profile, const LaunchRequest& request) {
-  std::vector<BindMount> binds;
+// `bytes` as a sealed memfd at offset 0: whoever reads it gets exactly these bytes, and
+// nobody can change them (or reach the file they came from) through it.
+Result<UniqueFd> sealed_memfd(std::string_view bytes, const char* name) {
+  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return std::unexpected(errno_error("memfd_create", errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno_error(std::string("writing ") + name, errno));
+    done += static_cast<size_t>(n);
+  }
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
+      ::lseek(fd.get(), 0, SEEK_SET) != 0) {
+    return std::unexpected(errno_error(std::string("sealing ") + name, errno));
+  }
+  return fd;
+}
+
+// The request's files as copies where its command line names them (see the header):
+// existing regular files only, each destination once. Copies, not binds: the sandbox's uid
+// need not reach the host path, and nothing inside can reach the file itself.
+Status copy_files(const SandboxProfile& profile, const LaunchRequest& request, std::vector<UniqueFd>& fds,
+                  std::vector<FileCopy>& copies) {
   std::set<fs::path> seen;
+  uint64_t total = 0;
   for (const auto& name : request.files) {
     fs::path named(name);
+    fs::path host = named.is_absolute() ? named : request.dir / named;
     std::error_code ec;
-    fs::path real = fs::canonical(named.is_absolute() ? named : request.dir / named, ec);
-    if (ec || !fs::is_regular_file(real, ec)) continue;
+    auto status = fs::status(host, ec);
+    if (ec || !fs::is_regular_file(status)) continue;
     fs::path inside;
     if (named.is_absolute()) {
       inside = named.lexically_normal();
@@ -56,28 +80,20 @@ std::vector<BindMount> file_binds(const SandboxProfile& profile, const LaunchReq
       inside = fs::path(profile.workspace) / relative;
     }
     if (!seen.insert(inside).second) continue;
-    binds.push_back(BindMount{real.string(), inside.string(), false});
+    auto bytes = read_file(host, kMaxFileBytes);
+    if (!bytes) return std::unexpected(bytes.error().with_context("the executor's file " + name));
+    total += bytes->size();
+    if (total > kMaxFilesBytes) {
+      return fail(Errc::limit_exceeded, "the executor's files are larger than " + std::to_string(kMaxFilesBytes >> 20) + " MiB together");
+    }
+    auto fd = sealed_memfd(*bytes, "warden-executor-file");
+    if (!fd) return std::unexpected(fd.error());
+    // Readable by all, executable where it was: a script stays runnable, nothing is writable.
+    unsigned mode = 0444 | (static_cast<unsigned>(status.permissions()) & 0111);
+    copies.push_back(FileCopy{fd->get(), inside.string(), mode});
+    fds.push_back(std::move(*fd));
   }
-  return binds;
-}
-
-// The request's stdin as a sealed memfd at offset 0: the program reads exactly these bytes
-// and nobody can change them under it.
-Result<UniqueFd> sealed_input(std::string_view bytes) {
-  UniqueFd fd(::memfd_create("warden-executor-stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) return std::unexpected(errno_error("memfd_create", errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(errno_error("writing the executor's input", errno));
-    done += static_cast<size_t>(n);
-  }
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
-      ::lseek(fd.get(), 0, SEEK_SET) != 0) {
-    return std::unexpected(errno_error("sealing the executor's input", errno));
-  }
-  return fd;
+  return {};
 }
 
 SubprocessResult to_subprocess_result(SandboxRun run) {
@@ -148,12 +164,13 @@ Status SandboxedLauncher::preflight() {
 
 Result<SubprocessResult> SandboxedLauncher::launch(const LaunchRequest& request) {
   if (request.argv.empty()) return fail(Errc::invalid_argument, "executor: no command given");
-  auto input = sealed_input(request.stdin_data);
+  auto input = sealed_memfd(request.stdin_data, "warden-executor-stdin");
   if (!input) return std::unexpected(input.error());
   SandboxRequest sr;
+  std::vector<UniqueFd> file_fds;  // open until the run has ended
+  if (Status st = copy_files(profile_, request, file_fds, sr.files); !st) return std::unexpected(st.error());
   sr.argv = request.argv;
   sr.env = request.env;
-  sr.ro_binds = file_binds(profile_, request);
   sr.stdin_fd = input->get();
   sr.timeout_ms = std::max<int64_t>(1, request.timeout.count());
   sr.stop = request.stop;

@@ -3,11 +3,14 @@
 // names), as the sandbox's host uid, in fresh namespaces:
 //   - its workspace (and working directory) is the profile's tmpfs at /workspace: private,
 //     empty at start, gone after — never the repository, the ledger, keys or the cache;
-//   - the files its request names are bound read-only where its command line expects them:
+//   - the files its request names appear read-only where its command line expects them:
 //     an absolute path at that same path, a relative one below /workspace (so "agent.py" or
 //     "agents/critic.sh" resolve from the working directory as they did from the executor's
-//     folder); relative paths that leave the folder ("../x") are not bound, and files the
-//     profile shows already (under /usr) are not bound again;
+//     folder). They are copies of the bytes Warden read (sealed memfds bwrap copies in,
+//     mode r-x or r--), not binds: the sandbox's uid need not reach the host path, and
+//     nothing inside can reach the host file. Relative paths that leave the folder ("../x")
+//     are not copied, files the profile shows already (under /usr) are not copied again, and
+//     64 MiB per file, 256 MiB in all, is the most copied (more is an error);
 //   - stdin is the request's bytes in a sealed memfd, stdout and stderr are captured under
 //     the request's cap;
 //   - its environment is the profile's plus the request's declared variables, nothing of
