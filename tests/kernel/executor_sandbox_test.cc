@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "kernel/records.h"
 #include "runner/sandbox_profile.h"
 #include "tests/kernel/build_fixture.h"
 #include "tests/support/temp_dir.h"
@@ -143,6 +144,25 @@ TEST_F(ExecutorSandboxTest, AFailingPreflightRefusesTheBuild) {
   EXPECT_NE(r.err.find("host path /run is visible"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out() / "ledger"));
   EXPECT_FALSE(std::filesystem::exists(out() / "repo"));
+}
+
+// The proposal record carries the sandbox only for executors that run a program, so the plan
+// executor's records (and the golden ledgers) are unchanged; a damaged one does not read back.
+TEST(ProposalRecordSandbox, PresentOnlyForProgramsAndStrict) {
+  kernel::ProposalRecord record;
+  record.run_id = "run-1";
+  record.step_id = "s1";
+  record.attempt = 1;
+  record.executor = "plan";
+  EXPECT_FALSE(record.to_json().contains("executor_sandbox"));
+  record.executor = "command:x";
+  record.executor_sandbox = LaunchConfinement{"executor", sha256("p"), false};
+  auto again = kernel::ProposalRecord::from_json(record.to_json());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->executor_sandbox, record.executor_sandbox);
+  json damaged = record.to_json();
+  damaged["executor_sandbox"].erase("network");
+  EXPECT_FALSE(kernel::ProposalRecord::from_json(damaged));
 }
 
 }  // namespace

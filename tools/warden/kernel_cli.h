@@ -1,6 +1,7 @@
 // What the kernel's commands (build, propose, replay, run status|cancel) share: the kernel's
 // key, the clock and id source (system, or logical for golden runs), the executor named on
-// the command line, the runner's default cache, and Ctrl-C turned into a stop request.
+// the command line and the sandbox its program runs in, the runner's default cache, and
+// Ctrl-C turned into a stop request.
 #pragma once
 
 #include <filesystem>
