@@ -33,7 +33,8 @@ AgentRegistry standard_agents() {
   AgentRegistry registry;
   registry.add("command", [](const PipelineConfig&, const StageSpec& spec, const AgentEnvironment& env)
                               -> Result<std::unique_ptr<StageAgent>> {
-    return std::make_unique<CommandAgent>(spec.command, spec.env, env.base_dir);
+    if (!env.launcher) return fail(Errc::invalid_argument, "command stages need a launcher (none was given)");
+    return std::make_unique<CommandAgent>(spec.command, spec.env, env.base_dir, env.launcher);
   });
   add_builtin_stages(registry);
   return registry;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/command_launcher.h"
 #include "common/error.h"
 #include "executor/pipeline_config.h"
 #include "executor/stage.h"
@@ -24,7 +25,10 @@
 namespace warden::executor {
 
 struct AgentEnvironment {
-  std::filesystem::path base_dir;  // the config's directory: command agents run there
+  std::filesystem::path base_dir;  // the config's directory: command agents' relative paths start there
+  // What command agents run through (a sandbox, in production); binding a config with a
+  // command stage and no launcher fails.
+  std::shared_ptr<CommandLauncher> launcher;
 };
 
 using AgentFactory =

@@ -2,12 +2,10 @@
 
 #include <signal.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "common/canonical_json.h"
-#include "common/subprocess.h"
 
 namespace warden::executor {
 namespace {
@@ -34,11 +32,6 @@ std::string printable(std::string_view bytes, size_t max) {
   return out;
 }
 
-std::string parent_env(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v ? v : fallback;
-}
-
 // The end of what the program said on stderr, for failure messages.
 std::string stderr_tail(const SubprocessResult& r) {
   std::string_view err = r.err;
@@ -57,13 +50,8 @@ std::string signal_name(int sig) {
 }  // namespace
 
 CommandAgent::CommandAgent(std::vector<std::string> argv, std::map<std::string, std::string> env,
-                           std::filesystem::path base_dir)
-    : argv_(std::move(argv)), env_(std::move(env)), base_dir_(std::move(base_dir)) {
-  std::string& program = argv_.front();
-  if (program.find('/') != std::string::npos && !std::filesystem::path(program).is_absolute() && !base_dir_.empty()) {
-    program = (base_dir_ / program).lexically_normal().string();
-  }
-}
+                           std::filesystem::path base_dir, std::shared_ptr<CommandLauncher> launcher)
+    : argv_(std::move(argv)), env_(std::move(env)), base_dir_(std::move(base_dir)), launcher_(std::move(launcher)) {}
 
 StageResult CommandAgent::run(const StageContext& ctx) {
   StageResult result = run_command(ctx);
@@ -77,34 +65,29 @@ StageResult CommandAgent::run_command(const StageContext& ctx) {
                {"run", ctx.run_id},
                {"params", ctx.spec.params},
                {"envelope", envelope_to_json(ctx.envelope)}};
-  SubprocessSpec spec;
+  LaunchRequest spec;
   spec.argv = argv_;
+  spec.dir = base_dir_;
+  spec.files = argv_;
   auto input = canonicalize(request);
   if (!input) return StageResult::failure(who + ": cannot encode the envelope: " + input.error().message);
   spec.stdin_data = std::move(*input);
-  std::map<std::string, std::string> env{{"PATH", parent_env("PATH", "/usr/local/bin:/usr/bin:/bin")},
-                                         {"HOME", parent_env("HOME", "/")},
-                                         {"LC_ALL", "C.UTF-8"},
-                                         {"TZ", "UTC"},
-                                         {"WARDEN_RUN_ID", std::string(ctx.run_id)},
-                                         {"WARDEN_STAGE", ctx.spec.name}};
-  for (const auto& [k, v] : env_) env[k] = v;
-  for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
-  spec.cwd = base_dir_;
+  spec.env = {{"WARDEN_RUN_ID", std::string(ctx.run_id)}, {"WARDEN_STAGE", ctx.spec.name}};
+  for (const auto& [k, v] : env_) spec.env[k] = v;
   spec.timeout = ctx.timeout;
-  spec.max_stdout = kMaxAnswerBytes;
+  spec.max_output = kMaxAnswerBytes;
 
-  auto ran = run_subprocess(spec);
+  auto ran = launcher_->launch(spec);
   if (!ran) return StageResult::failure(who + ": " + ran.error().message);
   const SubprocessResult& r = *ran;
   using Ending = SubprocessResult::Ending;
   switch (r.ending) {
     case Ending::timed_out:
       return StageResult::failure(who + ": timed out after " + std::to_string(ctx.timeout.count()) +
-                                  " ms; its process group was killed" + stderr_tail(r));
+                                  " ms; it was killed with every process it started" + stderr_tail(r));
     case Ending::stdout_overflow:
       return StageResult::failure(who + ": wrote more than " + std::to_string(kMaxAnswerBytes) +
-                                  " bytes to stdout; its process group was killed");
+                                  " bytes of output; it was killed with every process it started");
     case Ending::signaled:
       return StageResult::failure(who + ": killed by signal " + signal_name(r.signal) + stderr_tail(r));
     case Ending::exited: break;

@@ -1,11 +1,28 @@
 #include "executor/command_proposer.h"
 
-#include "common/subprocess.h"
+#include <cctype>
 
 namespace warden::executor {
 
-CommandProposer::CommandProposer(std::string command, std::filesystem::path cwd, std::vector<std::string> env)
-    : command_(std::move(command)), cwd_(std::move(cwd)), env_(std::move(env)) {}
+std::vector<std::string> plain_shell_words(std::string_view command) {
+  auto literal = [](unsigned char c) { return std::isalnum(c) || std::string_view("._-+/@%,:=").find(static_cast<char>(c)) != std::string_view::npos; };
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < command.size()) {
+    while (i < command.size() && (command[i] == ' ' || command[i] == '\t' || command[i] == '\n')) ++i;
+    size_t start = i;
+    bool plain = true;
+    while (i < command.size() && command[i] != ' ' && command[i] != '\t' && command[i] != '\n') {
+      plain = plain && literal(static_cast<unsigned char>(command[i]));
+      ++i;
+    }
+    if (i > start && plain) words.emplace_back(command.substr(start, i - start));
+  }
+  return words;
+}
+
+CommandProposer::CommandProposer(std::string command, std::filesystem::path dir, std::shared_ptr<CommandLauncher> launcher)
+    : command_(std::move(command)), dir_(std::move(dir)), launcher_(std::move(launcher)) {}
 
 Result<std::string> CommandProposer::propose(const ProposalRequest& request) {
   return ask(Json{{"step", request.step}, {"context", request.context}}.dump() + "\n", request.timeout, request.stop);
@@ -16,15 +33,15 @@ Result<std::string> CommandProposer::replan(const Json& request, std::chrono::mi
 }
 
 Result<std::string> CommandProposer::ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop) {
-  SubprocessSpec spec;
+  LaunchRequest spec;
   spec.argv = {"/bin/sh", "-c", command_};
-  spec.env = env_;
-  spec.cwd = cwd_;
+  spec.dir = dir_;
+  spec.files = plain_shell_words(command_);
   spec.stdin_data = std::move(input);
   spec.timeout = timeout;
   spec.stop = std::move(stop);
-  spec.max_stdout = size_t{16} << 20;
-  auto ran = run_subprocess(spec);
+  spec.max_output = kMaxAnswerBytes;
+  auto ran = launcher_->launch(spec);
   if (!ran) return std::unexpected(ran.error().with_context("executor " + name()));
   // The executor's last words, as valid UTF-8 whatever bytes it wrote: they end up in the
   // ledger, whose records are canonical JSON.

@@ -1,25 +1,35 @@
 // The command executor: any external program (an AI agent, a script) as a proposer. It gets
 // {"step": ..., "context": ...} (proposer.h) as one JSON object on stdin and answers with a
-// Diff JSON or a git patch on stdout; exit status 0 means it answered. It runs under the
-// step's deadline in its own process group, with a capped stdout, in `cwd`. It is not
-// sandboxed: it proposes, it never writes the repository — what it says is checked like any
-// other proposal.
+// Diff JSON or a git patch on stdout; exit status 0 means it answered. CMD runs through
+// /bin/sh -c under the step's deadline, with a capped output, through a CommandLauncher
+// (common/command_launcher.h) — in production a sandbox of the executor's profile: an empty
+// private working directory, the profile's fixed environment, and of the host only the
+// files CMD names (its plain words that are existing files, absolute or relative to `dir`,
+// the blueprint's folder), read-only. It proposes; it never sees the repository, the ledger
+// or Warden's environment, and what it says is checked like any other proposal.
+//
+// Ownership: shares the launcher. Threads: as Proposer (one build, one thread).
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/command_launcher.h"
 #include "executor/proposer.h"
 
 namespace warden::executor {
 
 class CommandProposer final : public Proposer {
  public:
-  // `command` runs through /bin/sh -c.
-  CommandProposer(std::string command, std::filesystem::path cwd, std::vector<std::string> env);
+  static constexpr size_t kMaxAnswerBytes = size_t{16} << 20;
+
+  CommandProposer(std::string command, std::filesystem::path dir, std::shared_ptr<CommandLauncher> launcher);
 
   std::string name() const override { return "command:" + command_; }
+  std::optional<LaunchConfinement> confinement() const override { return launcher_->confinement(); }
   Result<std::string> propose(const ProposalRequest& request) override;
   void learn(const Json& refusal) override { (void)refusal; }  // the refusals travel in the context
   // Sends {"replan": request} on stdin; expects a BuildPlan JSON on stdout.
@@ -29,8 +39,13 @@ class CommandProposer final : public Proposer {
   Result<std::string> ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop);
 
   std::string command_;
-  std::filesystem::path cwd_;
-  std::vector<std::string> env_;
+  std::filesystem::path dir_;
+  std::shared_ptr<CommandLauncher> launcher_;
 };
+
+// The words of a /bin/sh command that are plain: split at blanks, keeping only words made of
+// characters the shell takes literally (letters, digits and . _ - + / @ % , : =), so a word
+// is a path exactly when the shell would pass it as one.
+std::vector<std::string> plain_shell_words(std::string_view command);
 
 }  // namespace warden::executor

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 
 #include "common/canonical_json.h"
+#include "common/command_launcher.h"
 #include "common/error.h"
 
 namespace warden::executor {
@@ -37,6 +39,9 @@ class Proposer {
   virtual ~Proposer() = default;
   // "plan", "command:<cmd>": recorded with every proposal.
   virtual std::string name() const = 0;
+  // How the executor's own program is confined (recorded with every proposal); none for an
+  // executor that runs no program of its own (the plan executor).
+  virtual std::optional<LaunchConfinement> confinement() const { return std::nullopt; }
   // The proposal's text: a Diff JSON or a patch. An error means the executor produced
   // nothing usable (did not start, crashed, timed out); the kernel records it as a failed
   // attempt.

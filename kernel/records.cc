@@ -231,13 +231,15 @@ Result<ProposalRefusalRecord> ProposalRefusalRecord::from_json(const Json& json)
 // --- a step's attempt ---
 
 Json ProposalRecord::to_json() const {
-  return {{"run_id", run_id},
-          {"step_id", step_id},
-          {"attempt", attempt},
-          {"executor", executor},
-          {"evidence_blob", evidence_blob.str()},
-          {"diff_sha256", diff_sha256 ? Json(diff_sha256->str()) : Json(nullptr)},
-          {"error", nullable(error)}};
+  Json json = {{"run_id", run_id},
+               {"step_id", step_id},
+               {"attempt", attempt},
+               {"executor", executor},
+               {"evidence_blob", evidence_blob.str()},
+               {"diff_sha256", diff_sha256 ? Json(diff_sha256->str()) : Json(nullptr)},
+               {"error", nullable(error)}};
+  if (executor_sandbox) json["executor_sandbox"] = executor_sandbox->to_json();
+  return json;
 }
 
 Result<ProposalRecord> ProposalRecord::from_json(const Json& json) {
@@ -252,6 +254,11 @@ Result<ProposalRecord> ProposalRecord::from_json(const Json& json) {
   r.nullable_digest("diff_sha256", p.diff_sha256);
   if (r.ok() && !r.has("error")) r.fail("error", "is required (null when there is none)");
   r.nullable_string("error", p.error);
+  if (const Json* sandbox = r.value("executor_sandbox", Json::value_t::object, false)) {
+    auto parsed = LaunchConfinement::from_json(*sandbox, r.path("executor_sandbox"));
+    if (parsed) p.executor_sandbox = std::move(*parsed);
+    else r.adopt(std::unexpected(parsed.error()));
+  }
   return done(r, std::move(p));
 }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/canonical_json.h"
+#include "common/command_launcher.h"
 #include "common/error.h"
 #include "common/sha256.h"
 #include "kernel/run_lifecycle.h"
@@ -155,6 +156,9 @@ struct ProposalRecord {
   Digest evidence_blob;                // ProposalEvidence JSON in the blob store
   std::optional<Digest> diff_sha256;   // none: the proposal was not a Diff
   std::optional<std::string> error;    // why the executor's answer was not a proposal
+  // How the executor's program was confined (its sandbox profile, digest, network); absent
+  // for an executor that runs no program (plan).
+  std::optional<LaunchConfinement> executor_sandbox;
 
   Json to_json() const;
   static Result<ProposalRecord> from_json(const Json& json);

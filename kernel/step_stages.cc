@@ -245,6 +245,7 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
   record.step_id = ctx.step.id;
   record.attempt = number;
   record.executor = ctx.proposer.name();
+  record.executor_sandbox = ctx.proposer.confinement();
   record.evidence_blob = Digest::parse(*blob).value();
   if (out.diff) record.diff_sha256 = out.diff->digest();
   record.error = std::move(executor_error);

@@ -226,16 +226,19 @@ PreflightReport judge_preflight(const SandboxProfile& profile, const HostFacts& 
     auto space = line.find(' ');
     if (space != std::string::npos) inside[line.substr(0, space)] = line.substr(space + 1);
   }
+  // A profile with network shares the host's network namespace by choice; every other
+  // namespace is still the sandbox's own.
   for (const char* n : kNamespaces) {
     auto host = facts.namespaces.find(n);
+    bool shared_by_choice = profile.network && std::string_view(n) == "net";
     if (inside[n].empty()) add(ns_problems, std::string(n) + " namespace not visible");
-    else if (host != facts.namespaces.end() && host->second == inside[n]) add(ns_problems, std::string(n) + " namespace is the host's");
+    else if (host != facts.namespaces.end() && host->second == inside[n] && !shared_by_choice) add(ns_problems, std::string(n) + " namespace is the host's");
   }
   report.checks.push_back(check("namespaces", ns_problems));
 
   std::string net_problems;
   const auto& netdev = sec["netdev"];
-  for (size_t i = 2; i < netdev.size(); ++i) {
+  for (size_t i = 2; i < netdev.size() && !profile.network; ++i) {
     std::string name = netdev[i].substr(0, netdev[i].find(':'));
     name.erase(0, name.find_first_not_of(' '));
     if (name != "lo") add(net_problems, "interface " + name + " is present");

@@ -160,7 +160,11 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   auto& a = s.fixed_args_;
   a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
        "--uid", std::to_string(p.uid), "--gid", std::to_string(p.gid), "--hostname", p.hostname, "--clearenv"};
+  if (p.network) a.insert(a.begin() + 1, "--share-net");
   for (const auto& b : p.ro_binds) a.insert(a.end(), {b.optional ? "--ro-bind-try" : "--ro-bind", b.src, b.dest});
+  if (p.network) {
+    for (std::string_view f : kNetworkFiles) a.insert(a.end(), {"--ro-bind-try", std::string(f), std::string(f)});
+  }
   for (const auto& l : p.symlinks) a.insert(a.end(), {"--symlink", l.target, l.path});
   for (size_t i = 0; i < p.files.size(); ++i) {
     auto path = *s.files_ / ("file-" + std::to_string(i));
@@ -189,8 +193,14 @@ std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) co
   for (const auto& [k, v] : request.env) env[k] = v;
   for (const auto& [k, v] : env) argv.insert(argv.end(), {"--setenv", k, v});
   std::string source = request.overlay ? request.overlay->target : request.workspace_dir.string();
-  argv.insert(argv.end(), {"--bind", source, profile_.workspace, "--chdir", profile_.workspace, "--remount-ro", "/",
-                           "--seccomp", std::to_string(kSeccompFd), "--"});
+  if (!source.empty()) argv.insert(argv.end(), {"--bind", source, profile_.workspace});
+  for (size_t i = 0; i < request.files.size(); ++i) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", request.files[i].mode & 07777);
+    int fd = kFirstPassedFd + static_cast<int>(request.pass_fds.size() + i);
+    argv.insert(argv.end(), {"--perms", mode, "--ro-bind-data", std::to_string(fd), request.files[i].dest});
+  }
+  argv.insert(argv.end(), {"--chdir", profile_.workspace, "--remount-ro", "/", "--seccomp", std::to_string(kSeccompFd), "--"});
   argv.insert(argv.end(), request.argv.begin(), request.argv.end());
   return argv;
 }
@@ -280,12 +290,24 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
                       " and make its parents searchable), or use a workspace it can reach");
     }
   }
+  if (request.workspace_dir.empty() && !request.overlay &&
+      std::none_of(profile_.tmpfs.begin(), profile_.tmpfs.end(), [&](const auto& t) { return t.path == profile_.workspace; })) {
+    return fail(Errc::invalid_argument, "sandbox: no workspace (neither a directory, an overlay nor a tmpfs at " +
+                                            profile_.workspace + " in profile " + profile_.name + ")");
+  }
   const PreflightReport& report = preflight();
   if (!report.ok) {
     return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
                                                ", refusing to run anything: " + report.failures());
   }
-  auto result = execute(request, profile_.output);
+  OutputLimits output = profile_.output;
+  if (request.output) {
+    output.keep_bytes = std::min(output.keep_bytes, request.output->keep_bytes);
+    output.head_bytes = std::min(output.head_bytes, request.output->head_bytes);
+    output.tail_bytes = std::min(output.tail_bytes, request.output->tail_bytes);
+    output.max_bytes = std::min(output.max_bytes, request.output->max_bytes);
+  }
+  auto result = execute(request, output);
   // bwrap fails closed: a host that changed under a remembered verdict shows here first.
   bool start_failed = !result || (result->exit_code == 1 && result->err.kept.starts_with("bwrap: "));
   if (start_failed && preflight_from_cache_) {
@@ -322,10 +344,12 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
                   {RLIMIT_FSIZE, {l.file_size_bytes, l.file_size_bytes}},
                   {RLIMIT_NOFILE, {l.open_files, l.open_files}},
                   {RLIMIT_CORE, {0, 0}}};
+  spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = out_pipe->second.get();
   spec.stderr_fd = err_pipe->second.get();
   spec.pass_fds = {seccomp.get()};
   spec.pass_fds.insert(spec.pass_fds.end(), request.pass_fds.begin(), request.pass_fds.end());
+  for (const auto& f : request.files) spec.pass_fds.push_back(f.fd);
   std::optional<RunCgroup> cgroup;
   if (host_.cgroups.usable()) {
     auto made = RunCgroup::create(host_.cgroups, CgroupLimits{l.processes, l.memory_bytes, l.cpu_quota_percent});

@@ -24,7 +24,8 @@
 //
 // What a result means: a command that fails, times out or floods its output is a SandboxRun
 // (exit_code, timed_out, output_limit_exceeded), not an Error. An Error means nothing was
-// judged: invalid_argument (no command), verification_failed (the preflight failed — it is
+// judged: invalid_argument (no command, or no workspace: neither a directory, an overlay nor
+// a profile tmpfs at the workspace path), verification_failed (the preflight failed — it is
 // run once and remembered, so this Sandbox refuses every later run(); create a new one to
 // re-probe), internal (a process outlived its sandbox: distrust the host), or an errno error
 // from starting bwrap. Nothing here is durable; the run's writes go where the request put them.
@@ -74,13 +75,30 @@ struct SandboxHost {
   static SandboxHost detect();
 };
 
+// A file made for one run from bytes Warden holds open: the sandbox sees a copy at `dest`
+// with `mode`, never the host path (which the sandbox's uid may not even reach).
+struct FileCopy {
+  int fd = -1;
+  std::string dest;
+  unsigned mode = 0444;
+};
+
 struct SandboxRequest {
   std::vector<std::string> argv;
   // The workspace: either a host directory bound read-write ...
   std::filesystem::path workspace_dir;
   // ... or an overlay (read-only layers with an upper directory for the run's writes),
-  // mounted at overlay->target before bwrap binds it.
+  // mounted at overlay->target before bwrap binds it. With neither, the workspace is the
+  // profile's tmpfs at its workspace path: private to the run, empty at start, gone after.
   std::optional<OverlaySpec> overlay;
+  // Files copied in read-only for this run, after the workspace (so a dest may lie inside
+  // it): bwrap reads each borrowed descriptor from its offset to EOF before the command runs.
+  std::vector<FileCopy> files;
+  // The command's standard input, borrowed for the run (read from where it stands); -1:
+  // /dev/null.
+  int stdin_fd = -1;
+  // This run's output caps; each field is clamped to the profile's. None: the profile's.
+  std::optional<OutputLimits> output;
   std::optional<int64_t> timeout_ms;        // never above the profile's wall_timeout_ms
   std::map<std::string, std::string> env;   // extra variables for this run
   // Called with (1 or 2, bytes) as output arrives (e.g. `warden sandbox exec` forwarding).

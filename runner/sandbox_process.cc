@@ -83,11 +83,11 @@ struct ChildPlan {
   // Move every descriptor we hand on above the target range first, so no dup2 overwrites a
   // source that is still needed; then place them and mark everything else close-on-exec.
   constexpr int kHigh = 1000;
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) child_fail(report, kStdio);
+  int stdin_fd = spec.stdin_fd >= 0 ? spec.stdin_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (stdin_fd < 0) child_fail(report, kStdio);
   int sources[3 + 16];
   size_t count = 0;
-  sources[count++] = null_fd;
+  sources[count++] = stdin_fd;
   sources[count++] = spec.stdout_fd;
   sources[count++] = spec.stderr_fd;
   for (int fd : spec.pass_fds) {

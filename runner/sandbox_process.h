@@ -2,7 +2,7 @@
 // gone. The runner's child is a small reaper (a child subreaper, see reaper_main) whose own
 // child becomes bwrap; that child (between fork and exec, async-signal-safe calls only) joins
 // the run's cgroup before anything else (so nothing of the run ever runs outside it), puts
-// itself in its own process group, resets signals, wires stdin to /dev/null and stdout/stderr to the capture pipes,
+// itself in its own process group, resets signals, wires stdin (the given descriptor, else /dev/null) and stdout/stderr to the capture pipes,
 // drops to the sandbox's host uid when Warden runs as root (so RLIMIT_NPROC binds: the
 // kernel never enforces it on uid 0), optionally mounts the overlay workspace inside a
 // private user + mount namespace, applies the resource limits, asks to be killed if the
@@ -42,6 +42,7 @@ struct SpawnSpec {
   std::vector<std::pair<int, rlimit>> rlimits;
   // The run's cgroup.procs files (run_cgroup.h), open for writing: the child writes "0" to each.
   std::vector<int> cgroup_procs_fds;
+  int stdin_fd = -1;  // -1: /dev/null
   int stdout_fd = -1, stderr_fd = -1;
   // Descriptors the child receives as 3, 4, ... (e.g. the seccomp program for --seccomp 3).
   std::vector<int> pass_fds;

@@ -69,6 +69,7 @@ Result<SandboxProfile> SandboxProfile::from_json(const Json& json) {
   if (r.ok() && (p.hostname.empty() || p.hostname.size() > 63 || !valid_name(p.hostname))) {
     r.fail("hostname", "use 1-63 of a-z, 0-9, '-' and '_'");
   }
+  r.boolean("network", p.network, false);
   each_object(r, "ro_binds", [&](JsonReader& b) {
     BindMount m;
     b.string("src", m.src);
@@ -183,39 +184,37 @@ Json SandboxProfile::to_json() const {
   for (const auto& s : symlinks) links.push_back({{"path", s.path}, {"target", s.target}});
   for (const auto& f : files) data.push_back({{"path", f.path}, {"content", f.content}});
   for (const auto& t : tmpfs) tmp.push_back({{"path", t.path}, {"size_bytes", t.size_bytes}});
-  return {{"name", name},
-          {"description", description},
-          {"workspace", workspace},
-          {"uid", uid},
-          {"gid", gid},
-          {"hostname", hostname},
-          {"ro_binds", binds},
-          {"symlinks", links},
-          {"files", data},
-          {"tmpfs", tmp},
-          {"env", env},
-          {"limits",
-           {{"cpu_seconds", limits.cpu_seconds},
-            {"address_space_bytes", limits.address_space_bytes},
-            {"processes", limits.processes},
-            {"file_size_bytes", limits.file_size_bytes},
-            {"open_files", limits.open_files},
-            {"wall_timeout_ms", limits.wall_timeout_ms},
-            {"memory_bytes", limits.memory_bytes},
-            {"cpu_quota_percent", limits.cpu_quota_percent},
-            {"disk_bytes", limits.disk_bytes},
-            {"disk_inodes", limits.disk_inodes}}},
-          {"output",
-           {{"keep_bytes", output.keep_bytes},
-            {"head_bytes", output.head_bytes},
-            {"tail_bytes", output.tail_bytes},
-            {"max_bytes", output.max_bytes}}},
-          {"seccomp",
-           {{"errno", seccomp.errno_name},
-            {"deny", seccomp.deny},
-            {"deny_socket_families", seccomp.deny_socket_families},
-            {"deny_namespace_creation", seccomp.deny_namespace_creation}}},
-          {"toolchain", toolchain}};
+  Json json = {{"name", name},
+               {"description", description},
+               {"workspace", workspace},
+               {"uid", uid},
+               {"gid", gid},
+               {"hostname", hostname},
+               {"ro_binds", binds},
+               {"symlinks", links},
+               {"files", data},
+               {"tmpfs", tmp},
+               {"env", env},
+               {"limits",
+                {{"cpu_seconds", limits.cpu_seconds},
+                 {"address_space_bytes", limits.address_space_bytes},
+                 {"processes", limits.processes},
+                 {"file_size_bytes", limits.file_size_bytes},
+                 {"open_files", limits.open_files},
+                 {"wall_timeout_ms", limits.wall_timeout_ms}}},
+               {"output",
+                {{"keep_bytes", output.keep_bytes},
+                 {"head_bytes", output.head_bytes},
+                 {"tail_bytes", output.tail_bytes},
+                 {"max_bytes", output.max_bytes}}},
+               {"seccomp",
+                {{"errno", seccomp.errno_name},
+                 {"deny", seccomp.deny},
+                 {"deny_socket_families", seccomp.deny_socket_families},
+                 {"deny_namespace_creation", seccomp.deny_namespace_creation}}},
+               {"toolchain", toolchain}};
+  if (network) json["network"] = true;
+  return json;
 }
 
 Digest SandboxProfile::digest() const {

@@ -77,6 +77,11 @@ struct SandboxProfile {
   std::string workspace = "/workspace";
   uint32_t uid = 1000, gid = 1000;  // inside the sandbox
   std::string hostname = "warden";
+  // Off: the sandbox has its own network namespace with loopback only. On (executors that
+  // call a remote API): the host's network, with /etc/resolv.conf and the CA certificates
+  // (/etc/ssl/certs) bound read-only. Written to JSON only when on, so profiles without
+  // network keep their digests.
+  bool network = false;
   std::vector<BindMount> ro_binds;
   std::vector<SymlinkEntry> symlinks;
   std::vector<DataFile> files;
@@ -98,6 +103,9 @@ struct SandboxProfile {
   Json to_json() const;
   Digest digest() const;  // SHA-256 of the canonical JSON
 };
+
+// What a profile with network sees of the host's name resolution and trust store.
+inline constexpr std::string_view kNetworkFiles[] = {"/etc/resolv.conf", "/etc/ssl/certs", "/etc/ca-certificates"};
 
 // The environment variables every profile must fix (DESIGN.md, "Runner sandbox").
 inline constexpr std::string_view kRequiredEnv[] = {"TZ", "LC_ALL", "SOURCE_DATE_EPOCH", "HOME", "PYTHONHASHSEED"};

@@ -1,7 +1,8 @@
-// Command agents as real processes: the request they read, the answer they give, and every
-// way one can misbehave (crash, non-zero exit, hang, flood, garbage, fork without end, leave
-// children behind, ignore its input) ending as a stage failure with a clear reason, routed
-// through error_next, with nothing left running.
+// Command agents as real processes in the executor's sandbox (runner/sandboxed_launcher.h,
+// the launcher `warden pipeline` uses): the request they read, the answer they give, and
+// every way one can misbehave (crash, non-zero exit, hang, flood, garbage, fork without end,
+// leave children behind, ignore its input) ending as a stage failure with a clear reason,
+// routed through error_next, with nothing left running.
 #include "executor/command_agent.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,9 @@
 #include <thread>
 
 #include "common/file.h"
+#include "runner/sandboxed_launcher.h"
 #include "tests/executor/harness.h"
+#include "tests/support/sandbox_support.h"
 #include "tests/support/temp_dir.h"
 
 #ifndef TEST_AGENT
@@ -43,10 +46,22 @@ std::string agent_config(std::vector<std::string> args, int timeout_seconds = 10
   return Json{{"name", "cmd"}, {"stages", stages}}.dump();
 }
 
+// The executor's sandbox, shared by every test here as by the stages of one pipeline.
+std::shared_ptr<CommandLauncher> launcher() {
+  static std::shared_ptr<CommandLauncher> shared = [] {
+    auto made = SandboxedLauncher::create(SandboxProfile::load("executor").value());
+    if (!made) throw std::runtime_error(made.error().message);
+    return std::shared_ptr<CommandLauncher>(std::move(*made));
+  }();
+  return shared;
+}
+
+AgentEnvironment sandboxed(std::filesystem::path base_dir = {}) { return AgentEnvironment{std::move(base_dir), launcher()}; }
+
 // Runs the single-agent pipeline; returns the run and how long it took.
 std::pair<RunState, double> run_agent(std::vector<std::string> args, int timeout_seconds = 10, bool recovery = true,
                                       std::string input = "hello") {
-  Harness h(agent_config(std::move(args), timeout_seconds, recovery));
+  Harness h(agent_config(std::move(args), timeout_seconds, recovery), {}, sandboxed());
   auto start = Clock::now();
   RunState run = h.run(std::move(input));
   return {std::move(run), std::chrono::duration<double>(Clock::now() - start).count()};
@@ -59,34 +74,12 @@ std::string routed_failure(const RunState& run) {
   return run.transitions.empty() ? "" : run.transitions[0].detail;
 }
 
-// Live (not zombie) processes in process group `pgid`, from /proc.
-int live_members(pid_t pgid) {
-  int live = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // pid (comm) state ppid pgrp ...; comm may hold spaces, so parse after the last ')'.
-    size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 1));
-    char state = 0;
-    pid_t ppid = 0, pgrp = 0;
-    rest >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != 'Z' && state != 'X') ++live;
-  }
-  return live;
-}
-
-// The agent's process group, noted by the agent itself, has no live member left. SIGKILL is
-// delivered asynchronously, so allow the kernel a moment.
-bool group_is_gone(const std::filesystem::path& pgid_file) {
-  std::ifstream in(pgid_file);
-  pid_t pgid = 0;
-  in >> pgid;
-  if (pgid <= 1) return false;
+// No process whose command line holds `marker` is left (SIGKILL is delivered
+// asynchronously, so allow the kernel a moment). The agent cannot note its process group on
+// the host any more: the path it is given does not exist in its sandbox.
+bool none_left_with(const std::string& marker) {
   auto deadline = Clock::now() + std::chrono::seconds(3);
-  while (live_members(pgid) > 0) {
+  while (warden::test::count_processes_with(marker) > 0) {
     if (Clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -124,7 +117,7 @@ TEST(CommandAgent, NonZeroExitIsAFailureAndItsLlmCallsCount) {
 TEST(CommandAgent, HangTimesOutAndRoutesThroughErrorNext) {
   auto [run, seconds] = run_agent({"hang"}, 1);
   std::string why = routed_failure(run);
-  EXPECT_NE(why.find("timed out after 1000 ms; its process group was killed"), std::string::npos) << why;
+  EXPECT_NE(why.find("timed out after 1000 ms; it was killed with every process it started"), std::string::npos) << why;
   EXPECT_GE(seconds, 0.9);
   EXPECT_LT(seconds, 5.0);
 }
@@ -154,7 +147,8 @@ TEST(CommandAgent, WithoutErrorNextAFailureEndsTheRun) {
 TEST(CommandAgent, FloodIsCutOffAtTheCap) {
   auto [run, seconds] = run_agent({"flood"}, 30);
   std::string why = routed_failure(run);
-  EXPECT_NE(why.find("wrote more than 1048576 bytes to stdout; its process group was killed"), std::string::npos) << why;
+  EXPECT_NE(why.find("wrote more than 1048576 bytes of output; it was killed with every process it started"), std::string::npos)
+      << why;
   EXPECT_LT(seconds, 10.0);
 }
 
@@ -163,7 +157,7 @@ TEST(CommandAgent, ForkingWithoutEndIsKilledWithItsWholeGroup) {
   auto [run, seconds] = run_agent({"fork-forever", (tmp / "pgid").string()}, 1);
   std::string why = routed_failure(run);
   EXPECT_NE(why.find("timed out"), std::string::npos) << why;
-  EXPECT_TRUE(group_is_gone(tmp / "pgid"));
+  EXPECT_TRUE(none_left_with((tmp / "pgid").string()));
 }
 
 TEST(CommandAgent, ChildrenLeftBehindDoNotHoldTheStage) {
@@ -171,14 +165,17 @@ TEST(CommandAgent, ChildrenLeftBehindDoNotHoldTheStage) {
   auto [run, seconds] = run_agent({"background", (tmp / "pgid").string()}, 30);
   EXPECT_EQ(reason_of(run), TerminalReason::completed);
   EXPECT_LT(seconds, 5.0);  // not the sleeper's 60 s, not the 30 s timeout
-  EXPECT_TRUE(group_is_gone(tmp / "pgid"));
+  EXPECT_TRUE(none_left_with((tmp / "pgid").string()));
 }
 
 TEST(CommandAgent, MissingProgramIsAFailure) {
   Harness h(R"({"name": "m", "stages": [{"name": "agent", "kind": "command", "command": ["/nonexistent/agent"],
-               "error_next": "recover"}, {"name": "recover", "kind": "constant", "params": {"output": {"recovered": true}}}]})");
+               "error_next": "recover"}, {"name": "recover", "kind": "constant", "params": {"output": {"recovered": true}}}]})",
+            {}, sandboxed());
   RunState run = h.run();
-  EXPECT_NE(routed_failure(run).find("cannot start /nonexistent/agent: No such file or directory"), std::string::npos);
+  std::string why = routed_failure(run);
+  EXPECT_NE(why.find("exited with status 1; stderr: bwrap: execvp /nonexistent/agent: No such file or directory"),
+            std::string::npos) << why;
 }
 
 TEST(CommandAgent, AnAgentThatIgnoresALargeRequestStillAnswers) {
@@ -188,7 +185,7 @@ TEST(CommandAgent, AnAgentThatIgnoresALargeRequestStillAnswers) {
 }
 
 TEST(CommandAgent, RaisesAnInterruptAndSeesTheResponse) {
-  Harness h(agent_config({"approve"}));
+  Harness h(agent_config({"approve"}), {}, sandboxed());
   RunState run = h.run();
   ASSERT_TRUE(run.waiting());
   EXPECT_EQ(run.envelope.interrupt->question, "merge?");
@@ -208,7 +205,7 @@ TEST(CommandAgent, ParallelAgentsOverlap) {
     stages.push_back({{"name", s}, {"kind", "command"}, {"command", {TEST_AGENT, "slow", "600"}}, {"default_next", "join"}});
   }
   stages.push_back({{"name", "join"}, {"kind", "join"}, {"requires", {"a", "b", "c"}}});
-  Harness h(Json{{"name", "par"}, {"stages", stages}, {"max_llm_calls", 50}}.dump());
+  Harness h(Json{{"name", "par"}, {"stages", stages}, {"max_llm_calls", 50}}.dump(), {}, sandboxed());
   auto start = Clock::now();
   RunState run = h.run();
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -218,22 +215,33 @@ TEST(CommandAgent, ParallelAgentsOverlap) {
   EXPECT_EQ(run.envelope.outputs.at("join")["joined"]["b"]["seen_stage"], "b");
 }
 
-TEST(CommandAgent, RelativeProgramsRunFromTheConfigDirectory) {
+// A relative program resolves as it did from the config's directory, but the agent runs in
+// its own empty workspace: of that directory it sees only the files its argv names, read-only.
+TEST(CommandAgent, RelativeProgramsResolveFromTheConfigDirectoryAndSeeNothingElseOfIt) {
   warden::test::TempDir tmp;
   std::filesystem::create_directory(tmp / "agents");
-  ASSERT_TRUE(write_file_atomic(tmp / "agents" / "where.sh",
-                                "#!/bin/sh\ncat >/dev/null\nprintf '{\"output\":{\"cwd\":\"%s\"}}' \"$(pwd)\"\n", 0755));
+  ASSERT_TRUE(write_file_atomic(tmp / "agents" / "where.sh", R"sh(#!/bin/sh
+cat >/dev/null
+writable=no; (echo x > agents/where.sh) 2>/dev/null && writable=yes
+sibling=no; [ -e ../secret.txt ] || [ -e secret.txt ] || [ -e agents/../secret.txt ] || sibling=unseen
+printf '{"output":{"cwd":"%s","listing":"%s","sibling":"%s","writable":"%s"}}' "$(pwd)" "$(ls -A | tr '\n' ' ')" "$sibling" "$writable"
+)sh", 0755));
+  ASSERT_TRUE(write_file_atomic(tmp / "secret.txt", "not for agents\n", 0644));
   auto config = testing::parse_config(
       R"({"name": "rel", "stages": [{"name": "where", "kind": "command", "command": ["agents/where.sh"]}]})");
   LogicalClock clock;
   SequentialIdSource ids;
-  PipelineExecutor exec(config, testing::make_agents(config, {}, {tmp.path()}), clock, ids);
+  PipelineExecutor exec(config, testing::make_agents(config, {}, sandboxed(tmp.path())), clock, ids);
   auto run = exec.start(RunInput{});
   ASSERT_TRUE(run);
   ASSERT_TRUE(exec.run(*run));
   ASSERT_EQ(reason_of(*run), TerminalReason::completed) << run->envelope.termination_reason.value_or("");
-  EXPECT_EQ(std::filesystem::canonical(run->envelope.outputs.at("where")["cwd"].get<std::string>()),
-            std::filesystem::canonical(tmp.path()));
+  const Json& out = run->envelope.outputs.at("where");
+  EXPECT_EQ(out["cwd"], "/workspace");
+  EXPECT_EQ(out["listing"], "agents ");
+  EXPECT_EQ(out["sibling"], "unseen");
+  EXPECT_EQ(out["writable"], "no");
+  EXPECT_EQ(read_file(tmp / "agents" / "where.sh").value().substr(0, 9), "#!/bin/sh");
 }
 
 }  // namespace

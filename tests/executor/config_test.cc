@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "executor/agent_registry.h"
 
 namespace warden::executor {
@@ -27,6 +29,21 @@ constexpr const char* kLoop = R"({
   "edge_limits": [{"from": "critic", "to": "intent", "max_count": 3}],
   "max_iterations": 4, "max_llm_calls": 9, "max_agent_hops": 50, "default_timeout_seconds": 12, "max_parallel": 2
 })";
+
+// A launcher binding may hold but that must never be asked to start anything.
+class NeverLaunched final : public CommandLauncher {
+ public:
+  Result<SubprocessResult> launch(const LaunchRequest&) override {
+    ADD_FAILURE() << "binding started a program";
+    return fail(Errc::internal, "never launched");
+  }
+  LaunchConfinement confinement() const override { return {}; }
+};
+
+std::string bind_error_without_launcher(const PipelineConfig& config) {
+  auto agents = standard_agents().bind(config, {});
+  return agents ? std::string("(bound)") : agents.error().message;
+}
 
 std::string error_of(std::string_view text) {
   auto c = PipelineConfig::parse_text(text, "cfg");
@@ -71,8 +88,11 @@ TEST(PipelineConfig, CompilesStagesRoutingAndBounds) {
   EXPECT_TRUE(PipelineConfig::is_cycle_edge(1, 1));
   EXPECT_FALSE(PipelineConfig::is_cycle_edge(0, 1));
   EXPECT_FALSE(PipelineConfig::is_cycle_edge(1, kEnd));
-  // Every kind and its params bind with the standard agents.
-  EXPECT_TRUE(standard_agents().bind(*c, {}));
+  // Every kind and its params bind with the standard agents; a command stage needs a
+  // launcher to run through, and binding starts nothing.
+  auto unlaunchable = bind_error_without_launcher(*c);
+  EXPECT_NE(unlaunchable.find("stages[1] (critic): command stages need a launcher"), std::string::npos) << unlaunchable;
+  EXPECT_TRUE(standard_agents().bind(*c, {{}, std::make_shared<NeverLaunched>()}));
 }
 
 TEST(PipelineConfig, DefaultsFollowTheSeeds) {

@@ -63,8 +63,8 @@ inline FunctionAgent::Function always(Json out, int64_t llm_calls = 0) { return 
 
 // A config, an executor with a logical clock and sequential ids, and every event it emitted.
 struct Harness {
-  explicit Harness(std::string_view config_text, const StageFns& fns = {})
-      : config(parse_config(config_text)), exec(config, make_agents(config, fns), clock, ids) {
+  explicit Harness(std::string_view config_text, const StageFns& fns = {}, const AgentEnvironment& env = {})
+      : config(parse_config(config_text)), exec(config, make_agents(config, fns, env), clock, ids) {
     exec.subscribe([this](const ExecutionEvent& e) { events.push_back(e); });
   }
   Harness(const Harness&) = delete;

@@ -1,14 +1,19 @@
 // `warden pipeline` end to end with the real binary: the shipped examples, interrupts resumed
-// from the ledger, a run SIGKILLed mid-way and resumed, golden (deterministic) runs, and bad
-// input with meaningful exit codes.
+// from the ledger, a run SIGKILLed mid-way and resumed, golden (deterministic) runs, bad
+// input with meaningful exit codes, and a command stage that attacks the host from its
+// sandbox.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/file.h"
 #include "tests/support/process.h"
+#include "tests/support/sandbox_support.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/warden_cli.h"
 
@@ -238,6 +243,96 @@ TEST(PipelineCli, UnknownRunsAndLedgers) {
   EXPECT_TRUE(no_ledger.exited_with(4)) << describe(no_ledger);
   ProcessResult usage = warden({"pipeline", "run", example("approval.json")});
   EXPECT_TRUE(usage.exited_with(2)) << describe(usage);
+}
+
+// A command stage that attacks (tests/kernel/fixtures/confined/attacker.sh, in its stage
+// mode): it tries to read the run's ledger and its signer.key and Warden's environment, to
+// find them, to write a repository and move its branch, and leaves a setsid daemon and a loop
+// behind. Every attack fails, nothing it started survives the stage, the repository, the key
+// and the ledger are untouched by it, and the run's start records how its stages were
+// confined.
+TEST(PipelineCli, CommandStagesAreConfined) {
+  TempDir tmp;
+  const fs::path target = tmp / "target";
+  fs::create_directories(target);
+  ProcessResult init = warden({"ledger", "init", (target / "ledger").string()});
+  ASSERT_TRUE(init.exited_with(0)) << describe(init);
+  ProcessResult repo = run({"/bin/sh", "-c", "git init -q -b main '" + (target / "repo").string() + "' && cd '" +
+                                                 (target / "repo").string() + "' && echo one > f && git add f && "
+                                                 "git -c user.name=t -c user.email=t@t commit -qm one && "
+                                                 "git branch warden/reasons && echo two > f && "
+                                                 "git -c user.name=t -c user.email=t@t commit -qam two"});
+  ASSERT_TRUE(repo.exited_with(0)) << describe(repo);
+  auto ref = [&] { return run({"/usr/bin/git", "-C", (target / "repo").string(), "rev-parse", "warden/reasons"}).out; };
+  const std::string branch_before = ref();
+  const std::string key_before = read_file(target / "ledger" / "signer.key").value();
+
+  const std::string marker = "warden-stage-attack-" + tmp.path().filename().string();
+  Json command = Json::array({"sh", std::string(WARDEN_SOURCE_DIR) + "/tests/kernel/fixtures/confined/attacker.sh", "stage",
+                              "none", target.string(), marker});
+  Json config{{"name", "attack"}, {"stages", Json::array({{{"name", "attacker"}, {"kind", "command"}, {"command", command}}})}};
+  ASSERT_TRUE(write_file_atomic(tmp / "attack.json", config.dump()));
+
+  ::setenv("WARDEN_TEST_SECRET", "hunter2-do-not-leak", 1);
+  ProcessResult r = warden({"pipeline", "run", (tmp / "attack.json").string(), "--input", "x", "--ledger",
+                            (target / "ledger").string(), "--json"});
+  ::unsetenv("WARDEN_TEST_SECRET");
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  const std::string run_id = json_lines(r.out).back()["run"];
+  Json shown = stdout_json(warden({"pipeline", "show", run_id, "--ledger", (target / "ledger").string(), "--json"}));
+  const std::string findings = shown["envelope"]["outputs"]["attacker"]["findings"];
+  for (const char* attack : {"read-ledger", "read-key", "find-ledger", "write-repo", "move-branch", "read-env", "read-env-proc"}) {
+    EXPECT_NE(findings.find(std::string(attack) + ": blocked"), std::string::npos) << attack << "\n" << findings;
+  }
+  EXPECT_EQ(findings.find("SUCCEEDED"), std::string::npos) << findings;
+  EXPECT_NE(findings.find("interfaces: lo,\n"), std::string::npos) << findings;
+
+  // How the stage was confined is in the run's start.
+  fs::path exported = tmp / "export";
+  ASSERT_TRUE(warden({"ledger", "export", (target / "ledger").string(), exported.string()}).exited_with(0));
+  std::ifstream records(exported / "records.jsonl");
+  Json launch;
+  for (std::string line; std::getline(records, line);) {
+    Json record = Json::parse(line);
+    if (record["kind"] == "pipeline_run") launch = record["payload"]["launch"];
+  }
+  ASSERT_TRUE(launch.contains("executor_sandbox")) << launch.dump();
+  EXPECT_EQ(launch["executor_sandbox"]["profile"], "executor");
+  EXPECT_EQ(launch["executor_sandbox"]["network"], false);
+
+  // Nothing it started is left, and nothing happens after it: the daemon would act at 2 s.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (count_processes_with(marker) > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(count_processes_with(marker), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  for (const char* left : {"daemon-was-here", "loop-was-here", "repo/pwned"}) EXPECT_FALSE(fs::exists(target / left)) << left;
+  EXPECT_EQ(ref(), branch_before);
+  EXPECT_EQ(read_file(target / "ledger" / "signer.key").value(), key_before);
+  ProcessResult verified = warden({"ledger", "verify", (target / "ledger").string()});
+  EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
+}
+
+// A run resumes only in the sandbox it started in: its command stages' confinement is in
+// its start, and a resume that would confine them otherwise is refused.
+TEST(PipelineCli, AResumeKeepsTheRecordedConfinement) {
+  TempDir tmp;
+  fs::path ledger = new_ledger(tmp);
+  Json config{{"name", "ask"},
+              {"stages", Json::array({{{"name", "agent"}, {"kind", "command"}, {"command", {TEST_AGENT, "approve"}}}})}};
+  ASSERT_TRUE(write_file_atomic(tmp / "ask.json", config.dump()));
+  ProcessResult r = warden({"pipeline", "run", (tmp / "ask.json").string(), "--input", "x", "--ledger", ledger.string(), "--json"});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  std::string run_id = json_lines(r.out).back()["run"];
+
+  ProcessResult other = warden({"pipeline", "resume", run_id, "--ledger", ledger.string(), "--response", "yes", "--executor-network"});
+  EXPECT_TRUE(other.exited_with(3)) << describe(other);
+  EXPECT_NE(other.err.find("resume with the same --executor-profile and --executor-network"), std::string::npos) << other.err;
+
+  ProcessResult same = warden({"pipeline", "resume", run_id, "--ledger", ledger.string(), "--response", "yes"});
+  ASSERT_TRUE(same.exited_with(0)) << describe(same);
+  EXPECT_NE(same.out.find("completed"), std::string::npos) << same.out;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct BuildArgs {
   std::string blueprint, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id;
   double step_timeout_s = 0;
   bool json = false;
+  ExecutorSandboxOptions executor_sandbox;
 };
 
 
@@ -111,7 +112,7 @@ int run(const BuildArgs& a) {
   if (!signer) return report_error(signer.error(), a.json);
   auto sources = make_sources(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
-  auto proposer = make_proposer(a.executor, std::filesystem::path(a.blueprint).parent_path());
+  auto proposer = make_proposer(a.executor, std::filesystem::path(a.blueprint).parent_path(), a.executor_sandbox);
   if (!proposer) return report_error(proposer.error(), a.json);
 
   kernel::BuildOptions options;
@@ -138,8 +139,12 @@ int run(const BuildArgs& a) {
       return;
     }
     if (ev.type == kernel::RunEventType::run_started) {
-      std::cout << "warden build: " << blueprint->name << "  run " << ev.run_id << "  executor " << (*proposer)->name()
-                << "\n  repository " << repo.string() << "\n  ledger     " << ledger.string() << std::endl;
+      std::cout << "warden build: " << blueprint->name << "  run " << ev.run_id << "  executor " << (*proposer)->name();
+      if (auto sandbox = (*proposer)->confinement()) {
+        std::cout << "\n  executor sandbox: profile " << sandbox->profile << " " << sandbox->profile_sha256.str()
+                  << ", network " << (sandbox->network ? "on" : "off");
+      }
+      std::cout << "\n  repository " << repo.string() << "\n  ledger     " << ledger.string() << std::endl;
     }
     progress(ev);
   };
@@ -173,6 +178,13 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--executor", a->executor,
                   "Who proposes: 'plan' (the plan's own content, no AI) or 'command:CMD' (CMD reads the step as JSON "
                   "on stdin, writes a Diff JSON or a git patch)");
+  cmd->add_option("--executor-profile", a->executor_sandbox.profile,
+                  "Sandbox profile a command executor runs in: a built-in name or a JSON file (default executor: an "
+                  "empty private workspace, the files its command names read-only, no network; recorded with every "
+                  "proposal)")
+      ->capture_default_str();
+  cmd->add_flag("--executor-network", a->executor_sandbox.network,
+                "Give a command executor the host's network (an LLM agent's API endpoint); recorded with every proposal");
   cmd->add_option("--policy", a->policy, "Policy: a built-in name (python, cpp) or a JSON file (default: the blueprint's)");
   cmd->add_option("--clock", a->clock, "system, or logical for golden runs (fixed timestamps, sequential ids, and no host kernel release in the "
                   "recorded toolchain)")

@@ -15,6 +15,7 @@
 #include "kernel/run_reader.h"
 #include "ledger/ledger.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/kernel_cli.h"
 
 namespace warden::cli {
 namespace {
@@ -29,7 +30,30 @@ constexpr kernel::JournalOptions kCliJournal{.flush_every_steps = 1, .flush_at_p
 struct Options {
   std::string config, input, ledger, run_id, response, signer_key;
   bool json = false, deterministic = false;
+  ExecutorSandboxOptions executor_sandbox;
 };
+
+struct BoundAgents {
+  AgentSet agents;
+  std::optional<LaunchConfinement> confinement;  // how command stages run; none without any
+};
+
+// The agents of `config`; command stages run through a sandboxed launcher as `o` says,
+// preflighted when `preflight` (they are about to run).
+Result<BoundAgents> bind_agents(const PipelineConfig& config, const fs::path& base_dir, const Options& o, bool preflight) {
+  AgentEnvironment env{base_dir, nullptr};
+  BoundAgents bound;
+  if (std::any_of(config.stages.begin(), config.stages.end(), [](const StageSpec& s) { return s.kind == "command"; })) {
+    auto launcher = make_executor_launcher(o.executor_sandbox, preflight);
+    if (!launcher) return std::unexpected(launcher.error());
+    bound.confinement = (*launcher)->confinement();
+    env.launcher = std::move(*launcher);
+  }
+  auto agents = standard_agents().bind(config, env);
+  if (!agents) return std::unexpected(agents.error());
+  bound.agents = std::move(*agents);
+  return bound;
+}
 
 // ---------------------------------------------------------------- loading
 
@@ -178,7 +202,7 @@ Json run_json(const RunState& run, size_t records) {
 int run_validate(const Options& o) {
   auto loaded = load_config(o.config);
   if (!loaded) return report_error(loaded.error(), o.json);
-  auto agents = standard_agents().bind(loaded->config, {loaded->base_dir});
+  auto agents = bind_agents(loaded->config, loaded->base_dir, o, false);
   if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
   const PipelineConfig& c = loaded->config;
   // Cycles are allowed; listing them (and what bounds them) is what a reviewer wants to see.
@@ -238,7 +262,7 @@ Status sign_checkpoint(Ledger& ledger, const Options& o) {
 int run_run(const Options& o) {
   auto loaded = load_config(o.config);
   if (!loaded) return report_error(loaded.error(), o.json);
-  auto agents = standard_agents().bind(loaded->config, {loaded->base_dir});
+  auto agents = bind_agents(loaded->config, loaded->base_dir, o, true);
   if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
   TimeSource time(o.deterministic);
   std::optional<Ledger> ledger;
@@ -250,10 +274,12 @@ int run_run(const Options& o) {
     if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
     journal.emplace(*ledger, kCliJournal);
   }
-  PipelineExecutor exec(loaded->config, std::move(*agents), *time.clock, *time.ids);
+  PipelineExecutor exec(loaded->config, std::move(agents->agents), *time.clock, *time.ids);
   if (journal) exec.set_journal(&*journal);
   exec.subscribe([json = o.json](const ExecutionEvent& e) { print_event(e, json); });
   Json launch{{"base_dir", loaded->base_dir.string()}, {"clock", time.logical ? "logical" : "system"}};
+  // How its command stages are confined: a resume must confine them the same way.
+  if (agents->confinement) launch["executor_sandbox"] = agents->confinement->to_json();
   RunInput input;
   input.raw_input = o.input;
   auto run = exec.start(input, launch);
@@ -271,6 +297,22 @@ int run_run(const Options& o) {
 Result<RecordedRun> load_recorded(const Ledger& ledger, const std::string& run_id) {
   kernel::LedgerRunReader reader(ledger);
   return read_recorded_run(reader, run_id);
+}
+
+// A resumed run's command stages are confined as its start recorded (profile, digest,
+// network), or it does not resume: the ledger would otherwise claim a confinement the rest of
+// the run did not have.
+Status same_confinement(const Json& launch, const std::optional<LaunchConfinement>& now) {
+  std::optional<LaunchConfinement> recorded;
+  if (auto it = launch.find("executor_sandbox"); it != launch.end()) {
+    auto parsed = LaunchConfinement::from_json(*it, "launch.executor_sandbox");
+    if (!parsed) return std::unexpected(parsed.error());
+    recorded = std::move(*parsed);
+  }
+  if (recorded == now) return {};
+  auto text = [](const std::optional<LaunchConfinement>& c) { return c ? c->to_json().dump() : std::string("none"); };
+  return fail(Errc::invalid_argument, "the run's command stages were confined as " + text(recorded) + ", now they would be " +
+                                          text(now) + ": resume with the same --executor-profile and --executor-network");
 }
 
 int run_resume(const Options& o, bool has_response) {
@@ -307,8 +349,9 @@ int run_resume(const Options& o, bool has_response) {
     return it != recorded->start.launch.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   fs::path base_dir = launch("base_dir");
-  auto agents = standard_agents().bind(recorded->config, {base_dir});
+  auto agents = bind_agents(recorded->config, base_dir, o, true);
   if (!agents) return report_error(agents.error(), o.json);
+  if (Status st = same_confinement(recorded->start.launch, agents->confinement); !st) return report_error(st.error(), o.json);
 
   // The run continues in the ledger it was recorded in, with the kind of clock it began with.
   TimeSource time(launch("clock") == "logical");
@@ -316,7 +359,7 @@ int run_resume(const Options& o, bool has_response) {
   if (!ledger) return report_error(ledger.error(), o.json);
   if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
   kernel::LedgerWriter journal(*ledger, kCliJournal);
-  PipelineExecutor exec(recorded->config, std::move(*agents), *time.clock, *time.ids);
+  PipelineExecutor exec(recorded->config, std::move(agents->agents), *time.clock, *time.ids);
   exec.set_journal(&journal);
   exec.subscribe([json = o.json](const ExecutionEvent& ev) { print_event(ev, json); });
   if (has_response) {
@@ -372,6 +415,14 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
   pipeline->require_subcommand(1);
   auto o = std::make_shared<Options>();
   auto json_flag = [&](CLI::App* cmd, const char* help) { cmd->add_flag("--json", o->json, help); };
+  auto executor_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--executor-profile", o->executor_sandbox.profile,
+                    "Sandbox profile command stages run in: a built-in name or a JSON file (default executor: an empty "
+                    "private workspace, the files their argv names read-only, no network; recorded in the run's start)")
+        ->capture_default_str();
+    cmd->add_flag("--executor-network", o->executor_sandbox.network,
+                  "Give command stages the host's network (an LLM agent's API endpoint); recorded in the run's start");
+  };
   auto bind = [&action, o](CLI::App* cmd, std::function<int(const Options&)> run) {
     cmd->callback([&action, o, run] { action = [o, run] { return run(*o); }; });
   };
@@ -394,6 +445,7 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
   run->add_flag("--deterministic", o->deterministic,
                 "Logical clock and sequential ids (golden runs: the same inputs give the same ledger records)");
   json_flag(run, "Print events as JSON lines, then a result line");
+  executor_flags(run);
   bind(run, run_run);
 
   auto* resume = pipeline->add_subcommand(
@@ -404,6 +456,7 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
                      "Signs a checkpoint when the run ends or pauses (default: the ledger's signer.key, if it has one)");
   auto* response = resume->add_option("--response", o->response, "Answer to the pending interrupt");
   json_flag(resume, "Print events as JSON lines, then a result line");
+  executor_flags(resume);
   resume->callback([&action, o, response] {
     action = [o, has = response->count() > 0] { return run_resume(*o, has); };
   });

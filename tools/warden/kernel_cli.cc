@@ -10,9 +10,8 @@
 #include "common/file.h"
 #include "executor/command_proposer.h"
 #include "executor/plan_proposer.h"
+#include "runner/sandboxed_launcher.h"
 #include "tools/warden/cli.h"
-
-extern char** environ;
 
 namespace warden::cli {
 
@@ -73,14 +72,27 @@ Result<Sources> make_sources(const std::string& kind) {
   return s;
 }
 
-Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& cwd) {
+Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSandboxOptions& options, bool preflight) {
+  auto profile = SandboxProfile::load(options.profile);
+  if (!profile) return std::unexpected(profile.error().with_context("--executor-profile"));
+  profile->network = profile->network || options.network;
+  auto launcher = SandboxedLauncher::create(std::move(*profile));
+  if (!launcher) return std::unexpected(launcher.error());
+  if (preflight) {
+    if (Status st = (*launcher)->preflight(); !st) return std::unexpected(st.error());
+  }
+  return std::shared_ptr<CommandLauncher>(std::move(*launcher));
+}
+
+Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& dir,
+                                                         const ExecutorSandboxOptions& sandbox) {
   if (spec == "plan") return std::make_unique<executor::PlanProposer>();
   constexpr std::string_view kCommand = "command:";
   if (spec.starts_with(kCommand) && spec.size() > kCommand.size()) {
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    return std::make_unique<executor::CommandProposer>(spec.substr(kCommand.size()), cwd.empty() ? "." : cwd,
-                                                       std::move(env));
+    auto launcher = make_executor_launcher(sandbox);
+    if (!launcher) return std::unexpected(launcher.error());
+    return std::make_unique<executor::CommandProposer>(spec.substr(kCommand.size()), dir.empty() ? "." : dir,
+                                                       std::move(*launcher));
   }
   return fail(Errc::invalid_argument, "--executor must be plan or command:CMD, not \"" + spec + "\"");
 }

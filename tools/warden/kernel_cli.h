@@ -1,6 +1,7 @@
 // What the kernel's commands (build, propose, replay, run status|cancel) share: the kernel's
 // key, the clock and id source (system, or logical for golden runs), the executor named on
-// the command line, the runner's default cache, and Ctrl-C turned into a stop request.
+// the command line and the sandbox its program runs in, the runner's default cache, and
+// Ctrl-C turned into a stop request.
 #pragma once
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/command_launcher.h"
 #include "common/error.h"
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
@@ -42,8 +44,23 @@ struct Sources {
 // "system" (wall clock, random ids) or "logical" (fixed timestamps, sequential ids).
 Result<Sources> make_sources(const std::string& kind);
 
-// "plan" or "command:CMD" (CMD runs in `cwd`).
-Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& cwd);
+// How executors' programs are confined: a sandbox profile (a built-in name, "executor" by
+// default, or a profile file) and whether they get the host's network. Both are recorded.
+struct ExecutorSandboxOptions {
+  std::string profile = "executor";
+  bool network = false;
+};
+
+// The sandboxed launcher executors run through. With `preflight` (whenever a program is about
+// to run) its preflight has passed: an Error (verification_failed) names what failed — there
+// is no unconfined fallback. Without, nothing is started (`warden pipeline validate`).
+Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSandboxOptions& options,
+                                                                bool preflight = true);
+
+// "plan" or "command:CMD" (CMD's relative paths are relative to `dir`; it runs confined as
+// `sandbox` says).
+Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& dir,
+                                                         const ExecutorSandboxOptions& sandbox);
 
 // While alive, SIGINT and SIGTERM request a stop on token() instead of killing the process
 // (a dedicated thread waits for them; the signals are blocked in every other thread).
