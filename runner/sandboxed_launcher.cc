@@ -1,7 +1,10 @@
 #include "runner/sandboxed_launcher.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,19 +60,50 @@ Result<UniqueFd> sealed_memfd(std::string_view bytes, const char* name) {
   return fd;
 }
 
+// The named file, opened without following a symlink anywhere in the name as written
+// (beneath the request's directory for a relative name): Warden reads it as root, and a file
+// in a repository an executor has changed may be a link to a key or a ledger. Empty when it
+// cannot be opened that way or is not a regular file: it is not copied.
+UniqueFd open_named(const fs::path& named, const fs::path& dir, struct stat& st) {
+  open_how how{};
+  how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  UniqueFd base;
+  if (!named.is_absolute()) {
+    base.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!base) return {};
+    how.resolve |= RESOLVE_BENEATH;
+  }
+  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, base ? base.get() : AT_FDCWD, named.c_str(), &how, sizeof how)));
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return fd;
+}
+
+Result<std::string> read_named(int fd, const std::string& name) {
+  std::string bytes;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno_error("reading the executor's file " + name, errno));
+    if (n == 0) return bytes;
+    bytes.append(buf, static_cast<size_t>(n));
+    if (bytes.size() > kMaxFileBytes) {
+      return fail(Errc::limit_exceeded, "the executor's file " + name + " is larger than " + std::to_string(kMaxFileBytes >> 20) + " MiB");
+    }
+  }
+}
+
 // The request's files as copies where its command line names them (see the header):
-// existing regular files only, each destination once. Copies, not binds: the sandbox's uid
-// need not reach the host path, and nothing inside can reach the file itself.
+// existing regular files reached without a symlink only, each destination once. Copies, not
+// binds: the sandbox's uid need not reach the host path, and nothing inside can reach the
+// file itself.
 Status copy_files(const SandboxProfile& profile, const LaunchRequest& request, std::vector<UniqueFd>& fds,
                   std::vector<FileCopy>& copies) {
   std::set<fs::path> seen;
   uint64_t total = 0;
   for (const auto& name : request.files) {
     fs::path named(name);
-    fs::path host = named.is_absolute() ? named : request.dir / named;
-    std::error_code ec;
-    auto status = fs::status(host, ec);
-    if (ec || !fs::is_regular_file(status)) continue;
     fs::path inside;
     if (named.is_absolute()) {
       inside = named.lexically_normal();
@@ -79,9 +113,12 @@ Status copy_files(const SandboxProfile& profile, const LaunchRequest& request, s
       if (relative.empty() || *relative.begin() == "..") continue;
       inside = fs::path(profile.workspace) / relative;
     }
+    struct stat st;
+    UniqueFd source = open_named(named, request.dir, st);
+    if (!source) continue;
     if (!seen.insert(inside).second) continue;
-    auto bytes = read_file(host, kMaxFileBytes);
-    if (!bytes) return std::unexpected(bytes.error().with_context("the executor's file " + name));
+    auto bytes = read_named(source.get(), name);
+    if (!bytes) return std::unexpected(bytes.error());
     total += bytes->size();
     if (total > kMaxFilesBytes) {
       return fail(Errc::limit_exceeded, "the executor's files are larger than " + std::to_string(kMaxFilesBytes >> 20) + " MiB together");
@@ -89,7 +126,7 @@ Status copy_files(const SandboxProfile& profile, const LaunchRequest& request, s
     auto fd = sealed_memfd(*bytes, "warden-executor-file");
     if (!fd) return std::unexpected(fd.error());
     // Readable by all, executable where it was: a script stays runnable, nothing is writable.
-    unsigned mode = 0444 | (static_cast<unsigned>(status.permissions()) & 0111);
+    unsigned mode = 0444 | (st.st_mode & 0111);
     copies.push_back(FileCopy{fd->get(), inside.string(), mode});
     fds.push_back(std::move(*fd));
   }

@@ -9,7 +9,9 @@
 //     folder). They are copies of the bytes Warden read (sealed memfds bwrap copies in,
 //     mode r-x or r--), not binds: the sandbox's uid need not reach the host path, and
 //     nothing inside can reach the host file. Relative paths that leave the folder ("../x")
-//     are not copied, files the profile shows already (under /usr) are not copied again, and
+//     are not copied, nor is a name reached through a symlink anywhere in it as written
+//     (Warden reads as root, and a file in a repository an executor has changed may be a
+//     link to a key or a ledger), files the profile shows already (under /usr) are not copied again, and
 //     64 MiB per file, 256 MiB in all, is the most copied (more is an error);
 //   - stdin is the request's bytes in a sealed memfd, stdout and stderr are captured under
 //     the request's cap;

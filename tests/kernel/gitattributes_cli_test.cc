@@ -26,11 +26,7 @@ class GitAttributesCli : public ::testing::Test {
   }
 
   std::filesystem::path patch(const std::string& name, const std::map<std::string, std::string>& files) {
-    for (const auto& [path, content] : files) repo.write(path, content);
-    std::filesystem::path out = repo.scratch(name);
-    write_file(out, repo.staged_patch({"--binary"}));
-    repo.reset_hard(base);
-    return out;
+    return repo.patch_file(base, name, files);
   }
 
   ProcessResult propose(const std::filesystem::path& proposal) {

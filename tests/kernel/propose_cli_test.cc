@@ -24,13 +24,8 @@ class ProposeCliTest : public ::testing::Test {
     base = repo.commit_all("base");
   }
 
-  // The patch of `files` over the base, written beside the repository; the work tree is put back.
   std::filesystem::path patch(const std::string& name, const std::map<std::string, std::string>& files) {
-    for (const auto& [path, content] : files) repo.write(path, content);
-    std::filesystem::path out = repo.scratch(name);
-    write_file(out, repo.staged_patch());
-    repo.reset_hard(base);
-    return out;
+    return repo.patch_file(base, name, files);
   }
 
   ProcessResult propose(const std::filesystem::path& proposal, std::vector<std::string> extra = {}) {

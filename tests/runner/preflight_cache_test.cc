@@ -14,16 +14,12 @@
 #include "tests/support/process.h"
 #include "tests/support/sandbox_support.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
 
 namespace warden::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-ProcessResult warden(std::vector<std::string> args) {
-  args.insert(args.begin(), WARDEN_BINARY);
-  return run(args);
-}
 
 // `sandbox exec --json` with its cache in `cache`: whether the verdict was remembered.
 bool exec_used_remembered_verdict(const fs::path& cache, std::vector<std::string> extra = {}) {

@@ -8,16 +8,12 @@
 #include "tests/support/process.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"
+#include "tests/support/warden_cli.h"
 
 namespace warden::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-ProcessResult warden(std::vector<std::string> args) {
-  args.insert(args.begin(), WARDEN_BINARY);
-  return run(args);
-}
 
 TEST(SandboxCli, ExecPrintsOutputAndExitsWithTheCommandsStatus) {
   ProcessResult r = warden({"sandbox", "exec", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"});

@@ -75,6 +75,27 @@ TEST(SandboxedLauncher, NamedFilesAreReadOnlyCopiesWhereTheCommandNamesThem) {
   EXPECT_EQ(read_file(tmp / "folder" / "agents" / "run.sh").value(), "#!/bin/sh\necho ran $1\n");
 }
 
+// Warden reads the named files as root: a name that is, or passes through, a symlink (a file
+// in a repository an earlier proposal changed into a link to the ledger's key) is not copied.
+TEST(SandboxedLauncher, NamedFilesReachedThroughSymlinksAreNotCopied) {
+  test::TempDir tmp;
+  fs::create_directories(tmp / "folder" / "real");
+  fs::create_directories(tmp / "secrets");
+  ASSERT_TRUE(write_file_atomic(tmp / "secrets" / "signer.key", "the-signing-key\n", 0600));
+  ASSERT_TRUE(write_file_atomic(tmp / "folder" / "real" / "prompt.txt", "a prompt\n", 0644));
+  fs::create_symlink(tmp / "secrets" / "signer.key", tmp / "folder" / "prompt.txt");
+  fs::create_symlink("../secrets", tmp / "folder" / "linked");
+  fs::create_symlink(tmp / "secrets", tmp / "secrets-link");
+  LaunchRequest r = shell("cat prompt.txt linked/signer.key " + (tmp / "secrets-link" / "signer.key").string() +
+                          " real/prompt.txt 2>/dev/null; true");
+  r.dir = tmp / "folder";
+  r.files = {"prompt.txt", "linked/signer.key", (tmp / "secrets-link" / "signer.key").string(), "real/prompt.txt"};
+  SubprocessResult out = launched(*launcher(), r);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.out, "a prompt\n");
+  EXPECT_EQ(out.out.find("the-signing-key"), std::string::npos);
+}
+
 TEST(SandboxedLauncher, TheEnvironmentIsTheProfilesAndTheDeclaredOnly) {
   ::setenv("WARDEN_TEST_SECRET", "hunter2", 1);
   LaunchRequest r = shell("env | sort");

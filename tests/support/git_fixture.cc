@@ -1,5 +1,7 @@
 #include "tests/support/git_fixture.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -120,6 +122,15 @@ std::string GitRepoFixture::commit_all(const std::string& message) {
   git({"add", "-A"});
   git({"commit", "-q", "--allow-empty", "-m", message});
   return git_line({"rev-parse", "HEAD"});
+}
+
+std::filesystem::path GitRepoFixture::patch_file(const std::string& base, const std::string& name,
+                                                const std::map<std::string, std::string>& files) {
+  for (const auto& [path, content] : files) write(path, content);
+  std::filesystem::path out = scratch(name);
+  std::ofstream(out, std::ios::binary) << staged_patch();
+  reset_hard(base);
+  return out;
 }
 
 std::string GitRepoFixture::staged_patch(const std::vector<std::string>& flags) {

@@ -62,6 +62,10 @@ class GitRepoFixture {
   std::string staged_patch(const std::vector<std::string>& flags = {});
   // Back to `rev` in HEAD, index and work tree, dropping untracked files.
   void reset_hard(const std::string& rev);
+  // `files` written over `base`, their staged patch saved as scratch(name), and the work
+  // tree put back to `base`: a patch file for `warden propose`.
+  std::filesystem::path patch_file(const std::string& base, const std::string& name,
+                                   const std::map<std::string, std::string>& files);
 
   // What git makes of `patch` on `base`: read-tree, apply --cached, write-tree. The index
   // is put back to `base` afterwards. Throws when git refuses the patch.
