@@ -1,10 +1,10 @@
-// SHA-256 through OpenSSL's EVP interface, and the Digest value type that carries its
+// SHA-256 through OpenSSL's SHA-256 functions, and the Digest value type that carries its
 // output. `sha256:<64 lowercase hex>` is the one spelling of a digest in JSON and on the CLI.
 //
-// Digest is a plain value. A Sha256 owns one OpenSSL context: not thread-safe, use one per
-// thread (the shared EVP_MD it reads is fetched once and immutable). OpenSSL failing to hash
-// throws std::runtime_error rather than returning an Error: the process cannot be trusted to
-// go on. Digest's parse functions return invalid_argument for malformed input.
+// Digest is a plain value. A Sha256 owns one hashing state: not thread-safe, use one per
+// thread. OpenSSL failing to hash throws std::runtime_error rather than returning an Error:
+// the process cannot be trusted to go on. Digest's parse functions return invalid_argument
+// for malformed input.
 #pragma once
 
 #include <array>
@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 
-typedef struct evp_md_ctx_st EVP_MD_CTX;
+struct SHA256state_st;
 
 namespace warden {
 
@@ -48,7 +48,7 @@ class Digest {
 };
 
 // Incremental hashing. Reusable: finish() resets the state for the next message, so a hot
-// loop can hash millions of small messages without reallocating OpenSSL contexts.
+// loop can hash millions of small messages without reallocating.
 class Sha256 {
  public:
   Sha256();
@@ -63,10 +63,10 @@ class Sha256 {
   Digest finish();
 
  private:
-  struct CtxDeleter {
-    void operator()(EVP_MD_CTX* ctx) const;
+  struct StateDeleter {
+    void operator()(SHA256state_st* state) const;
   };
-  std::unique_ptr<EVP_MD_CTX, CtxDeleter> ctx_;
+  std::unique_ptr<SHA256state_st, StateDeleter> state_;
 };
 
 Digest sha256(std::string_view bytes);

@@ -1,5 +1,7 @@
 // `warden`: the verification kernel's command-line tool.
+#include <algorithm>
 #include <iostream>
+#include <string_view>
 
 #include "tools/warden/cli.h"
 
@@ -18,6 +20,21 @@ constexpr const char* kFooter = R"(Exit codes:
 Hashes on the command line are 64 lowercase hex characters; proofs are comma-separated
 hashes in RFC 9162 order. Every command takes --help.)";
 
+// Each top-level command and the function that adds it (with its subcommands) to the app.
+struct CommandGroup {
+  std::string_view name;
+  void (*add)(CLI::App&, warden::cli::Action&);
+};
+constexpr CommandGroup kGroups[] = {
+    {"build", warden::cli::add_build_commands},       {"diff", warden::cli::add_diff_commands},
+    {"key", warden::cli::add_key_commands},           {"ledger", warden::cli::add_ledger_commands},
+    {"merkle", warden::cli::add_merkle_commands},     {"note", warden::cli::add_note_commands},
+    {"checkpoint", warden::cli::add_note_commands},   {"pipeline", warden::cli::add_pipeline_commands},
+    {"plan", warden::cli::add_plan_commands},         {"propose", warden::cli::add_propose_commands},
+    {"receipt", warden::cli::add_receipt_commands},   {"replay", warden::cli::add_replay_commands},
+    {"run", warden::cli::add_run_commands},           {"sandbox", warden::cli::add_sandbox_commands},
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -26,19 +43,23 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "warden 0.1.0");
   warden::cli::Action action;
-  warden::cli::add_build_commands(app, action);
-  warden::cli::add_diff_commands(app, action);
-  warden::cli::add_key_commands(app, action);
-  warden::cli::add_ledger_commands(app, action);
-  warden::cli::add_merkle_commands(app, action);
-  warden::cli::add_note_commands(app, action);
-  warden::cli::add_pipeline_commands(app, action);
-  warden::cli::add_plan_commands(app, action);
-  warden::cli::add_propose_commands(app, action);
-  warden::cli::add_receipt_commands(app, action);
-  warden::cli::add_replay_commands(app, action);
-  warden::cli::add_run_commands(app, action);
-  warden::cli::add_sandbox_commands(app, action);
+  // Only the named command's options are built: the whole tree (hundreds of options) costs
+  // more than a short command's work. `warden --help`, an unknown command or none gets every
+  // command, for the listing and the error.
+  std::string_view first = argc > 1 ? argv[1] : "";
+  const CommandGroup* named = nullptr;
+  for (const auto& group : kGroups) {
+    if (group.name == first) named = &group;
+  }
+  if (named) {
+    named->add(app, action);
+  } else if (first != "--version") {
+    for (auto it = std::begin(kGroups); it != std::end(kGroups); ++it) {
+      // note and checkpoint share one function: add each function's commands once.
+      auto same = [&](const CommandGroup& g) { return g.add == it->add; };
+      if (std::find_if(std::begin(kGroups), it, same) == it) it->add(app, action);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

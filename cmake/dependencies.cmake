@@ -1,0 +1,91 @@
+# Third-party libraries, as targets named warden::<lib>.
+#
+# Debian ships static archives of every library Warden uses but Kerberos (which libgit2's
+# archive needs for HTTP Negotiate). With WARDEN_STATIC_DEPS (the default) Warden links those
+# archives and libstdc++ statically: the dynamic loader then maps 9 objects instead of 27 and
+# resolves a few hundred symbols instead of ~7,500, so a `warden` process starts in ~1.3 ms
+# instead of ~5 ms (tools/bench/startup_bench). The cost: a security update of one of these
+# libraries reaches Warden when Warden is rebuilt, not when the package is upgraded.
+option(WARDEN_STATIC_DEPS "Link libgit2, OpenSSL, LMDB, RE2, pugixml, libseccomp and zlib statically" ON)
+
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+# warden_archive(<name> [DEPENDS <target>...]): the imported static library
+# warden_archive::<name> (lib<name>.a), which links what it depends on after itself.
+function(warden_archive name)
+  cmake_parse_arguments(A "" "" "DEPENDS" ${ARGN})
+  find_library(WARDEN_ARCHIVE_${name} NAMES lib${name}.a REQUIRED NO_CACHE)
+  add_library(warden_archive::${name} STATIC IMPORTED GLOBAL)
+  set_target_properties(warden_archive::${name} PROPERTIES IMPORTED_LOCATION ${WARDEN_ARCHIVE_${name}}
+                        INTERFACE_LINK_LIBRARIES "${A_DEPENDS}")
+endfunction()
+
+foreach(lib git2 crypto lmdb re2 pugixml seccomp zlib)
+  add_library(warden::${lib} INTERFACE IMPORTED GLOBAL)
+endforeach()
+
+pkg_check_modules(LIBGIT2 REQUIRED libgit2)
+pkg_check_modules(LMDB REQUIRED lmdb)
+pkg_check_modules(RE2 REQUIRED re2)
+pkg_check_modules(LIBSECCOMP REQUIRED libseccomp)
+find_package(OpenSSL 3 REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(pugixml REQUIRED)
+
+if(WARDEN_STATIC_DEPS)
+  # libgit2's archive and what it was built against (pkg-config --static libgit2), then the
+  # Kerberos GSS-API library it calls for Negotiate authentication, which Debian ships only
+  # shared (runtime package libgssapi-krb5-2, a dependency of libgit2-dev).
+  find_library(WARDEN_GSSAPI NAMES gssapi_krb5 libgssapi_krb5.so.2 REQUIRED)
+  warden_archive(z)
+  warden_archive(crypto DEPENDS Threads::Threads ${CMAKE_DL_LIBS})
+  warden_archive(mbedcrypto)
+  warden_archive(mbedx509 DEPENDS warden_archive::mbedcrypto)
+  warden_archive(mbedtls DEPENDS warden_archive::mbedx509 warden_archive::mbedcrypto)
+  warden_archive(http_parser)
+  warden_archive(ssh2 DEPENDS warden_archive::crypto warden_archive::z)
+  warden_archive(pcre2-8)
+  warden_archive(git2 DEPENDS warden_archive::mbedtls warden_archive::http_parser warden_archive::ssh2
+                 warden_archive::pcre2-8 warden_archive::z ${WARDEN_GSSAPI} rt Threads::Threads)
+  warden_archive(lmdb DEPENDS Threads::Threads)
+  warden_archive(re2 DEPENDS Threads::Threads)
+  warden_archive(pugixml)
+  warden_archive(seccomp)
+
+  target_include_directories(warden::crypto INTERFACE ${OPENSSL_INCLUDE_DIR})
+  target_link_libraries(warden::crypto INTERFACE warden_archive::crypto)
+  target_link_libraries(warden::zlib INTERFACE warden_archive::z)
+  target_include_directories(warden::git2 INTERFACE ${LIBGIT2_INCLUDE_DIRS})
+  target_link_libraries(warden::git2 INTERFACE warden_archive::git2)
+  # libgit2 loads the whole system CA bundle in git_libgit2_init (4.5 ms with Debian's mbedTLS
+  # build, in every process). Warden opens local repositories only and never speaks TLS
+  # through libgit2, so the link routes that one call to runner/git_repo.cc, which loads no
+  # certificate: an HTTPS remote would fail verification, never pass unverified.
+  target_link_options(warden::git2 INTERFACE -Wl,--wrap=mbedtls_x509_crt_parse_file)
+  target_compile_definitions(warden::git2 INTERFACE WARDEN_LIBGIT2_WITHOUT_CA_BUNDLE=1)
+  target_include_directories(warden::lmdb INTERFACE ${LMDB_INCLUDE_DIRS})
+  target_link_libraries(warden::lmdb INTERFACE warden_archive::lmdb)
+  target_include_directories(warden::re2 INTERFACE ${RE2_INCLUDE_DIRS})
+  target_link_libraries(warden::re2 INTERFACE warden_archive::re2)
+  target_include_directories(warden::pugixml INTERFACE $<TARGET_PROPERTY:pugixml::pugixml,INTERFACE_INCLUDE_DIRECTORIES>)
+  target_link_libraries(warden::pugixml INTERFACE warden_archive::pugixml)
+  target_include_directories(warden::seccomp INTERFACE ${LIBSECCOMP_INCLUDE_DIRS})
+  target_link_libraries(warden::seccomp INTERFACE warden_archive::seccomp)
+  if(NOT WARDEN_SANITIZE AND NOT WARDEN_FUZZ)
+    # The sanitizers replace operator new and the allocator: they need the shared libstdc++.
+    add_link_options(-static-libstdc++ -static-libgcc)
+  endif()
+else()
+  target_link_libraries(warden::crypto INTERFACE OpenSSL::Crypto)
+  target_link_libraries(warden::zlib INTERFACE ZLIB::ZLIB)
+  pkg_check_modules(LIBGIT2_SHARED REQUIRED IMPORTED_TARGET libgit2)
+  target_link_libraries(warden::git2 INTERFACE PkgConfig::LIBGIT2_SHARED)
+  pkg_check_modules(LMDB_SHARED REQUIRED IMPORTED_TARGET lmdb)
+  target_link_libraries(warden::lmdb INTERFACE PkgConfig::LMDB_SHARED)
+  pkg_check_modules(RE2_SHARED REQUIRED IMPORTED_TARGET re2)
+  target_link_libraries(warden::re2 INTERFACE PkgConfig::RE2_SHARED)
+  target_link_libraries(warden::pugixml INTERFACE pugixml::pugixml)
+  pkg_check_modules(LIBSECCOMP_SHARED REQUIRED IMPORTED_TARGET libseccomp)
+  target_link_libraries(warden::seccomp INTERFACE PkgConfig::LIBSECCOMP_SHARED)
+endif()
