@@ -107,6 +107,13 @@ class GitParity : public ::testing::Test {
     ASSERT_EQ(warden_tree.size(), 40u) << describe(applied);
     EXPECT_EQ(repo.snapshot().refs, before.refs);
 
+    // The patch itself, given to apply in place of its Diff JSON, gives the same tree.
+    fs::path patch_file = repo.scratch("given.patch");
+    write_file(patch_file, patch);
+    ProcessResult from_patch = warden_diff("apply", patch_file.string(), repo, base, {"--step", options.step});
+    ASSERT_TRUE(from_patch.exited_with(0)) << describe(from_patch);
+    EXPECT_EQ(trim_newline(from_patch.out), warden_tree);
+
     std::string git_tree = repo.git_apply_tree(base, patch, options.git_apply_flags);
     EXPECT_EQ(warden_tree, git_tree) << "Warden's tree:\n"
                                      << repo.git({"ls-tree", "-r", warden_tree}) << "git's tree:\n"

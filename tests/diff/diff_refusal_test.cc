@@ -142,6 +142,8 @@ class DiffRefusal : public ::testing::Test {
     SCOPED_TRACE("patch:\n" + patch.substr(0, 2000));
     fs::path patch_file = write_scratch("bad.patch", patch);
     ProcessResult parsed = parse(patch_file);
+    // check, apply and commit given the patch itself parse it the same way.
+    expect_every_command_refuses(patch_file, exit_code, code);
     if (!parsed.exited_with(0)) {
       expect_refusal(parsed, exit_code, code);
       return;

@@ -27,14 +27,15 @@ struct Options {
   bool json = false;
 };
 
-Result<Diff> load_diff(const std::string& path) {
-  auto text = read_file(path, uint64_t{256} << 20);
-  if (!text) return std::unexpected(text.error());
-  auto json = parse_json(*text, "diff file " + path);
-  if (!json) return std::unexpected(json.error());
-  auto diff = Diff::from_json(*json);
-  if (!diff) return fail(Errc::invalid_argument, path + ": " + diff.error().message());
-  return *diff;
+// DIFF is a canonical Diff JSON file (up to 256 MiB: it carries every file's bytes) or a
+// patch (up to kMaxPatchBytes), told apart by the first non-blank byte: '{' or '[' is JSON
+// (judged as JSON, so a malformed one gets JSON's reason), anything else a patch; `diff parse`
+// reads any patch.
+constexpr uint64_t kMaxDiffJsonBytes = uint64_t{256} << 20;
+
+bool is_diff_json(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
 }
 
 int run_parse(const Options& o) {
@@ -60,13 +61,28 @@ int run_parse(const Options& o) {
   return kOk;
 }
 
-// Loads the diff and the workspace, or reports why not.
+// Loads the workspace and the diff (parsed against the base when DIFF is a patch), or
+// reports why not.
 template <typename Run>
 int with_diff(const Options& o, Run&& run) {
-  auto diff = load_diff(o.input);
-  if (!diff) return report_error(diff.error(), o.json);
+  auto text = read_file(o.input, kMaxDiffJsonBytes);
+  if (!text) return report_error(text.error(), o.json);
   auto ws = Workspace::open(o.repo);
   if (!ws) return report_refusal(ws.error(), o.json);
+  if (!is_diff_json(*text)) {
+    if (text->size() > kMaxPatchBytes) {
+      return report_refusal(Refusal{RefusalCode::patch_too_large, o.input,
+                                    "larger than the limit of " + std::to_string(kMaxPatchBytes) + " bytes"},
+                            o.json);
+    }
+    auto diff = ws->diff_from_patch(*text, o.base, o.step);
+    if (!diff) return report_refusal(diff.error(), o.json);
+    return run(*diff, *ws);
+  }
+  auto json = parse_json(*text, "diff file " + o.input);
+  if (!json) return report_error(json.error(), o.json);
+  auto diff = Diff::from_json(*json);
+  if (!diff) return report_error(Error{Errc::invalid_argument, o.input + ": " + diff.error().message()}, o.json);
   return run(*diff, *ws);
 }
 
@@ -150,21 +166,25 @@ void add_diff_commands(CLI::App& app, Action& action) {
   repo_base(parse);
   bind(parse, run_parse);
 
+  constexpr const char* kDiffHelp = "Canonical Diff JSON file, or a patch (git diff, format-patch, unified) parsed against the base; a file whose first non-blank byte is { or [ is read as JSON";
   auto* apply = diff->add_subcommand(
-      "apply", "Verify DIFF.json against the base and write the resulting tree; print its id (no branch moves)");
-  apply->add_option("DIFF", o->input, "Canonical Diff JSON file")->required();
+      "apply", "Verify DIFF against the base and write the resulting tree; print its id (no branch moves)");
+  apply->add_option("DIFF", o->input, kDiffHelp)->required();
+  apply->add_option("--step", o->step, "Plan step id, when DIFF is a patch")->capture_default_str();
   repo_base(apply);
   bind(apply, run_apply);
 
-  auto* check = diff->add_subcommand("check", "Exit 0 if DIFF.json applies exactly to the base; otherwise print why");
-  check->add_option("DIFF", o->input, "Canonical Diff JSON file")->required();
+  auto* check = diff->add_subcommand("check", "Exit 0 if DIFF applies exactly to the base; otherwise print why");
+  check->add_option("DIFF", o->input, kDiffHelp)->required();
+  check->add_option("--step", o->step, "Plan step id, when DIFF is a patch")->capture_default_str();
   repo_base(check);
   bind(check, run_check);
 
   auto* commit = diff->add_subcommand(
-      "commit", "Apply DIFF.json and commit it with Warden-Step/Warden-Proposal trailers; the branch moves only "
+      "commit", "Apply DIFF and commit it with Warden-Step/Warden-Proposal trailers; the branch moves only "
                 "if it is new or still at the base. Prints the commit id.");
-  commit->add_option("DIFF", o->input, "Canonical Diff JSON file")->required();
+  commit->add_option("DIFF", o->input, kDiffHelp)->required();
+  commit->add_option("--step", o->step, "Plan step id, when DIFF is a patch")->capture_default_str();
   repo_base(commit);
   commit->add_option("--branch", o->branch, "Branch to commit to (default warden/<run id>)");
   commit->add_option("--run-id", o->run_id, "Run id for the default branch name (default: random)");
