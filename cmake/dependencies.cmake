@@ -1,10 +1,10 @@
 # Third-party libraries, as targets named warden::<lib>.
 #
-# Debian ships static archives of every library Warden uses but Kerberos (which libgit2's
-# archive needs for HTTP Negotiate). With WARDEN_STATIC_DEPS (the default) Warden links those
-# archives and libstdc++ statically: the dynamic loader then maps 9 objects instead of 27 and
+# Debian ships static archives of every library Warden uses but Kerberos, which libgit2 needs
+# only for HTTP Negotiate authentication (routed away, below). With WARDEN_STATIC_DEPS (the
+# default) Warden links those archives and libstdc++ statically: the dynamic loader then maps 3 objects instead of 27 and
 # resolves a few hundred symbols instead of ~7,500, so a `warden` process starts in ~1.3 ms
-# instead of ~5 ms (tools/bench/startup_bench). The cost: a security update of one of these
+# instead of ~5 ms (tools/bench/diff_bench prints the figure). The cost: a security update of one of these
 # libraries reaches Warden when Warden is rebuilt, not when the package is upgraded.
 option(WARDEN_STATIC_DEPS "Link libgit2, OpenSSL, LMDB, RE2, pugixml, libseccomp and zlib statically" ON)
 
@@ -37,7 +37,6 @@ if(WARDEN_STATIC_DEPS)
   # libgit2's archive and what it was built against (pkg-config --static libgit2), then the
   # Kerberos GSS-API library it calls for Negotiate authentication, which Debian ships only
   # shared (runtime package libgssapi-krb5-2, a dependency of libgit2-dev).
-  find_library(WARDEN_GSSAPI NAMES gssapi_krb5 libgssapi_krb5.so.2 REQUIRED)
   warden_archive(z)
   warden_archive(crypto DEPENDS Threads::Threads ${CMAKE_DL_LIBS})
   warden_archive(mbedcrypto)
@@ -47,7 +46,7 @@ if(WARDEN_STATIC_DEPS)
   warden_archive(ssh2 DEPENDS warden_archive::crypto warden_archive::z)
   warden_archive(pcre2-8)
   warden_archive(git2 DEPENDS warden_archive::mbedtls warden_archive::http_parser warden_archive::ssh2
-                 warden_archive::pcre2-8 warden_archive::z ${WARDEN_GSSAPI} rt Threads::Threads)
+                 warden_archive::pcre2-8 warden_archive::z rt Threads::Threads)
   warden_archive(lmdb DEPENDS Threads::Threads)
   warden_archive(re2 DEPENDS Threads::Threads)
   warden_archive(pugixml)
@@ -58,12 +57,20 @@ if(WARDEN_STATIC_DEPS)
   target_link_libraries(warden::zlib INTERFACE warden_archive::z)
   target_include_directories(warden::git2 INTERFACE ${LIBGIT2_INCLUDE_DIRS})
   target_link_libraries(warden::git2 INTERFACE warden_archive::git2)
-  # libgit2 loads the whole system CA bundle in git_libgit2_init (4.5 ms with Debian's mbedTLS
-  # build, in every process). Warden opens local repositories only and never speaks TLS
-  # through libgit2, so the link routes that one call to runner/git_repo.cc, which loads no
-  # certificate: an HTTPS remote would fail verification, never pass unverified.
-  target_link_options(warden::git2 INTERFACE -Wl,--wrap=mbedtls_x509_crt_parse_file)
-  target_compile_definitions(warden::git2 INTERFACE WARDEN_LIBGIT2_WITHOUT_CA_BUNDLE=1)
+  # libgit2's network set-up (the system CA bundle, parsed in every process, and Kerberos for
+  # HTTP Negotiate, six shared libraries) routed to runner/libgit2_offline.cc: Warden opens
+  # local repositories only. The shims are linked into every executable that links libgit2.
+  set(WARDEN_LIBGIT2_WRAPPED mbedtls_x509_crt_parse_file gss_indicate_mechs gss_import_name gss_init_sec_context
+      gss_display_status gss_delete_sec_context gss_release_buffer gss_release_name gss_release_oid_set
+      GSS_C_NT_HOSTBASED_SERVICE)
+  list(TRANSFORM WARDEN_LIBGIT2_WRAPPED PREPEND "-Wl,--wrap=")
+  add_library(warden_libgit2_offline OBJECT ${PROJECT_SOURCE_DIR}/runner/libgit2_offline.cc)
+  # Without debug information: binutils 2.40's ld crashes on a wrapped data symbol
+  # (GSS_C_NT_HOSTBASED_SERVICE) that debug information refers to.
+  target_compile_options(warden_libgit2_offline PRIVATE -g0)
+  target_link_options(warden::git2 INTERFACE ${WARDEN_LIBGIT2_WRAPPED})
+  target_link_libraries(warden::git2 INTERFACE $<TARGET_OBJECTS:warden_libgit2_offline>)
+  target_compile_definitions(warden::git2 INTERFACE WARDEN_LIBGIT2_OFFLINE=1)
   target_include_directories(warden::lmdb INTERFACE ${LMDB_INCLUDE_DIRS})
   target_link_libraries(warden::lmdb INTERFACE warden_archive::lmdb)
   target_include_directories(warden::re2 INTERFACE ${RE2_INCLUDE_DIRS})

@@ -5,14 +5,6 @@
 #include <map>
 #include <set>
 
-#if defined(WARDEN_LIBGIT2_WITHOUT_CA_BUNDLE)
-// The link (cmake/dependencies.cmake, --wrap) routes libgit2's one call that loads the system
-// CA bundle here: Warden never speaks TLS through libgit2, and parsing the bundle cost every
-// process 4.5 ms in git_libgit2_init. Nothing is loaded, so an HTTPS remote fails
-// verification: MBEDTLS_ERR_X509_FILE_IO_ERROR ("could not read the file").
-extern "C" int __wrap_mbedtls_x509_crt_parse_file(void* /*chain*/, const char* /*path*/) { return -0x2900; }
-#endif
-
 namespace warden {
 namespace {
 

@@ -12,7 +12,7 @@ namespace warden::test {
 namespace {
 
 TEST(LibGit2Setup, LoadsNoCertificateAuthority) {
-#if defined(WARDEN_LIBGIT2_WITHOUT_CA_BUNDLE)
+#if defined(WARDEN_LIBGIT2_OFFLINE)
   LibGit2 lib;
   const char* bundle = "/etc/ssl/certs/ca-certificates.crt";
   if (!std::filesystem::exists(bundle)) GTEST_SKIP() << bundle << " is absent on this host";
