@@ -96,3 +96,40 @@ else()
   pkg_check_modules(LIBSECCOMP_SHARED REQUIRED IMPORTED_TARGET libseccomp)
   target_link_libraries(warden::seccomp INTERFACE PkgConfig::LIBSECCOMP_SHARED)
 endif()
+
+# gRPC and protobuf, for the kernel service (service/, `warden-grpc`): only that binary links
+# them, so the `warden` command line starts as fast without them. Static like the rest (one
+# copy of OpenSSL in the process): every archive pkg-config names for grpc++ and protobuf, in
+# one linker group (their order among themselves does not matter then).
+option(WARDEN_BUILD_SERVICE "Build warden-grpc: `warden serve` and the gRPC clients" ON)
+if(WARDEN_BUILD_SERVICE)
+  find_program(WARDEN_PROTOC protoc REQUIRED)
+  find_program(WARDEN_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+  find_program(WARDEN_GRPC_PYTHON_PLUGIN grpc_python_plugin REQUIRED)
+  pkg_check_modules(GRPCPP REQUIRED grpc++ protobuf)
+  add_library(warden::grpc INTERFACE IMPORTED GLOBAL)
+  target_include_directories(warden::grpc INTERFACE ${GRPCPP_INCLUDE_DIRS})
+  if(WARDEN_STATIC_DEPS)
+    execute_process(COMMAND ${PKG_CONFIG_EXECUTABLE} --static --libs-only-l grpc++ protobuf
+                    OUTPUT_VARIABLE grpc_flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+    separate_arguments(grpc_flags UNIX_COMMAND "${grpc_flags}")
+    set(grpc_archives "")
+    set(grpc_shared "")
+    foreach(flag grpc++_reflection ${grpc_flags})
+      string(REGEX REPLACE "^-l" "" name "${flag}")
+      find_library(WARDEN_GRPC_ARCHIVE_${name} NAMES lib${name}.a NO_CACHE)
+      if(WARDEN_GRPC_ARCHIVE_${name})
+        list(APPEND grpc_archives ${WARDEN_GRPC_ARCHIVE_${name}})
+      else()
+        list(APPEND grpc_shared ${name})  # dl, rt, atomic: glibc's and GCC's, shared
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES grpc_archives)
+    list(REMOVE_DUPLICATES grpc_shared)
+    string(JOIN "," grpc_group ${grpc_archives})
+    target_link_libraries(warden::grpc INTERFACE "-Wl,--start-group,${grpc_group},--end-group" ${grpc_shared}
+                          Threads::Threads)
+  else()
+    target_link_libraries(warden::grpc INTERFACE ${GRPCPP_LINK_LIBRARIES} -lgrpc++_reflection)
+  endif()
+endif()

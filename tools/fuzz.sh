@@ -10,7 +10,7 @@ seconds=${1:-60}
 build=${WARDEN_FUZZ_BUILD_DIR:-build-fuzz}
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARDEN_FUZZ=ON -DWARDEN_BUILD_TESTS=OFF -DWARDEN_BUILD_BENCH=OFF >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARDEN_FUZZ=ON -DWARDEN_BUILD_TESTS=OFF -DWARDEN_BUILD_BENCH=OFF -DWARDEN_BUILD_SERVICE=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target patch_fuzz
 
 work=$(mktemp -d /tmp/warden-fuzz-XXXXXX)

@@ -58,5 +58,6 @@ void add_run_commands(CLI::App& app, Action& action);
 // status and cancel, under `run` (cmd_run.cc calls it).
 void add_run_control_commands(CLI::App& run, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);
+void add_serve_commands(CLI::App& app, Action& action);
 
 }  // namespace warden::cli

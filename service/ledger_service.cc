@@ -1,0 +1,165 @@
+#include "service/ledger_service.h"
+
+#include "service/grpc_status.h"
+
+namespace warden::service {
+namespace {
+
+// The largest blob one call returns: gRPC's default message limit is 4 MiB.
+constexpr size_t kMaxBlobBytes = size_t{4} << 20;
+
+grpc::Status invalid(const std::string& field, const std::string& why) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": " + why);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LedgerService>> LedgerService::open(const std::filesystem::path& dir, InFlight& in_flight) {
+  auto clock = std::make_unique<SystemClock>();
+  auto ledger = Ledger::open(dir, Ledger::Mode::read_only, *clock);
+  if (!ledger) {
+    if (ledger.error().code == Errc::not_found) {
+      return fail(Errc::not_found, "no ledger at " + dir.string() + ": create one with `warden ledger init " +
+                                       dir.string() + "`, or point --ledger at one");
+    }
+    return std::unexpected(ledger.error());
+  }
+  return std::unique_ptr<LedgerService>(new LedgerService(std::move(clock), std::move(*ledger), in_flight));
+}
+
+LedgerService::LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight)
+    : clock_(std::move(clock)), ledger_(std::move(ledger)), in_flight_(in_flight) {}
+
+Result<LedgerSnapshot> LedgerService::snapshot() {
+  std::lock_guard lock(snapshot_mu_);
+  return ledger_.snapshot();
+}
+
+grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext*, const v1::GetCheckpointRequest*, v1::Checkpoint* out) {
+  InFlight::Call call(in_flight_);
+  auto snap = snapshot();
+  if (!snap) return to_status(snap.error());
+  auto stored = snap->checkpoints();
+  if (!stored) return to_status(stored.error());
+  if (stored->empty()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "the ledger has no signed checkpoint yet: sign one with `warden ledger checkpoint`");
+  }
+  const StoredCheckpoint* newest = &stored->front();
+  for (const auto& cp : *stored) {
+    if (cp.size > newest->size) newest = &cp;
+  }
+  auto root = snap->root_at(newest->size);
+  if (!root) return to_status(root.error());
+  out->set_size(newest->size);
+  out->set_root(root->hex());
+  out->set_note(newest->note);
+  out->set_origin(ledger_.origin());
+  out->set_verifier_key(ledger_.verifier_key());
+  return grpc::Status::OK;
+}
+
+grpc::Status LedgerService::ProveInclusion(grpc::ServerContext*, const v1::ProveInclusionRequest* request,
+                                           v1::InclusionProof* out) {
+  InFlight::Call call(in_flight_);
+  auto snap = snapshot();
+  if (!snap) return to_status(snap.error());
+  uint64_t size = request->tree_size() == 0 ? snap->size() : request->tree_size();
+  if (size > snap->size()) return invalid("tree_size", "larger than the ledger (" + std::to_string(snap->size()) + ")");
+  if (request->seq() >= size) return invalid("seq", "not below tree_size " + std::to_string(size));
+  auto proof = snap->inclusion_proof(request->seq(), size);
+  if (!proof) return to_status(proof.error());
+  auto leaf = snap->record_hash(request->seq());
+  if (!leaf) return to_status(leaf.error());
+  auto root = snap->root_at(size);
+  if (!root) return to_status(root.error());
+  out->set_seq(request->seq());
+  out->set_tree_size(size);
+  out->set_leaf_hash(leaf->hex());
+  out->set_root(root->hex());
+  for (const auto& h : *proof) out->add_proof(h.hex());
+  return grpc::Status::OK;
+}
+
+grpc::Status LedgerService::ProveConsistency(grpc::ServerContext*, const v1::ProveConsistencyRequest* request,
+                                             v1::ConsistencyProof* out) {
+  InFlight::Call call(in_flight_);
+  auto snap = snapshot();
+  if (!snap) return to_status(snap.error());
+  uint64_t size2 = request->size2() == 0 ? snap->size() : request->size2();
+  if (size2 > snap->size()) return invalid("size2", "larger than the ledger (" + std::to_string(snap->size()) + ")");
+  if (request->size1() > size2) return invalid("size1", "larger than size2 " + std::to_string(size2));
+  auto proof = snap->consistency_proof(request->size1(), size2);
+  if (!proof) return to_status(proof.error());
+  auto r1 = snap->root_at(request->size1());
+  if (!r1) return to_status(r1.error());
+  auto r2 = snap->root_at(size2);
+  if (!r2) return to_status(r2.error());
+  out->set_size1(request->size1());
+  out->set_size2(size2);
+  out->set_root1(r1->hex());
+  out->set_root2(r2->hex());
+  for (const auto& h : *proof) out->add_proof(h.hex());
+  return grpc::Status::OK;
+}
+
+grpc::Status LedgerService::ListRecords(grpc::ServerContext* context, const v1::ListRecordsRequest* request,
+                                        grpc::ServerWriter<v1::LedgerRecord>* writer) {
+  InFlight::Call call(in_flight_);
+  auto snap = snapshot();
+  if (!snap) return to_status(snap.error());
+  uint64_t to = request->to_seq() == 0 ? snap->size() : std::min<uint64_t>(request->to_seq(), snap->size());
+  if (request->from_seq() > to) return invalid("from_seq", "beyond to_seq " + std::to_string(to));
+  auto send = [&](uint64_t seq, const RecordView& view) -> Result<bool> {
+    if (context->IsCancelled()) return false;
+    if (!request->kind().empty() && view.kind != request->kind()) return true;
+    auto hash = snap->record_hash(seq);
+    if (!hash) return std::unexpected(hash.error());
+    v1::LedgerRecord record;
+    record.set_seq(seq);
+    record.set_kind(std::string(view.kind));
+    record.set_ts(view.ts);
+    record.set_prev(view.prev.hex());
+    record.set_hash(hash->hex());
+    record.set_payload_json(std::string(view.payload));
+    return writer->Write(record);  // false: the client went away
+  };
+  if (!request->run_id().empty()) {
+    auto seqs = snap->run_records(request->run_id());
+    if (!seqs) return to_status(seqs.error());
+    if (seqs->empty()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no run " + request->run_id() + " in the ledger");
+    for (uint64_t seq : *seqs) {
+      if (seq < request->from_seq() || seq >= to) continue;
+      auto view = snap->record_view(seq);
+      if (!view) return to_status(view.error());
+      auto more = send(seq, *view);
+      if (!more) return to_status(more.error());
+      if (!*more) break;
+    }
+    return grpc::Status::OK;
+  }
+  if (request->from_seq() == to) return grpc::Status::OK;
+  Status st = snap->for_each_record(request->from_seq(), to, [&](const RecordView& view) { return send(view.seq, view); });
+  if (!st) return to_status(st.error());
+  return grpc::Status::OK;
+}
+
+grpc::Status LedgerService::GetBlob(grpc::ServerContext*, const v1::GetBlobRequest* request, v1::Blob* out) {
+  InFlight::Call call(in_flight_);
+  auto digest = Digest::parse(request->digest());
+  if (!digest) return invalid("digest", digest.error().message);
+  auto snap = snapshot();
+  if (!snap) return to_status(snap.error());
+  auto bytes = snap->blob(*digest);  // verified against its digest
+  if (!bytes) return to_status(bytes.error());
+  if (bytes->size() > kMaxBlobBytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "blob " + digest->str() + " is " + std::to_string(bytes->size()) + " bytes, over the " +
+                            std::to_string(kMaxBlobBytes) + "-byte message limit: fetch it with `warden ledger blob get`");
+  }
+  out->set_digest(digest->str());
+  out->set_data(std::move(*bytes));
+  return grpc::Status::OK;
+}
+
+}  // namespace warden::service

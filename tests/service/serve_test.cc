@@ -1,0 +1,280 @@
+// `warden serve`: the process, its socket and the Ledger service, from outside — a real
+// server process, a real unix socket, the generated stubs. What a client must be able to
+// rely on: health says SERVING only when the server can answer, proofs verify against the
+// signed checkpoint, bad requests get the status code that says why, the socket is private,
+// one server per socket, and SIGTERM stops it cleanly.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "common/sha256.h"
+#include "ledger/merkle.h"
+#include "ledger/note.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
+#include "health/v1/health.grpc.pb.h"
+#include "warden.grpc.pb.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// grpc.health.v1.Health/Check: 1 SERVING, 2 NOT_SERVING; a negative gRPC status code when
+// the call itself failed.
+int health_status(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return -static_cast<int>(status.error_code());
+  return response.status();
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  TempDir tmp;
+  fs::path state = tmp / "state";
+  fs::path ledger = state / "ledger";
+  fs::path socket = state / "warden.sock";
+  std::string verifier;
+
+  void SetUp() override {
+    fs::create_directory(state);
+    fs::permissions(state, fs::perms::owner_all, fs::perm_options::replace);
+    auto init = warden({"ledger", "init", ledger.string(), "--json"});
+    ASSERT_TRUE(init.exited_with(0)) << describe(init);
+    verifier = stdout_json(init).value("verifier_key", "");
+    ASSERT_FALSE(verifier.empty()) << init.out;
+    for (int i = 0; i < 5; ++i) {
+      fs::path payload = tmp / ("p" + std::to_string(i) + ".json");
+      write_file(payload, "{\"n\":" + std::to_string(i) + "}");
+      auto appended = warden({"ledger", "append", ledger.string(), "--kind", i % 2 ? "odd" : "even", "--payload",
+                              payload.string()});
+      ASSERT_TRUE(appended.exited_with(0)) << describe(appended);
+    }
+    auto cp = warden({"ledger", "checkpoint", ledger.string()});
+    ASSERT_TRUE(cp.exited_with(0)) << describe(cp);
+  }
+
+  Child start(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{warden_binary(), "serve", "--state", state.string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return Child::spawn(argv);
+  }
+
+  std::shared_ptr<grpc::Channel> channel() { return grpc::CreateChannel("unix:" + socket.string(), grpc::InsecureChannelCredentials()); }
+
+  // Until health says SERVING (the server is up and ready), or 30 s.
+  void wait_serving(Child& server) {
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fs::exists(socket)) {
+        auto ch = channel();
+        if (health_status(ch, "") == 1) return;
+      }
+      server.pump(std::chrono::steady_clock::now() + 50ms);
+      ASSERT_TRUE(server.output_open()) << "the server exited: " << server.err();
+    }
+    FAIL() << "not SERVING after 30 s: " << server.err();
+  }
+
+  ProcessResult stop(Child& server) {
+    server.kill(SIGTERM);
+    return server.wait();
+  }
+};
+
+TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
+  Child server = start();
+  wait_serving(server);
+  auto ch = channel();
+  EXPECT_EQ(health_status(ch, "warden.v1.Ledger"), 1);
+  EXPECT_EQ(health_status(ch, "warden.v1.Kernel"), 1) << "the sandbox preflight passes on this host";
+  auto stub = v1::Ledger::NewStub(ch);
+
+  // Every record, then only one kind, then a range.
+  auto list = [&](v1::ListRecordsRequest request) {
+    grpc::ClientContext context;
+    auto reader = stub->ListRecords(&context, request);
+    std::vector<v1::LedgerRecord> out;
+    v1::LedgerRecord r;
+    while (reader->Read(&r)) out.push_back(r);
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  };
+  auto all = list({});
+  ASSERT_EQ(all.size(), 5u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].seq(), i);
+    EXPECT_EQ(all[i].payload_json(), "{\"n\":" + std::to_string(i) + "}");
+  }
+  v1::ListRecordsRequest odd;
+  odd.set_kind("odd");
+  auto odds = list(odd);
+  ASSERT_EQ(odds.size(), 2u);
+  EXPECT_EQ(odds[0].seq(), 1u);
+  EXPECT_EQ(odds[1].seq(), 3u);
+  v1::ListRecordsRequest range;
+  range.set_from_seq(2);
+  range.set_to_seq(4);
+  EXPECT_EQ(list(range).size(), 2u);
+
+  // The checkpoint verifies with the ledger's key, and an inclusion proof leads from a
+  // record's hash to the root it signs.
+  v1::Checkpoint cp;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->GetCheckpoint(&context, {}, &cp).ok());
+  }
+  EXPECT_EQ(cp.size(), 5u);
+  EXPECT_EQ(cp.verifier_key(), verifier);
+  auto key = NoteVerifier::parse(verifier);
+  ASSERT_TRUE(key);
+  auto opened = open_note(cp.note(), {*key});
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto root = Digest::from_hex(cp.root());
+  ASSERT_TRUE(root);
+  v1::ProveInclusionRequest prove;
+  prove.set_seq(3);
+  prove.set_tree_size(5);
+  v1::InclusionProof proof;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->ProveInclusion(&context, prove, &proof).ok());
+  }
+  EXPECT_EQ(proof.root(), cp.root());
+  EXPECT_EQ(proof.leaf_hash(), all[3].hash());
+  std::vector<Digest> path;
+  for (const auto& h : proof.proof()) path.push_back(*Digest::from_hex(h));
+  EXPECT_TRUE(verify_inclusion(*Digest::from_hex(proof.leaf_hash()), 3, 5, path, *root));
+  // The same proof for another leaf does not verify: the test can fail.
+  EXPECT_FALSE(verify_inclusion(*Digest::from_hex(all[2].hash()), 3, 5, path, *root));
+
+  v1::ProveConsistencyRequest consistent;
+  consistent.set_size1(2);
+  v1::ConsistencyProof cproof;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->ProveConsistency(&context, consistent, &cproof).ok());
+  }
+  std::vector<Digest> cpath;
+  for (const auto& h : cproof.proof()) cpath.push_back(*Digest::from_hex(h));
+  EXPECT_EQ(cproof.size2(), 5u);
+  EXPECT_TRUE(verify_consistency(2, 5, *Digest::from_hex(cproof.root1()), *root, cpath));
+
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
+TEST_F(Serve, BadRequestsGetTheStatusThatSaysWhy) {
+  Child server = start();
+  wait_serving(server);
+  auto stub = v1::Ledger::NewStub(channel());
+  auto code_of = [&](auto call) {
+    grpc::ClientContext context;
+    return call(context).error_code();
+  };
+  v1::InclusionProof proof;
+  v1::ProveInclusionRequest beyond;
+  beyond.set_seq(9);
+  EXPECT_EQ(code_of([&](auto& c) { return stub->ProveInclusion(&c, beyond, &proof); }), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::ProveInclusionRequest too_big;
+  too_big.set_seq(0);
+  too_big.set_tree_size(6);
+  EXPECT_EQ(code_of([&](auto& c) { return stub->ProveInclusion(&c, too_big, &proof); }), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::Blob blob;
+  v1::GetBlobRequest malformed;
+  malformed.set_digest("sha256:xyz");
+  EXPECT_EQ(code_of([&](auto& c) { return stub->GetBlob(&c, malformed, &blob); }), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::GetBlobRequest absent;
+  absent.set_digest(sha256("never stored").str());
+  EXPECT_EQ(code_of([&](auto& c) { return stub->GetBlob(&c, absent, &blob); }), grpc::StatusCode::NOT_FOUND);
+  v1::ListRecordsRequest no_run;
+  no_run.set_run_id("run-nobody");
+  grpc::ClientContext context;
+  auto reader = stub->ListRecords(&context, no_run);
+  v1::LedgerRecord r;
+  EXPECT_FALSE(reader->Read(&r));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  // What the proto declares and this server does not serve yet says so.
+  auto kernel = v1::Kernel::NewStub(channel());
+  v1::ListRunsResponse runs;
+  grpc::ClientContext kernel_context;
+  EXPECT_EQ(kernel->ListRuns(&kernel_context, {}, &runs).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
+TEST_F(Serve, ThePrivateSocketServesOneServerAndSigtermRemovesIt) {
+  Child server = start();
+  wait_serving(server);
+  struct stat st;
+  ASSERT_EQ(::lstat(socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  // Another user cannot connect (the socket and its directory are the server's alone).
+  ProcessResult other = run({"/usr/bin/python3", "-c",
+                             "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(sys.argv[1])\nexcept OSError as e:\n "
+                             "print(e.errno); sys.exit(3)\n",
+                             socket.string()},
+                            SpawnOptions{.stdin_data = {}, .uid = 65534, .gid = 65534});
+  EXPECT_TRUE(other.exited_with(3)) << describe(other);
+
+  // A second server on the same socket is refused and the first one keeps serving.
+  ProcessResult second = run({warden_binary(), "serve", "--state", state.string()});
+  EXPECT_TRUE(second.exited_with(6)) << describe(second);
+  EXPECT_NE(second.err.find("already listening"), std::string::npos) << describe(second);
+  EXPECT_EQ(health_status(channel(), ""), 1);
+
+  ProcessResult stopped = stop(server);
+  EXPECT_TRUE(stopped.exited_with(0)) << describe(stopped);
+  EXPECT_NE(stopped.err.find("SIGTERM"), std::string::npos) << describe(stopped);
+  EXPECT_FALSE(fs::exists(socket));
+}
+
+TEST_F(Serve, AStaleSocketIsReplaced) {
+  // What a SIGKILLed server leaves: a socket file nobody listens on.
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, socket.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(fd);
+  ASSERT_TRUE(fs::exists(socket));
+  Child server = start();
+  wait_serving(server);
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
+TEST_F(Serve, RefusesAStateDirectoryOthersCanWriteAndAMissingLedger) {
+  fs::permissions(state, fs::perms::all, fs::perm_options::replace);
+  ProcessResult open = run({warden_binary(), "serve", "--state", state.string()});
+  EXPECT_TRUE(open.exited_with(3)) << describe(open);
+  EXPECT_NE(open.err.find("chmod 0700"), std::string::npos) << describe(open);
+  EXPECT_FALSE(fs::exists(socket));
+
+  fs::permissions(state, fs::perms::owner_all, fs::perm_options::replace);
+  ProcessResult no_ledger = run({warden_binary(), "serve", "--state", state.string(), "--ledger", (tmp / "none").string()});
+  EXPECT_TRUE(no_ledger.exited_with(4)) << describe(no_ledger);
+  EXPECT_NE(no_ledger.err.find("warden ledger init"), std::string::npos) << describe(no_ledger);
+
+  ProcessResult long_path = run({warden_binary(), "serve", "--state", state.string(), "--socket",
+                                 (state / std::string(120, 's')).string()});
+  EXPECT_TRUE(long_path.exited_with(3)) << describe(long_path);
+}
+
+}  // namespace
+}  // namespace warden::test
