@@ -245,6 +245,20 @@ TEST_F(Serve, ThePrivateSocketServesOneServerAndSigtermRemovesIt) {
   EXPECT_FALSE(fs::exists(socket));
 }
 
+// The Python client (clients/python, built into <build>/clients/python) against the same
+// server: its calls, its exception classes, and proofs recomputed in Python.
+TEST_F(Serve, ThePythonClient) {
+  Child server = start();
+  wait_serving(server);
+  fs::path package = fs::path(WARDEN_BINARY).parent_path() / "clients" / "python";
+  fs::path check = fs::path(WARDEN_SOURCE_DIR) / "tests" / "service" / "python_client_check.py";
+  ProcessResult r = run({"/usr/bin/env", "PYTHONPATH=" + package.string(), "/usr/bin/python3", check.string(),
+                         socket.string(), "5"});
+  EXPECT_TRUE(r.exited_with(0)) << describe(r);
+  EXPECT_NE(r.out.find("errors ok"), std::string::npos) << describe(r);
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
 TEST_F(Serve, AStaleSocketIsReplaced) {
   // What a SIGKILLed server leaves: a socket file nobody listens on.
   int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);

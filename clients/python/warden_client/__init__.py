@@ -1,0 +1,12 @@
+"""Python client of Warden's kernel service (`warden serve`).
+
+    from warden_client import Kernel
+    with Kernel("/var/lib/warden/warden.sock") as kernel:
+        print(kernel.health(), kernel.checkpoint().root)
+
+The gRPC stubs (warden_client._gen) are generated from proto/warden.proto when Warden is
+built (CMake target python_client); nothing comes from another package registry.
+"""
+
+from warden_client.errors import WardenError  # noqa: F401
+from warden_client.kernel import Checkpoint, ConsistencyProof, InclusionProof, Kernel, Record  # noqa: F401
