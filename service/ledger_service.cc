@@ -14,7 +14,8 @@ grpc::Status invalid(const std::string& field, const std::string& why) {
 
 }  // namespace
 
-Result<std::unique_ptr<LedgerService>> LedgerService::open(const std::filesystem::path& dir, InFlight& in_flight) {
+Result<std::unique_ptr<LedgerService>> LedgerService::open(const std::filesystem::path& dir, InFlight& in_flight,
+                                                            const TokenTable& tokens) {
   auto clock = std::make_unique<SystemClock>();
   auto ledger = Ledger::open(dir, Ledger::Mode::read_only, *clock);
   if (!ledger) {
@@ -24,19 +25,21 @@ Result<std::unique_ptr<LedgerService>> LedgerService::open(const std::filesystem
     }
     return std::unexpected(ledger.error());
   }
-  return std::unique_ptr<LedgerService>(new LedgerService(std::move(clock), std::move(*ledger), in_flight));
+  return std::unique_ptr<LedgerService>(new LedgerService(std::move(clock), std::move(*ledger), in_flight, tokens));
 }
 
-LedgerService::LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight)
-    : clock_(std::move(clock)), ledger_(std::move(ledger)), in_flight_(in_flight) {}
+LedgerService::LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight,
+                             const TokenTable& tokens)
+    : clock_(std::move(clock)), ledger_(std::move(ledger)), in_flight_(in_flight), tokens_(tokens) {}
 
 Result<LedgerSnapshot> LedgerService::snapshot() {
   std::lock_guard lock(snapshot_mu_);
   return ledger_.snapshot();
 }
 
-grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext*, const v1::GetCheckpointRequest*, v1::Checkpoint* out) {
+grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext* context, const v1::GetCheckpointRequest*, v1::Checkpoint* out) {
   InFlight::Call call(in_flight_);
+  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
   auto snap = snapshot();
   if (!snap) return to_status(snap.error());
   auto stored = snap->checkpoints();
@@ -59,9 +62,10 @@ grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext*, const v1::GetChe
   return grpc::Status::OK;
 }
 
-grpc::Status LedgerService::ProveInclusion(grpc::ServerContext*, const v1::ProveInclusionRequest* request,
+grpc::Status LedgerService::ProveInclusion(grpc::ServerContext* context, const v1::ProveInclusionRequest* request,
                                            v1::InclusionProof* out) {
   InFlight::Call call(in_flight_);
+  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
   auto snap = snapshot();
   if (!snap) return to_status(snap.error());
   uint64_t size = request->tree_size() == 0 ? snap->size() : request->tree_size();
@@ -81,9 +85,10 @@ grpc::Status LedgerService::ProveInclusion(grpc::ServerContext*, const v1::Prove
   return grpc::Status::OK;
 }
 
-grpc::Status LedgerService::ProveConsistency(grpc::ServerContext*, const v1::ProveConsistencyRequest* request,
+grpc::Status LedgerService::ProveConsistency(grpc::ServerContext* context, const v1::ProveConsistencyRequest* request,
                                              v1::ConsistencyProof* out) {
   InFlight::Call call(in_flight_);
+  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
   auto snap = snapshot();
   if (!snap) return to_status(snap.error());
   uint64_t size2 = request->size2() == 0 ? snap->size() : request->size2();
@@ -106,6 +111,7 @@ grpc::Status LedgerService::ProveConsistency(grpc::ServerContext*, const v1::Pro
 grpc::Status LedgerService::ListRecords(grpc::ServerContext* context, const v1::ListRecordsRequest* request,
                                         grpc::ServerWriter<v1::LedgerRecord>* writer) {
   InFlight::Call call(in_flight_);
+  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
   auto snap = snapshot();
   if (!snap) return to_status(snap.error());
   uint64_t to = request->to_seq() == 0 ? snap->size() : std::min<uint64_t>(request->to_seq(), snap->size());
@@ -144,8 +150,9 @@ grpc::Status LedgerService::ListRecords(grpc::ServerContext* context, const v1::
   return grpc::Status::OK;
 }
 
-grpc::Status LedgerService::GetBlob(grpc::ServerContext*, const v1::GetBlobRequest* request, v1::Blob* out) {
+grpc::Status LedgerService::GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest* request, v1::Blob* out) {
   InFlight::Call call(in_flight_);
+  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
   auto digest = Digest::parse(request->digest());
   if (!digest) return invalid("digest", digest.error().message);
   auto snap = snapshot();

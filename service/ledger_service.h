@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "ledger/ledger.h"
 #include "service/in_flight.h"
+#include "service/tokens.h"
 #include "warden.grpc.pb.h"
 
 namespace warden::service {
@@ -23,18 +24,20 @@ class LedgerService final : public v1::Ledger::Service {
  public:
   // Opens the ledger at `dir` read-only; not_found (with the command that creates one) when
   // there is none.
-  // Its calls are counted in `in_flight`, which must outlive it.
-  static Result<std::unique_ptr<LedgerService>> open(const std::filesystem::path& dir, InFlight& in_flight);
+  // Its calls are counted in `in_flight` and need the observer role in `tokens`; both must
+  // outlive it.
+  static Result<std::unique_ptr<LedgerService>> open(const std::filesystem::path& dir, InFlight& in_flight,
+                                                     const TokenTable& tokens);
 
-  grpc::Status GetCheckpoint(grpc::ServerContext*, const v1::GetCheckpointRequest*, v1::Checkpoint*) override;
-  grpc::Status ProveInclusion(grpc::ServerContext*, const v1::ProveInclusionRequest*, v1::InclusionProof*) override;
-  grpc::Status ProveConsistency(grpc::ServerContext*, const v1::ProveConsistencyRequest*, v1::ConsistencyProof*) override;
-  grpc::Status ListRecords(grpc::ServerContext*, const v1::ListRecordsRequest*,
+  grpc::Status GetCheckpoint(grpc::ServerContext* context, const v1::GetCheckpointRequest*, v1::Checkpoint*) override;
+  grpc::Status ProveInclusion(grpc::ServerContext* context, const v1::ProveInclusionRequest*, v1::InclusionProof*) override;
+  grpc::Status ProveConsistency(grpc::ServerContext* context, const v1::ProveConsistencyRequest*, v1::ConsistencyProof*) override;
+  grpc::Status ListRecords(grpc::ServerContext* context, const v1::ListRecordsRequest*,
                            grpc::ServerWriter<v1::LedgerRecord>*) override;
-  grpc::Status GetBlob(grpc::ServerContext*, const v1::GetBlobRequest*, v1::Blob*) override;
+  grpc::Status GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest*, v1::Blob*) override;
 
  private:
-  LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight);
+  LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight, const TokenTable& tokens);
 
   Result<LedgerSnapshot> snapshot();
 
@@ -42,6 +45,7 @@ class LedgerService final : public v1::Ledger::Service {
   std::mutex snapshot_mu_;
   Ledger ledger_;  // guarded by snapshot_mu_
   InFlight& in_flight_;
+  const TokenTable& tokens_;
 };
 
 }  // namespace warden::service

@@ -17,6 +17,7 @@
 #include "service/health_service.h"
 #include "service/in_flight.h"
 #include "service/ledger_service.h"
+#include "service/tokens.h"
 
 namespace warden::service {
 namespace {
@@ -92,8 +93,10 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   if (options.socket.empty()) options.socket = options.state_dir / "warden.sock";
   if (Status st = claim_socket(options.socket); !st) return st;
 
+  auto tokens = options.tokens.empty() ? TokenTable::local_only() : TokenTable::load(options.tokens);
+  if (!tokens) return std::unexpected(tokens.error());
   InFlight in_flight;
-  auto ledger = LedgerService::open(options.ledger, in_flight);
+  auto ledger = LedgerService::open(options.ledger, in_flight, *tokens);
   if (!ledger) return std::unexpected(ledger.error());
   SandboxReadiness preflight = sandbox_preflight(options);
 
@@ -122,7 +125,8 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   health.set("warden.v1.Ledger", true);
   health.set("warden.v1.Kernel", preflight.ok);
   health.set("", preflight.ok);
-  log << "warden serve: listening on unix:" << options.socket.string() << " (ledger " << options.ledger.string() << ")\n";
+  log << "warden serve: listening on unix:" << options.socket.string() << " (ledger " << options.ledger.string()
+      << (options.tokens.empty() ? "; the socket's user only" : "; tokens from " + options.tokens.string()) << ")\n";
   if (!preflight.ok) log << "warden serve: sandbox preflight failed, not serving runs: " << preflight.why << "\n";
   log.flush();
 

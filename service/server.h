@@ -20,6 +20,7 @@ struct ServeOptions {
   std::filesystem::path ledger;     // default <state_dir>/ledger
   std::filesystem::path socket;     // default <state_dir>/warden.sock
   std::string sandbox_profile = "default";
+  std::filesystem::path tokens;     // service/tokens.h; none: the socket's own user only
 };
 
 // Serves until SIGTERM or SIGINT, then stops accepting, lets calls in flight finish (at most

@@ -259,6 +259,48 @@ TEST_F(Serve, ThePythonClient) {
   EXPECT_TRUE(stop(server).exited_with(0));
 }
 
+// With a tokens file every call but health needs a token that hashes to an entry with the
+// call's role; the file holds hashes only.
+TEST_F(Serve, TokensDecideWhoMayCallWhat) {
+  fs::path tokens = tmp / "tokens.json";
+  write_file(tokens, "{\"tokens\": [{\"name\": \"auditor\", \"sha256\": \"" + sha256("observer-secret").str() +
+                         "\", \"roles\": [\"observer\"]}, {\"name\": \"agent\", \"sha256\": \"" +
+                         sha256("executor-secret").str() + "\", \"roles\": [\"executor\"]}, {\"name\": \"ops\", "
+                         "\"sha256\": \"" + sha256("admin-secret").str() + "\", \"roles\": [\"admin\"]}]}");
+  fs::permissions(tokens, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  Child server = start({"--tokens", tokens.string()});
+  wait_serving(server);  // health needs no token
+  auto stub = v1::Ledger::NewStub(channel());
+  auto list_with = [&](const std::string& token) {
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    auto reader = stub->ListRecords(&context, {});
+    v1::LedgerRecord r;
+    int n = 0;
+    while (reader->Read(&r)) ++n;
+    grpc::Status status = reader->Finish();
+    return std::pair{status.error_code(), n};
+  };
+  EXPECT_EQ(list_with(""), std::pair(grpc::StatusCode::UNAUTHENTICATED, 0));
+  EXPECT_EQ(list_with("guessed"), std::pair(grpc::StatusCode::UNAUTHENTICATED, 0));
+  EXPECT_EQ(list_with(sha256("observer-secret").hex()), std::pair(grpc::StatusCode::UNAUTHENTICATED, 0))
+      << "the stored hash is not a token";
+  EXPECT_EQ(list_with("executor-secret"), std::pair(grpc::StatusCode::PERMISSION_DENIED, 0));
+  EXPECT_EQ(list_with("observer-secret"), std::pair(grpc::StatusCode::OK, 5));
+  EXPECT_EQ(list_with("admin-secret"), std::pair(grpc::StatusCode::OK, 5));
+  EXPECT_TRUE(stop(server).exited_with(0));
+
+  // A tokens file another user could write decides nothing.
+  fs::permissions(tokens, fs::perms::others_write, fs::perm_options::add);
+  ProcessResult writable = run({warden_binary(), "serve", "--state", state.string(), "--tokens", tokens.string()});
+  EXPECT_TRUE(writable.exited_with(3)) << describe(writable);
+  fs::permissions(tokens, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  write_file(tokens, "{\"tokens\": [{\"name\": \"x\", \"sha256\": \"" + sha256("t").str() + "\", \"roles\": [\"root\"]}]}");
+  ProcessResult bad_role = run({warden_binary(), "serve", "--state", state.string(), "--tokens", tokens.string()});
+  EXPECT_TRUE(bad_role.exited_with(3)) << describe(bad_role);
+  EXPECT_NE(bad_role.err.find("tokens.tokens[0].roles"), std::string::npos) << describe(bad_role);
+}
+
 TEST_F(Serve, AStaleSocketIsReplaced) {
   // What a SIGKILLed server leaves: a socket file nobody listens on.
   int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);

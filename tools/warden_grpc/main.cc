@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   serve->add_option("--state", state, "State directory: socket, ledger, caches (created 0700 when missing)")->required();
   serve->add_option("--ledger", ledger, "Ledger directory (default STATE/ledger)");
   serve->add_option("--socket", socket, "Unix socket path (default STATE/warden.sock; created mode 0600)");
+  std::string tokens;
+  serve->add_option("--tokens", tokens,
+                    "Tokens file: {\"tokens\": [{\"name\", \"sha256\": \"sha256:<hex of the token>\", \"roles\": "
+                    "[observer|executor|admin]}]}; every call but health then needs `authorization: Bearer <token>`");
   serve->add_option("--sandbox-profile", options.sandbox_profile, "Sandbox profile whose preflight gates serving runs")
       ->capture_default_str();
   try {
@@ -30,6 +34,7 @@ int main(int argc, char** argv) {
   options.state_dir = state;
   options.ledger = ledger;
   options.socket = socket;
+  options.tokens = tokens;
   try {
     auto served = warden::service::serve(options, std::cerr);
     if (!served) {

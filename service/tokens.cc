@@ -1,0 +1,126 @@
+#include "service/tokens.h"
+
+#include <openssl/crypto.h>
+#include <sys/stat.h>
+
+#include "common/canonical_json.h"
+#include "common/file.h"
+#include "common/json_reader.h"
+
+namespace warden::service {
+namespace {
+
+constexpr uint64_t kMaxTokensFileBytes = 1 << 20;
+constexpr std::string_view kBearer = "Bearer ";
+
+std::optional<Role> parse_role(std::string_view name) {
+  for (Role r : {Role::observer, Role::executor, Role::admin}) {
+    if (role_name(r) == name) return r;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::observer: return "observer";
+    case Role::executor: return "executor";
+    case Role::admin: return "admin";
+  }
+  return "unknown";
+}
+
+Result<TokenTable> TokenTable::load(const std::filesystem::path& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::unexpected(errno_error("--tokens " + path.string(), errno));
+  if ((st.st_mode & 022) != 0 || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
+    return fail(Errc::invalid_argument, "--tokens " + path.string() +
+                                            ": another user could write it (it decides who may call the kernel); "
+                                            "chown it to the server's user and chmod 0600");
+  }
+  auto text = read_file(path, kMaxTokensFileBytes);
+  if (!text) return std::unexpected(text.error().with_context("--tokens"));
+  auto json = parse_json(*text, "tokens file " + path.string());
+  if (!json) return std::unexpected(json.error());
+  if (!json->is_object()) return fail(Errc::invalid_argument, "tokens file " + path.string() + ": must be a JSON object");
+  JsonReader reader(*json, "tokens");
+  TokenTable table;
+  const Json& list = reader.array("tokens");
+  std::set<std::string> names;
+  std::set<Digest> hashes;
+  for (size_t i = 0; reader.ok() && i < list.size(); ++i) {
+    JsonReader e = reader.element("tokens", list, i);
+    Entry entry;
+    e.string("name", entry.identity.name);
+    e.digest("sha256", entry.hash);
+    std::vector<std::string> roles;
+    e.strings("roles", roles);
+    if (!e.ok()) break;
+    if (entry.identity.name.empty() || entry.identity.name == "local") {
+      e.fail("name", "must be non-empty and not \"local\" (the name of the socket's own user)");
+      break;
+    }
+    if (!names.insert(entry.identity.name).second) {
+      e.fail("name", "\"" + entry.identity.name + "\" is used twice");
+      break;
+    }
+    if (!hashes.insert(entry.hash).second) {
+      e.fail("sha256", "the same token is listed twice");
+      break;
+    }
+    for (const auto& r : roles) {
+      auto role = parse_role(r);
+      if (!role) {
+        e.fail("roles", "unknown role \"" + r + "\" (observer, executor, admin)");
+        break;
+      }
+      entry.identity.roles.insert(*role);
+    }
+    if (e.ok() && entry.identity.roles.empty()) e.fail("roles", "must name at least one role");
+    if (e.ok()) table.entries_.push_back(std::move(entry));
+  }
+  if (Status st = reader.finish(); !st) return std::unexpected(st.error());
+  // An empty table would lock every caller out: a mistake, not a policy.
+  if (table.entries_.empty()) return fail(Errc::invalid_argument, "tokens.tokens: must list at least one token");
+  return table;
+}
+
+TokenTable TokenTable::local_only() {
+  TokenTable table;
+  table.open_ = true;
+  return table;
+}
+
+std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context, Role role, grpc::Status& denied) const {
+  if (open_) return Identity{"local", {Role::observer, Role::executor, Role::admin}};
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no token: send `authorization: Bearer <token>`");
+    return std::nullopt;
+  }
+  std::string_view value(it->second.data(), it->second.size());
+  if (!value.starts_with(kBearer)) {
+    denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the authorization header must be `Bearer <token>`");
+    return std::nullopt;
+  }
+  Digest presented = sha256(value.substr(kBearer.size()));
+  // Every entry is compared, in constant time, so the timing says nothing about which matched.
+  const Entry* match = nullptr;
+  for (const auto& entry : entries_) {
+    if (CRYPTO_memcmp(entry.hash.bytes().data(), presented.bytes().data(), Digest::kSize) == 0) match = &entry;
+  }
+  if (!match) {
+    denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown token");
+    return std::nullopt;
+  }
+  if (!match->identity.roles.contains(role) && !match->identity.roles.contains(Role::admin)) {
+    denied = grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "token \"" + match->identity.name + "\" lacks the " + std::string(role_name(role)) + " role");
+    return std::nullopt;
+  }
+  return match->identity;
+}
+
+}  // namespace warden::service
