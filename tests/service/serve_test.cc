@@ -327,6 +327,21 @@ TEST_F(Serve, RefusesAStateDirectoryOthersCanWriteAndAMissingLedger) {
   EXPECT_TRUE(no_ledger.exited_with(4)) << describe(no_ledger);
   EXPECT_NE(no_ledger.err.find("warden ledger init"), std::string::npos) << describe(no_ledger);
 
+  // A link where the socket goes is not followed or replaced: whatever it points at stays.
+  fs::path victim = tmp / "victim.txt";
+  write_file(victim, "keep\n");
+  fs::create_symlink(victim, socket);
+  ProcessResult linked = run({warden_binary(), "serve", "--state", state.string()});
+  EXPECT_TRUE(linked.exited_with(6)) << describe(linked);
+  EXPECT_EQ(read_file(victim), "keep\n");
+  EXPECT_TRUE(fs::is_symlink(socket));
+  fs::remove(socket);
+  // Nor is a state directory that is a link.
+  fs::path link_state = tmp / "state-link";
+  fs::create_directory_symlink(state, link_state);
+  ProcessResult via_link = run({warden_binary(), "serve", "--state", link_state.string()});
+  EXPECT_TRUE(via_link.exited_with(3)) << describe(via_link);
+
   ProcessResult long_path = run({warden_binary(), "serve", "--state", state.string(), "--socket",
                                  (state / std::string(120, 's')).string()});
   EXPECT_TRUE(long_path.exited_with(3)) << describe(long_path);
