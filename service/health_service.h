@@ -6,12 +6,13 @@
 // Thread-safe: statuses are guarded by mu_, and Watch calls wait on changed_.
 #pragma once
 
+#include <health/v1/health.grpc.pb.h>  // generated from proto/health/v1/health.proto
+
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
 
-#include "health/v1/health.grpc.pb.h"
 #include "service/in_flight.h"
 
 namespace warden::service {

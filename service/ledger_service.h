@@ -8,6 +8,8 @@
 // on the ledger: LMDB allows one per process.
 #pragma once
 
+#include <warden.grpc.pb.h>  // generated from proto/warden.proto
+
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -16,7 +18,6 @@
 #include "ledger/ledger.h"
 #include "service/in_flight.h"
 #include "service/tokens.h"
-#include "warden.grpc.pb.h"
 
 namespace warden::service {
 

@@ -4,11 +4,13 @@
 // signed checkpoint, bad requests get the status code that says why, the socket is private,
 // one server per socket, and SIGTERM stops it cleanly.
 #include <grpcpp/grpcpp.h>
+#include <health/v1/health.grpc.pb.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <warden.grpc.pb.h>
 
 #include <chrono>
 #include <cstring>
@@ -21,8 +23,6 @@
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/warden_cli.h"
-#include "health/v1/health.grpc.pb.h"
-#include "warden.grpc.pb.h"
 
 namespace warden::test {
 namespace {
