@@ -115,7 +115,7 @@ TEST_F(HostileInput, ProposeRefusesANonUtf8FileNameBeforeRecordingAnything) {
   fs::path p = scratch_file("bad.patch", kNonUtf8Patch);
   auto r = warden({"propose", p.string(), "--repo", repo.repo().string(), "--base", base, "--check", "true", "--json"});
   expect_invalid_input(r, "malformed_patch");
-  EXPECT_EQ(stdout_json(r)["ok"], false);
+  EXPECT_EQ(stdout_json(r)["type"], "error");
   // Refused as input: no run was started, so none is left behind in any state.
   EXPECT_FALSE(fs::exists(repo.repo() / ".git" / "warden-ledger"));
 }

@@ -140,8 +140,7 @@ int run_run(const Options& o) {
     if (auto put = blobs->put(bytes); !put) return report_error(put.error(), o.json);
   }
   if (o.json) {
-    Json j = out->result.to_json();
-    std::cout << canonicalize(j).value() << "\n";
+    print_json(out->result.to_json());
   } else {
     print_human(*out);
   }
@@ -183,7 +182,7 @@ void add_run_commands(CLI::App& app, Action& action) {
                                            "as root, else ~/.cache/warden)");
   run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)");
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache");
-  run->add_flag("--json", o->json, "Print the RunResult as canonical JSON");
+  run->add_flag("--json", o->json, "Print the RunResult as the result line (README: JSON Lines)");
   add_run_control_commands(*run, action);
   // CLI11 runs this after a subcommand's callback: the subcommand's action wins.
   run->callback([&action, o, run] {

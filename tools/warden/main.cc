@@ -1,6 +1,7 @@
 // `warden`: the verification kernel's command-line tool.
 #include <algorithm>
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include "tools/warden/cli.h"
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
   // more than a short command's work. `warden --help`, an unknown command or none gets every
   // command, for the listing and the error.
   std::string_view first = argc > 1 ? argv[1] : "";
+  // Whether the command line asks for a --json stream, read before parsing so that even a
+  // usage error ends the stream with its error line.
+  const bool json = std::any_of(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--json"; });
   const CommandGroup* named = nullptr;
   for (const auto& group : kGroups) {
     if (group.name == first) named = &group;
@@ -69,17 +73,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 prints the message and the usage hint on stderr; a --json stream still ends in
+    // its error line.
     app.exit(e);
+    if (json) warden::cli::print_error_line("usage", e.what(), warden::kUsage);
     return warden::kUsage;
   }
   if (!action) {
     std::cerr << "warden: error: choose a subcommand (see warden --help)\n";
+    if (json) warden::cli::print_error_line("usage", "choose a subcommand (see warden --help)", warden::kUsage);
     return warden::kUsage;
   }
   try {
     return action();
   } catch (const std::exception& e) {
-    std::cerr << "warden: internal error: " << e.what() << "\n";
-    return warden::kInternal;
+    return warden::cli::report_error(warden::Error{warden::Errc::internal, std::string("internal error: ") + e.what()},
+                                     json, warden::kInternal);
   }
 }
