@@ -36,7 +36,7 @@ std::string iso8601_utc_ms(int64_t ms) {
   std::time_t t = static_cast<std::time_t>(seconds);
   std::tm utc{};
   gmtime_r(&t, &utc);
-  char buf[40];
+  char buf[96];  // room for any int the format could see
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
                 utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(millis));
   return buf;
