@@ -151,9 +151,13 @@ std::set<int> documented_exit_codes(const Command& c) {
 
 // ------------------------------------------------------------------ checking JSON Lines
 
+// A key that reads as a field name (letters, digits, '_' and '-' only, some lowercase) must
+// be snake_case. Keys that are data are spelled as the data is: a plan's file contents keyed
+// by path (a path has a '/' or a '.'), a profile's environment keyed by variable (HOME, TZ).
 bool is_snake_case(const std::string& key) {
+  static const std::regex field(R"(^[A-Za-z0-9_-]*[a-z][A-Za-z0-9_-]*$)");
   static const std::regex snake(R"(^[a-z0-9]+(_[a-z0-9]+)*$)");
-  return std::regex_match(key, snake);
+  return !std::regex_match(key, field) || std::regex_match(key, snake);
 }
 
 // Every key of `value` at every depth that is not snake_case, as JSON pointers.
@@ -250,7 +254,8 @@ void expect_one_error(const Command& c, const ProcessResult& r, const std::strin
   SCOPED_TRACE(c.name() + " " + what);
   json last = expect_json_lines(r, what);
   EXPECT_NE(r.exit_code, 70) << "an internal error is a bug:\n" << describe(r);
-  if (last.value("type", "") == "result") return;  // the command took the input (e.g. sandbox exec's command)
+  // No JSON (already a failure), or the command took the input (sandbox exec runs any command).
+  if (!last.is_object() || last.value("type", "") == "result") return;
   ASSERT_EQ(last.value("type", ""), "error") << describe(r);
   EXPECT_EQ(stdout_json_lines(r).size(), 1u) << "an error with no run has no events:\n" << describe(r);
   EXPECT_EQ(last["error"]["exit_code"], r.exit_code) << describe(r);
@@ -283,7 +288,9 @@ TEST(CliConformance, AnUnknownFlagUnderJsonIsAUsageErrorLine) {
     ProcessResult r = warden(args);
     EXPECT_TRUE(r.exited_with(2)) << c.name() << "\n" << describe(r);
     expect_one_error(c, r, "with an unknown flag");
-    if (r.exited_with(2)) EXPECT_EQ(stdout_json(r)["error"]["code"], "usage");
+    if (r.exited_with(2)) {
+      EXPECT_EQ(stdout_json(r)["error"]["code"], "usage");
+    }
   }
 }
 

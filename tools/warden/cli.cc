@@ -16,9 +16,16 @@ std::string trim(std::string s) {
   return start == std::string::npos ? std::string() : s.substr(start);
 }
 
-// One JSON Lines line. Output never fails on text an input smuggled in: bytes that are not
-// UTF-8 print as U+FFFD.
-void print_line(const Json& value) { std::cout << value.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n"; }
+// One JSON Lines line, its "type" first so a reader sees what the line is (the other keys
+// follow in order). Output never fails on text an input smuggled in: bytes that are not UTF-8
+// print as U+FFFD.
+void print_line(Json value) {
+  auto dump = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  std::string type = dump(value["type"]);
+  value.erase("type");
+  std::string rest = dump(value);
+  std::cout << "{\"type\":" << type << (rest == "{}" ? "}" : "," + rest.substr(1)) << "\n";
+}
 
 }  // namespace
 
@@ -37,7 +44,7 @@ void print_error_line(std::string_view code, const std::string& message, int exi
 void print_json(const Json& fields) {
   Json line = fields;
   line["type"] = "result";
-  print_line(line);
+  print_line(std::move(line));
 }
 
 void print_event(const Json& event) {

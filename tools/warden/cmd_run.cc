@@ -98,8 +98,7 @@ void print_human(const RunOutcome& out) {
 
 int run_run(const Options& o) {
   if (o.repo.empty() || o.base.empty()) {
-    std::cerr << "warden: error: run needs --repo and --base (see warden run --help)\n";
-    return kUsage;
+    return report_error(Error{Errc::invalid_argument, "run needs --repo and --base (see warden run --help)"}, o.json, kUsage);
   }
   auto checks = load_checks(o);
   if (!checks) return report_error(checks.error(), o.json);
