@@ -165,6 +165,7 @@ Status check_proposal(const ProposeRequest& r) {
 Json ProposeOutcome::to_json() const {
   const BuildSummary& s = summary;
   Json j = {{"decision", accepted() ? "accepted" : refused() ? "refused" : "undecided"},
+            {"accepted", accepted()},
             {"status", run_status_name(s.status)},
             {"run_id", s.run_id},
             {"step_id", s.verdicts.empty() ? Json(nullptr) : Json(s.verdicts.back().step_id)},

@@ -60,7 +60,7 @@ struct ProposeOutcome {
   // The decision, every reason with its detail; none when the run ended before one.
   const Verdict* verdict() const { return summary.verdicts.empty() ? nullptr : &summary.verdicts.back().verdict; }
   // The decision as `warden propose --json` reports it:
-  //   {"decision": "accepted" | "refused" | "undecided", "status", "run_id", "step_id",
+  //   {"decision": "accepted" | "refused" | "undecided", "accepted", "status", "run_id", "step_id",
   //    "base_commit", "base_tree", "branch"/"commit"/"tree" (accepted only: the branch moved),
   //    "refusal": {"codes", "reasons", "report", "checks_not_passing"?} (refused only),
   //    "error_type"/"error" (undecided only: a timeout, a cancellation, an execution error),

@@ -77,7 +77,7 @@ TEST_F(LedgerEvidence, AcceptedAndRefusedProposalsReplay) {
   auto decisions = payloads(records, "decision");
   ASSERT_EQ(decisions.size(), 2u);
   EXPECT_TRUE(decisions[1].contains("base_run_seq"));
-  json verdict = stdout_json(refused)["verdict"];
+  json verdict = stdout_json(refused)["refusal"];
   bool named = false;
   for (const auto& reason : verdict["reasons"]) {
     if (reason["code"] == "pass_to_pass_failed") named = reason["detail"].get<std::string>().find("test_mul") != std::string::npos;
@@ -144,7 +144,7 @@ TEST_F(LedgerEvidence, AProposalThatDeletesATestLosesItsTests) {
   repo.reset_hard(base);
   auto r = propose(p);
   ASSERT_TRUE(r.exited_with(1)) << describe(r);
-  json verdict = stdout_json(r)["verdict"];
+  json verdict = stdout_json(r)["refusal"];
   bool named = false;
   for (const auto& reason : verdict["reasons"]) {
     if (reason["code"] == "pass_to_pass_failed") {

@@ -55,7 +55,7 @@ TEST_F(ProposeCliTest, GoodPatchIsAcceptedCommittedAndRecorded) {
   EXPECT_EQ(j["decision"], "accepted");
   EXPECT_EQ(j["status"], "completed");
   EXPECT_EQ(j["base_commit"], base);
-  EXPECT_EQ(j["branch"], "warden/propose");
+  EXPECT_EQ(j["branch"], "refs/heads/warden/propose");
   EXPECT_FALSE(j.contains("refusal")) << j.dump();
   const std::string commit = j["commit"];
 
