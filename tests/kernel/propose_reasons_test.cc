@@ -209,7 +209,7 @@ TEST_F(StaleBase, AnOlderBaseIsAHashMismatchNamingTheFileAndBothBlobs) {
   auto decisions = payloads(records, "decision");
   ASSERT_EQ(decisions.size(), 1u);
   EXPECT_EQ(reason_codes(decisions[0]), std::vector<std::string>{"hash_mismatch"});
-  EXPECT_EQ(decisions[0]["refusal"]["reasons"][0]["detail"], said);
+  EXPECT_EQ(decisions[0]["verdict"]["reasons"][0]["detail"], said);
   expect_ledger_verifies(ledger(), verifier());
 }
 
