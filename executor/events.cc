@@ -15,12 +15,4 @@ std::string_view event_type_name(EventType type) {
   return "unknown";
 }
 
-Json event_to_json(const ExecutionEvent& e) {
-  return Json{{"type", event_type_name(e.type)},
-              {"run", e.run_id},
-              {"stage", e.stage},
-              {"timestamp_ms", e.timestamp_ms},
-              {"payload", e.payload}};
-}
-
 }  // namespace warden::executor

@@ -31,10 +31,8 @@ struct ExecutionEvent {
   std::string stage;  // empty for run-level events
   int64_t timestamp_ms = 0;
   Json payload = Json::object();
+  uint64_t step = 0;  // the run's step counter when it happened
 };
-
-// {"type", "run", "stage", "timestamp_ms", "payload"}
-Json event_to_json(const ExecutionEvent& event);
 
 using EventHandler = std::function<void(const ExecutionEvent&)>;
 

@@ -171,7 +171,7 @@ void PipelineExecutor::execute(const RunState& run) {
 
 void PipelineExecutor::emit(EventType type, const RunState& run, std::string_view stage, int64_t at,
                             Json payload) const {
-  events_.emit(ExecutionEvent{type, run.run_id, std::string(stage), at, std::move(payload)});
+  events_.emit(ExecutionEvent{type, run.run_id, std::string(stage), at, std::move(payload), run.step});
 }
 
 void PipelineExecutor::emit_outcomes(const RunState& run) const {

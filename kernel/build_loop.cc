@@ -319,11 +319,13 @@ class Build {
     if (!verified) return fail_stage(state, verified.error().message);
     a.decided = verified->decided;
     const Verdict& verdict = a.decided->verdict;
-    summary_.verdicts.push_back({ctx.step.id, a.number(), verdict, a.tested ? checks_not_passing(a.tested->run) : std::vector<CheckEvidence>{}});
+    summary_.verdicts.push_back({ctx.step.id, a.number(), verdict,
+                                 a.tested ? checks_not_passing(a.tested->run) : std::vector<CheckEvidence>{},
+                                 verified->refusal_report});
     executor::StageResult out;
     out.output = {{"accepted", verdict.accepted}, {"reasons", verdict.reason_codes()}};
     if (verified->refusal_report) {
-      refusals_.push_back(*verified->refusal_report);
+      refusals_.push_back(verified->refusal_report->to_json());
       out.effects.feedback.push_back(ctx.step.id + " attempt " + std::to_string(a.number()) +
                                      " refused: " + Json(verdict.reason_codes()).dump());
     }
@@ -448,6 +450,7 @@ Json BuildSummary::to_json() const {
       for (const CheckEvidence& e : v.checks_not_passing) evidence.push_back(e.to_json());
       verdict_list.back()["checks_not_passing"] = std::move(evidence);
     }
+    if (v.refusal_report) verdict_list.back()["refusal_report"] = v.refusal_report->to_json();
   }
   Json j = {{"run_id", run_id},
             {"status", run_status_name(status)},

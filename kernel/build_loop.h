@@ -49,6 +49,7 @@ struct AttemptVerdict {
   int64_t attempt = 0;
   Verdict verdict;
   std::vector<CheckEvidence> checks_not_passing;  // from the attempt's run, when it ran
+  std::optional<RefusalReport> refusal_report;    // what the ledger's refusal record holds, for a refusal
 };
 
 struct BuildSummary {

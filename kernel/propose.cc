@@ -126,6 +126,17 @@ Status check_branch(const ProposeRequest& r) {
   return {};
 }
 
+// --base as a commit and its tree, in hex.
+Result<std::pair<std::string, std::string>> resolve_base(const ProposeRequest& r) {
+  auto workspace = Workspace::open(r.repo);
+  if (!workspace) return std::unexpected(branch_refusal(workspace.error()));
+  auto commit = workspace->repo().resolve_commit(r.base);
+  if (!commit) return std::unexpected(branch_refusal(commit.error()));
+  auto tree = workspace->repo().tree_of(*commit);
+  if (!tree) return std::unexpected(branch_refusal(tree.error()));
+  return std::pair{commit->hex(), tree->hex()};
+}
+
 }  // namespace
 
 Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& r) {
@@ -151,8 +162,52 @@ Status check_proposal(const ProposeRequest& r) {
   return check_branch(r);
 }
 
+Json ProposeOutcome::to_json() const {
+  const BuildSummary& s = summary;
+  Json j = {{"decision", accepted() ? "accepted" : refused() ? "refused" : "undecided"},
+            {"accepted", accepted()},
+            {"status", run_status_name(s.status)},
+            {"run_id", s.run_id},
+            {"step_id", s.verdicts.empty() ? Json(nullptr) : Json(s.verdicts.back().step_id)},
+            {"base_commit", base_commit},
+            {"base_tree", base_tree},
+            {"ledger", ledger.string()},
+            {"ledger_size", s.ledger_size},
+            {"root", s.root_hex},
+            {"checkpoint", s.checkpoint},
+            {"plan_sha256", s.plan_sha256.str()},
+            {"policy_sha256", s.policy_sha256.str()}};
+  if (accepted()) {
+    j["branch"] = s.branch;
+    j["commit"] = s.commit;
+    j["tree"] = s.tree;
+  } else if (refused()) {
+    const AttemptVerdict& last = s.verdicts.back();
+    Json reasons = last.verdict.to_json().at("reasons");
+    Json refusal = {{"codes", last.verdict.reason_codes()}, {"reasons", std::move(reasons)}};
+    if (last.refusal_report) refusal["report"] = last.refusal_report->to_json();
+    if (!last.checks_not_passing.empty()) {
+      Json evidence = Json::array();
+      for (const CheckEvidence& e : last.checks_not_passing) evidence.push_back(e.to_json());
+      refusal["checks_not_passing"] = std::move(evidence);
+    }
+    j["refusal"] = std::move(refusal);
+  } else {
+    j["error_type"] = s.error_type ? Json(error_type_name(*s.error_type)) : Json(nullptr);
+    j["error"] = s.error;
+  }
+  if (!s.recovered.empty()) {
+    Json list = Json::array();
+    for (const RecoveredRun& r : s.recovered) list.push_back(r.to_json());
+    j["recovered_runs"] = std::move(list);
+  }
+  return j;
+}
+
 Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) {
   if (Status st = check_proposal(r); !st) return std::unexpected(st.error());
+  auto base = resolve_base(r);
+  if (!base) return std::unexpected(base.error());
   auto touched = touched_paths(r.proposal, r.source);
   auto ledger = propose_ledger_dir(r);
   if (!touched || !ledger) return fail(Errc::internal, "the proposal changed while it was checked");
@@ -168,7 +223,7 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   options.run_id = r.run_id;
   auto summary = run_plan(one_step_plan(r, *touched, policy), policy, options, session, proposer);
   if (!summary) return std::unexpected(summary.error());
-  return ProposeOutcome{std::move(*summary), *ledger};
+  return ProposeOutcome{std::move(*summary), *ledger, base->first, base->second};
 }
 
 }  // namespace warden::kernel

@@ -53,9 +53,19 @@ struct ProposeRequest {
 struct ProposeOutcome {
   BuildSummary summary;  // the run; its last verdict is the proposal's
   std::filesystem::path ledger;
+  std::string base_commit, base_tree;  // what --base resolved to when the run began
   bool accepted() const { return summary.status == RunStatus::completed; }
+  // A decision that refused it: the run failed because of it, not of an error.
+  bool refused() const { return summary.status == RunStatus::failed && verdict() && !verdict()->accepted; }
   // The decision, every reason with its detail; none when the run ended before one.
   const Verdict* verdict() const { return summary.verdicts.empty() ? nullptr : &summary.verdicts.back().verdict; }
+  // The decision as `warden propose --json` reports it:
+  //   {"decision": "accepted" | "refused" | "undecided", "accepted", "status", "run_id", "step_id",
+  //    "base_commit", "base_tree", "branch"/"commit"/"tree" (accepted only: the branch moved),
+  //    "refusal": {"codes", "reasons", "report", "checks_not_passing"?} (refused only),
+  //    "error_type"/"error" (undecided only: a timeout, a cancellation, an execution error),
+  //    "ledger", "ledger_size", "root", "checkpoint", "plan_sha256", "policy_sha256"}
+  Json to_json() const;
 };
 
 // The ledger a proposal is recorded in: `request.ledger`, else <repo>/.git/warden-ledger.

@@ -362,8 +362,8 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   if (Status recorded = ctx.rec.record(refusal); !recorded) return std::unexpected(recorded.error());
   // Durable before the executor hears of it and tries again.
   if (Status st = ctx.rec.flush(); !st) return std::unexpected(st.error());
-  out.refusal_report = report.to_json();
-  ctx.proposer.learn(*out.refusal_report);
+  out.refusal_report = report;
+  ctx.proposer.learn(report.to_json());
   return out;
 }
 

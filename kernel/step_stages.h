@@ -20,6 +20,7 @@
 #include "kernel/build_plan.h"
 #include "kernel/policy.h"
 #include "kernel/run_recorder.h"
+#include "kernel/verdict.h"
 #include "runner/runner.h"
 #include "runner/workspace.h"
 
@@ -58,7 +59,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
 // report is returned for the next proposal's context.
 struct Verified {
   Decided decided;
-  std::optional<Json> refusal_report;
+  std::optional<RefusalReport> refusal_report;
 };
 Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const Tested* tested, const BaseRun* base);
 Result<Committed> commit(const StepContext& ctx, const Attempt& attempt);

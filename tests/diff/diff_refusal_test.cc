@@ -94,7 +94,9 @@ void expect_refusal(const ProcessResult& r, int exit_code, const std::string& co
   if (r.out.empty()) return;
   json out = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(out.is_discarded()) << describe(r);
-  EXPECT_EQ(out.value("ok", true), false) << describe(r);
+  // A refusal is a result that says not ok; anything else is the error line.
+  EXPECT_TRUE(out.value("type", "") == "error" || (out.value("type", "") == "result" && out.value("ok", true) == false))
+      << describe(r);
   if (out.contains("refusal")) {
     EXPECT_EQ(out["refusal"].value("code", ""), code) << describe(r);
   }
@@ -148,7 +150,7 @@ class DiffRefusal : public ::testing::Test {
       expect_refusal(parsed, exit_code, code);
       return;
     }
-    expect_every_command_refuses(write_scratch("bad-from-patch.json", parsed.out), exit_code, code);
+    expect_every_command_refuses(write_diff(json::parse(parsed.out).at("diff"), "bad-from-patch.json"), exit_code, code);
   }
 
   // The canonical diff of a real one-line change to README.txt, parsed by Warden.
@@ -158,7 +160,7 @@ class DiffRefusal : public ::testing::Test {
     repo.reset_hard(base);
     ProcessResult parsed = parse(write_scratch("good.patch", patch));
     EXPECT_TRUE(parsed.exited_with(0)) << describe(parsed);
-    return json::parse(parsed.out);
+    return json::parse(parsed.out).at("diff");
   }
 
   std::string readme_patch() {
@@ -215,7 +217,7 @@ TEST_F(OffsetPatch, DiffJsonAnchoredToTheNewPreImageStillRefusesTheShiftedHunk) 
   // but whose hunk still sits 3 lines too high: the applier must not search for it.
   ProcessResult parsed = parse(write_scratch("p.patch", patch));
   ASSERT_TRUE(parsed.exited_with(0)) << describe(parsed);
-  json diff = json::parse(parsed.out);
+  json diff = json::parse(parsed.out).at("diff");
   std::string git_tree = repo.git_apply_tree(moved_base, patch);
   std::string post = repo.git({"cat-file", "blob", git_tree + ":README.txt"});
   diff["files"][0]["before_sha256"] = sha256(repo.git({"cat-file", "blob", moved_base + ":README.txt"})).str();

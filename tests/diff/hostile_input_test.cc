@@ -115,7 +115,7 @@ TEST_F(HostileInput, ProposeRefusesANonUtf8FileNameBeforeRecordingAnything) {
   fs::path p = scratch_file("bad.patch", kNonUtf8Patch);
   auto r = warden({"propose", p.string(), "--repo", repo.repo().string(), "--base", base, "--check", "true", "--json"});
   expect_invalid_input(r, "malformed_patch");
-  EXPECT_EQ(stdout_json(r)["ok"], false);
+  EXPECT_EQ(stdout_json(r)["type"], "error");
   // Refused as input: no run was started, so none is left behind in any state.
   EXPECT_FALSE(fs::exists(repo.repo() / ".git" / "warden-ledger"));
 }
@@ -139,7 +139,7 @@ TEST_F(HostileInput, MerkleLeavesFromAnEndlessDeviceAreRefusedAtTheFirstByte) {
   auto r = warden({"merkle", "root", "--leaves", "/dev/zero", "--json"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   expect_invalid_input(r, "/dev/zero line 1: invalid hex character at offset 0");
-  EXPECT_EQ(stdout_json(r)["ok"], false);
+  EXPECT_EQ(stdout_json(r)["type"], "error");
 
   auto bad = warden({"merkle", "root", "--leaves", scratch_file("leaves", "00\nff\n0g\n").string()});
   expect_invalid_input(bad, "line 3: invalid hex character at offset 1");

@@ -97,8 +97,8 @@ TEST(PipelineCli, CriticLoopEndsAtItsEdgeLimit) {
   for (const auto& e : lines) {
     transitions += e["type"] == "transition";
     checkpoints += e["type"] == "checkpoint_created";
-    if (e["type"] == "stage_completed" && e["stage"] == "planner") {
-      EXPECT_EQ(e["payload"]["output"]["steps"], 3);
+    if (e["type"] == "stage_completed" && e["tool_name"] == "planner") {
+      EXPECT_EQ(e["data"]["output"]["steps"], 3);
     }
   }
   EXPECT_EQ(transitions, 9u);
@@ -110,7 +110,7 @@ TEST(PipelineCli, FanOutJoins) {
   fs::path ledger = new_ledger(tmp);
   ProcessResult r = warden({"pipeline", "run", example("fan_out.json"), "--input", "x", "--ledger", ledger.string(), "--json"});
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
-  std::string run_id = json_lines(r.out).back()["run"];
+  std::string run_id = json_lines(r.out).back()["run_id"];
   ProcessResult shown = warden({"pipeline", "show", run_id, "--ledger", ledger.string(), "--json"});
   ASSERT_TRUE(shown.exited_with(0)) << describe(shown);
   Json joined = stdout_json(shown)["envelope"]["outputs"]["join"]["joined"];
@@ -127,7 +127,7 @@ TEST(PipelineCli, ApprovalWaitsThenResumesFromTheLedger) {
   Json result = json_lines(r.out).back();
   EXPECT_EQ(result["status"], "waiting");
   EXPECT_EQ(result["interrupt"]["question"], "Publish the release notes?");
-  std::string run_id = result["run"];
+  std::string run_id = result["run_id"];
 
   ProcessResult no_answer = warden({"pipeline", "resume", run_id, "--ledger", ledger.string()});
   EXPECT_TRUE(no_answer.exited_with(3)) << describe(no_answer);
@@ -179,7 +179,7 @@ TEST(PipelineCli, KilledRunResumesFromTheLedger) {
   fs::path reference = new_ledger(tmp, "reference");
   ProcessResult whole = warden({"pipeline", "run", config, "--input", "x", "--ledger", reference.string(), "--json"});
   ASSERT_TRUE(whole.exited_with(1)) << describe(whole);  // ends at max_iterations
-  std::string reference_id = json_lines(whole.out).back()["run"];
+  std::string reference_id = json_lines(whole.out).back()["run_id"];
   Json expected = stdout_json(warden({"pipeline", "show", reference_id, "--ledger", reference.string(), "--json"}));
 
   fs::path ledger = new_ledger(tmp);
@@ -197,7 +197,7 @@ TEST(PipelineCli, KilledRunResumesFromTheLedger) {
   child.kill(SIGKILL);
   ProcessResult killed = child.wait();
   ASSERT_EQ(killed.term_signal, SIGKILL);
-  std::string run_id = json_lines(killed.out).front()["run"];
+  std::string run_id = json_lines(killed.out).front()["run_id"];
 
   // The ledger holds a consistent prefix of the run, and says it has not ended.
   ProcessResult mid = warden({"pipeline", "show", run_id, "--ledger", ledger.string(), "--json"});
@@ -227,7 +227,7 @@ TEST(PipelineCli, DeterministicRunsGiveIdenticalLedgers) {
     ProcessResult r = warden({"pipeline", "run", example("critic_loop.json"), "--input", "golden", "--ledger",
                               ledger.string(), "--deterministic", "--json"});
     EXPECT_TRUE(r.exited_with(1)) << describe(r);
-    EXPECT_EQ(json_lines(r.out).back()["run"], "run-000001");
+    EXPECT_EQ(json_lines(r.out).back()["run_id"], "run-000001");
     return stdout_json(warden({"ledger", "show", ledger.string(), "--json"}))["root"].get<std::string>();
   };
   EXPECT_EQ(root_after_run("one"), root_after_run("two"));
@@ -278,7 +278,7 @@ TEST(PipelineCli, CommandStagesAreConfined) {
                             (target / "ledger").string(), "--json"});
   ::unsetenv("WARDEN_TEST_SECRET");
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
-  const std::string run_id = json_lines(r.out).back()["run"];
+  const std::string run_id = json_lines(r.out).back()["run_id"];
   Json shown = stdout_json(warden({"pipeline", "show", run_id, "--ledger", (target / "ledger").string(), "--json"}));
   const std::string findings = shown["envelope"]["outputs"]["attacker"]["findings"];
   for (const char* attack : {"read-ledger", "read-key", "find-ledger", "write-repo", "move-branch", "read-env", "read-env-proc"}) {
@@ -324,7 +324,7 @@ TEST(PipelineCli, AResumeKeepsTheRecordedConfinement) {
   ASSERT_TRUE(write_file_atomic(tmp / "ask.json", config.dump()));
   ProcessResult r = warden({"pipeline", "run", (tmp / "ask.json").string(), "--input", "x", "--ledger", ledger.string(), "--json"});
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
-  std::string run_id = json_lines(r.out).back()["run"];
+  std::string run_id = json_lines(r.out).back()["run_id"];
 
   ProcessResult other = warden({"pipeline", "resume", run_id, "--ledger", ledger.string(), "--response", "yes", "--executor-network"});
   EXPECT_TRUE(other.exited_with(3)) << describe(other);

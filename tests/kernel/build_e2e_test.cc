@@ -111,10 +111,15 @@ TEST_F(BuildE2ETest, EveryReasonCodeIsRefusedAndRecordedBeforeTheAcceptedRetry) 
   // command names it.
   auto r = build(fixture("reasons/blueprint.json"), {"--executor", agent("reasons seed/tests/test_ops.py"), "--json"});
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
-  // One event per line, then the summary (indented JSON).
-  const size_t summary_at = r.out.rfind("\n{\n");
-  ASSERT_NE(summary_at, std::string::npos) << r.out;
-  json summary = json::parse(r.out.substr(summary_at + 1)).at("summary");
+  // JSON Lines: one event per line, then the summary as the result line.
+  auto lines = stdout_json_lines(r);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    EXPECT_TRUE(lines[i].contains("event_id") && lines[i].contains("step_index")) << lines[i].dump();
+  }
+  EXPECT_EQ(lines.front()["type"], "run_started");
+  json summary = lines.back();
+  EXPECT_EQ(summary["type"], "result");
 
   // The order of fixtures/agent.py's wrong proposals.
   const std::vector<std::string> expected = {"content_mismatch",

@@ -77,7 +77,7 @@ TEST_F(LedgerEvidence, AcceptedAndRefusedProposalsReplay) {
   auto decisions = payloads(records, "decision");
   ASSERT_EQ(decisions.size(), 2u);
   EXPECT_TRUE(decisions[1].contains("base_run_seq"));
-  json verdict = stdout_json(refused)["verdict"];
+  json verdict = stdout_json(refused)["refusal"];
   bool named = false;
   for (const auto& reason : verdict["reasons"]) {
     if (reason["code"] == "pass_to_pass_failed") named = reason["detail"].get<std::string>().find("test_mul") != std::string::npos;
@@ -89,7 +89,7 @@ TEST_F(LedgerEvidence, ARefusedChecksFullOutputTravelsWithTheExport) {
   auto bad = patch("bad.patch", "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n");
   auto refused = propose(bad);
   ASSERT_TRUE(refused.exited_with(1)) << describe(refused);
-  json evidence = stdout_json(refused)["summary"]["verdicts"].at(0)["checks_not_passing"].at(0);
+  json evidence = stdout_json(refused)["refusal"]["checks_not_passing"].at(0);
   EXPECT_EQ(evidence["check"], "check1");
   ASSERT_FALSE(evidence["failing_tests"].empty()) << evidence.dump();
   EXPECT_NE(evidence["failing_tests"][0]["id"].get<std::string>().find("test_mul"), std::string::npos) << evidence.dump();
@@ -144,7 +144,7 @@ TEST_F(LedgerEvidence, AProposalThatDeletesATestLosesItsTests) {
   repo.reset_hard(base);
   auto r = propose(p);
   ASSERT_TRUE(r.exited_with(1)) << describe(r);
-  json verdict = stdout_json(r)["verdict"];
+  json verdict = stdout_json(r)["refusal"];
   bool named = false;
   for (const auto& reason : verdict["reasons"]) {
     if (reason["code"] == "pass_to_pass_failed") {

@@ -46,8 +46,8 @@ class OracleAttack : public ::testing::Test {
     std::vector<std::string> codes;
     if (r.out.empty()) return codes;
     json j = stdout_json(r);
-    for (const auto& reason : j["verdict"]["reasons"]) codes.push_back(reason["code"]);
-    last = j["verdict"].dump();
+    for (const auto& reason : j["refusal"]["reasons"]) codes.push_back(reason["code"]);
+    last = j["refusal"].dump();
     return codes;
   }
 

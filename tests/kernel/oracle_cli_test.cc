@@ -61,15 +61,15 @@ class OracleCliTest : public ::testing::Test {
     ASSERT_EQ(j["accepted"], false) << name << ": " << j.dump();
     std::vector<std::string> codes;
     std::string protected_detail;
-    for (const auto& reason : j["verdict"]["reasons"]) {
+    for (const auto& reason : j["refusal"]["reasons"]) {
       codes.push_back(reason["code"]);
       if (reason["code"] == "protected_path") protected_detail = reason["detail"];
     }
-    EXPECT_TRUE(has_code(codes, "protected_path")) << name << ": " << j["verdict"].dump();
+    EXPECT_TRUE(has_code(codes, "protected_path")) << name << ": " << j["refusal"].dump();
     EXPECT_NE(protected_detail.find(detail), std::string::npos) << name << ": " << protected_detail;
     if (exactly) {
       std::erase(codes, "pass_to_pass_failed");
-      EXPECT_EQ(codes, std::vector<std::string>{"protected_path"}) << name << ": " << j["verdict"].dump();
+      EXPECT_EQ(codes, std::vector<std::string>{"protected_path"}) << name << ": " << j["refusal"].dump();
     }
     EXPECT_FALSE(has_ref(repo.repo(), "warden/" + name));
   }
@@ -86,7 +86,7 @@ class OracleCliTest : public ::testing::Test {
   void expect_tests_fail(const std::string& name, const Files& files, const std::vector<std::string>& args) {
     auto j = propose(name, files, args, 1);
     // The failing check, and (for a check that names its tests) the base's test it broke.
-    const json& reasons = j["verdict"]["reasons"];
+    const json& reasons = j["refusal"]["reasons"];
     ASSERT_GE(reasons.size(), 1u) << name << ": " << j.dump();
     const json& last = reasons.back();
     EXPECT_EQ(last["code"], "required_checks_failed") << name << ": " << j.dump();

@@ -51,10 +51,13 @@ TEST_F(ProposeCliTest, GoodPatchIsAcceptedCommittedAndRecorded) {
   auto r = propose(good, {"--json"});
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
   auto j = stdout_json(r);
-  EXPECT_EQ(j["accepted"], true);
-  EXPECT_EQ(j["verdict"]["accepted"], true);
-  EXPECT_EQ(j["summary"]["status"], "completed");
-  const std::string commit = j["summary"]["commit"];
+  EXPECT_EQ(j["type"], "result");
+  EXPECT_EQ(j["decision"], "accepted");
+  EXPECT_EQ(j["status"], "completed");
+  EXPECT_EQ(j["base_commit"], base);
+  EXPECT_EQ(j["branch"], "refs/heads/warden/propose");
+  EXPECT_FALSE(j.contains("refusal")) << j.dump();
+  const std::string commit = j["commit"];
 
   EXPECT_EQ(repo.git_line({"rev-parse", "warden/propose"}), commit);
   EXPECT_EQ(repo.git_line({"rev-parse", "warden/propose^"}), base);
@@ -105,7 +108,7 @@ TEST_F(ProposeCliTest, DiffJsonOnTopOfAnAcceptedOneAndADangerousOne) {
   repo.reset_hard(base);
   auto r = propose(first, {"--json"});
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
-  EXPECT_EQ(stdout_json(r)["summary"]["verdicts"][0]["step_id"], "tidy");
+  EXPECT_EQ(stdout_json(r)["step_id"], "tidy");
   const std::string tip = repo.git_line({"rev-parse", "warden/propose"});
 
   // On the old base the branch cannot take another commit: refused before anything runs.
@@ -122,8 +125,18 @@ TEST_F(ProposeCliTest, DiffJsonOnTopOfAnAcceptedOneAndADangerousOne) {
                          "--check", kCheck, "--json"});
   ASSERT_TRUE(refused.exited_with(1)) << describe(refused);
   auto j = stdout_json(refused);
-  EXPECT_EQ(j["accepted"], false);
-  EXPECT_EQ(j["verdict"]["reasons"][0]["code"], "dangerous_operation_detected") << j.dump();
+  // A refusal is a decision: its codes, reasons and report, the base it was judged on, and
+  // no branch, commit or error (the branch did not move).
+  EXPECT_EQ(j["decision"], "refused") << j.dump();
+  EXPECT_EQ(j["refusal"]["codes"], nlohmann::json::array({"dangerous_operation_detected"})) << j.dump();
+  EXPECT_EQ(j["refusal"]["reasons"][0]["code"], "dangerous_operation_detected") << j.dump();
+  EXPECT_EQ(j["refusal"]["report"]["step_id"], j["step_id"]) << j.dump();
+  EXPECT_FALSE(j["refusal"]["report"]["policy_suggestions"].empty()) << j.dump();
+  EXPECT_EQ(j["base_commit"], tip);
+  EXPECT_EQ(j["base_tree"], repo.git_line({"rev-parse", tip + "^{tree}"}));
+  for (const char* absent : {"branch", "commit", "tree", "error_type", "error"}) {
+    EXPECT_FALSE(j.contains(absent)) << absent << " in " << j.dump();
+  }
   EXPECT_EQ(repo.git_line({"rev-parse", "warden/propose"}), tip);
 
   auto records = ledger_records(ledger());

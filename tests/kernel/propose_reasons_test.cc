@@ -143,7 +143,7 @@ TEST_F(ProposeReasonsTest, ANewSystemCallIsRefusedNamingFileAndLine) {
                                                        "    return os.path.join(path, 'out')\n"}});
   auto refused = propose(py, "true", {"--json"});
   ASSERT_TRUE(refused.exited_with(kExitRefused)) << describe(refused);
-  auto reasons = stdout_json(refused)["verdict"]["reasons"];
+  auto reasons = stdout_json(refused)["refusal"]["reasons"];
   ASSERT_EQ(reasons.size(), 1u) << reasons.dump();
   EXPECT_EQ(reasons[0]["code"], "dangerous_operation_detected");
   EXPECT_EQ(reasons[0]["detail"], "tools/gen.py:5 py.os_system `os.system('make ' + path)`");
@@ -226,7 +226,7 @@ TEST_F(StaleBase, AHunkWhoseContextDoesNotMatchIsAHunkMismatch) {
 
   auto r = propose(p, kCompileAndTest, {"--json"});
   ASSERT_TRUE(r.exited_with(kExitRefused)) << describe(r);
-  auto reasons = stdout_json(r)["verdict"]["reasons"];
+  auto reasons = stdout_json(r)["refusal"]["reasons"];
   ASSERT_EQ(reasons.size(), 1u) << reasons.dump();
   EXPECT_EQ(reasons[0]["code"], "hash_mismatch");
   EXPECT_EQ(reasons[0]["detail"], said);
@@ -254,7 +254,7 @@ TEST_F(ProposeReasonsTest, ABinaryPatchOverTheSizeLimitIsDiffTooLarge) {
   ASSERT_NE(read_file(p).find("GIT binary patch"), std::string::npos);
   auto r = propose(p, "true", {"--json"});
   ASSERT_TRUE(r.exited_with(kExitRefused)) << describe(r);
-  auto reasons = stdout_json(r)["verdict"]["reasons"];
+  auto reasons = stdout_json(r)["refusal"]["reasons"];
   ASSERT_EQ(reasons.size(), 1u) << reasons.dump();
   EXPECT_EQ(reasons[0]["code"], "diff_too_large");
   EXPECT_NE(reasons[0]["detail"].get<std::string>().find("the policy allows 1048576"), std::string::npos) << reasons.dump();
@@ -263,7 +263,7 @@ TEST_F(ProposeReasonsTest, ABinaryPatchOverTheSizeLimitIsDiffTooLarge) {
   auto added = patch("added.patch", {{"more.bin", noise(1260000, 3)}});
   auto r2 = propose(added, "true", {"--json", "--branch", "added"});
   ASSERT_TRUE(r2.exited_with(kExitRefused)) << describe(r2);
-  EXPECT_EQ(stdout_json(r2)["verdict"]["reasons"][0]["code"], "diff_too_large");
+  EXPECT_EQ(stdout_json(r2)["refusal"]["reasons"][0]["code"], "diff_too_large");
 
   // The same change, smaller than the limit, is accepted with git's exact tree.
   auto small = patch("small.patch", {{"data.bin", noise(300000, 4)}});

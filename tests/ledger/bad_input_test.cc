@@ -136,9 +136,11 @@ TEST_F(BadInput, JsonModeReportsTheErrorAsJson) {
   write_file(tmp_ / "payload.json", "[]");
   auto r = warden({"ledger", "append", dir_.string(), "--kind", "run_event", "--payload", path("payload.json"), "--json"});
   expect_refused(r, kInvalidInput, {"must be a JSON object"});
+  ASSERT_EQ(stdout_json_lines(r).size(), 1u) << describe(r);
   auto json = stdout_json(r);
-  EXPECT_EQ(json["ok"], false);
+  EXPECT_EQ(json["type"], "error");
   EXPECT_EQ(json["error"]["code"], "invalid_argument");
+  EXPECT_EQ(json["error"]["exit_code"], kInvalidInput);
   expect_unchanged();
 }
 

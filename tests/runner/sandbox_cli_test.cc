@@ -15,6 +15,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `warden run --json`'s result line, read back as the RunResult it carries.
+Result<RunResult> run_result_line(const ProcessResult& r) {
+  nlohmann::json line = stdout_json(r);
+  EXPECT_EQ(line["type"], "result") << describe(r);
+  line.erase("type");
+  return RunResult::from_json(line);
+}
+
 TEST(SandboxCli, ExecPrintsOutputAndExitsWithTheCommandsStatus) {
   ProcessResult r = warden({"sandbox", "exec", "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
   EXPECT_TRUE(r.exited_with(7)) << r.status() << r.err;
@@ -99,7 +107,7 @@ TEST_F(RunCli, AppliesTheDiffRunsChecksAndCaches) {
   nocache.push_back("--json");
   ProcessResult third = warden(run_args(nocache));
   EXPECT_TRUE(third.exited_with(0));
-  auto result = RunResult::from_json(nlohmann::json::parse(third.out));
+  auto result = run_result_line(third);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_TRUE(result->all_passed());
   EXPECT_TRUE(result->preflight.ok);
@@ -115,7 +123,7 @@ TEST_F(RunCli, ChecksFileWithTapAndFailToPass) {
                                 "fail_to_pass": ["answer"], "proves": ["answers_correctly"]}])";
   ProcessResult r = warden(run_args({"--diff", diff_.string(), "--checks", checks.string(), "--json"}));
   EXPECT_TRUE(r.exited_with(0)) << r.out << r.err;
-  auto result = RunResult::from_json(nlohmann::json::parse(r.out));
+  auto result = run_result_line(r);
   ASSERT_TRUE(result);
   EXPECT_TRUE(result->invariants.at("answers_correctly").proven);
   EXPECT_EQ(result->checks.at(0).tests, (std::vector<TestCase>{{"answer", "passed"}}));

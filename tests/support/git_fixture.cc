@@ -205,7 +205,7 @@ fs::path parse_to_diff(GitRepoFixture& repo, const std::string& base, const std:
   fs::path patch_file = repo.scratch("change.patch");
   fs::path diff_file = repo.scratch("DIFF.json");
   write_file(patch_file, patch);
-  ProcessResult parsed = warden_diff("parse", patch_file.string(), repo, base, {"--step", step, "--json"});
+  ProcessResult parsed = warden_diff("parse", patch_file.string(), repo, base, {"--step", step});
   EXPECT_TRUE(parsed.exited_with(0)) << "warden diff parse refused a patch git made:\n" << describe(parsed)
                                      << "\npatch:\n" << patch;
   write_file(diff_file, parsed.out);

@@ -16,12 +16,27 @@ ProcessResult warden(const std::vector<std::string>& args, const SpawnOptions& o
   return run(argv, options);
 }
 
-nlohmann::json stdout_json(const ProcessResult& result) {
-  try {
-    return nlohmann::json::parse(result.out);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(std::string("warden output is not JSON (") + e.what() + "):\n" + describe(result));
+std::vector<nlohmann::json> stdout_json_lines(const ProcessResult& result) {
+  std::vector<nlohmann::json> lines;
+  size_t start = 0;
+  while (start < result.out.size()) {
+    size_t end = result.out.find('\n', start);
+    if (end == std::string::npos) end = result.out.size();
+    try {
+      lines.push_back(nlohmann::json::parse(result.out.substr(start, end - start)));
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error("warden output line " + std::to_string(lines.size() + 1) + " is not JSON (" + e.what() +
+                               "):\n" + describe(result));
+    }
+    start = end + 1;
   }
+  return lines;
+}
+
+nlohmann::json stdout_json(const ProcessResult& result) {
+  auto lines = stdout_json_lines(result);
+  if (lines.empty()) throw std::runtime_error("warden printed no JSON:\n" + describe(result));
+  return lines.back();
 }
 
 std::string describe(const ProcessResult& result) {

@@ -13,8 +13,11 @@ namespace warden::test {
 
 const char* warden_binary();
 ProcessResult warden(const std::vector<std::string>& args, const SpawnOptions& options = {});
-// Parses stdout as JSON; throws (naming the command's output) when it is not JSON.
+// Parses stdout as JSON Lines (README: JSON Lines) and returns the last line — the result
+// or the error; throws (naming the command's output) when any line is not JSON on its own.
 nlohmann::json stdout_json(const ProcessResult& result);
+// Every line of stdout, each parsed alone; throws as stdout_json does.
+std::vector<nlohmann::json> stdout_json_lines(const ProcessResult& result);
 // "exit 3\nstdout: ...\nstderr: ...", for assertion messages.
 std::string describe(const ProcessResult& result);
 

@@ -16,16 +16,41 @@ std::string trim(std::string s) {
   return start == std::string::npos ? std::string() : s.substr(start);
 }
 
-}  // namespace
-
-int report_error(const Error& error, bool json) {
-  std::cerr << "warden: error: " << error.message << "\n";
-  if (json) print_json({{"ok", false}, {"error", {{"code", errc_name(error.code)}, {"message", error.message}}}});
-  return exit_code_for(error.code);
+// One JSON Lines line, its "type" first so a reader sees what the line is (the other keys
+// follow in order). Output never fails on text an input smuggled in: bytes that are not UTF-8
+// print as U+FFFD.
+void print_line(Json value) {
+  auto dump = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  std::string type = dump(value["type"]);
+  value.erase("type");
+  std::string rest = dump(value);
+  std::cout << "{\"type\":" << type << (rest == "{}" ? "}" : "," + rest.substr(1)) << "\n";
 }
 
-// Output never fails on text an input smuggled in: bytes that are not UTF-8 print as U+FFFD.
-void print_json(const Json& value) { std::cout << value.dump(2, ' ', false, Json::error_handler_t::replace) << "\n"; }
+}  // namespace
+
+int report_error(const Error& error, bool json) { return report_error(error, json, exit_code_for(error.code)); }
+
+int report_error(const Error& error, bool json, int exit_code) {
+  std::cerr << "warden: error: " << error.message << "\n";
+  if (json) print_error_line(errc_name(error.code), error.message, exit_code);
+  return exit_code;
+}
+
+void print_error_line(std::string_view code, const std::string& message, int exit_code) {
+  print_line({{"type", "error"}, {"error", {{"code", code}, {"message", message}, {"exit_code", exit_code}}}});
+}
+
+void print_json(const Json& fields) {
+  Json line = fields;
+  line["type"] = "result";
+  print_line(std::move(line));
+}
+
+void print_event(const Json& event) {
+  print_line(event);
+  std::cout.flush();
+}
 
 Result<NoteVerifier> load_verifier(const std::string& arg) {
   std::error_code ec;

@@ -21,10 +21,23 @@ namespace warden::cli {
 // The action a parsed subcommand runs; returns the exit code.
 using Action = std::function<int()>;
 
-// Prints "warden: error: ..." on stderr (and a JSON error object on stdout with --json);
-// returns exit_code_for(error.code) (common/exit_codes.h, the documented exit codes).
+// Every --json stream is JSON Lines (README, "JSON Lines"): one object per line, each with
+// a "type"; events first (kernel/event_stream.h), then exactly one line that ends the stream:
+// the result, or the error.
+
+// Prints "warden: error: ..." on stderr and, with --json, the stream's last line on stdout:
+// {"type": "error", "error": {"code", "message", "exit_code"}}. Returns the exit code:
+// exit_code_for(error.code) (common/exit_codes.h, the documented exit codes) unless the
+// command documents its own.
 int report_error(const Error& error, bool json);
-void print_json(const Json& value);
+int report_error(const Error& error, bool json, int exit_code);
+// The error line alone: `code` is an errc_name() or "usage" (a bad command line).
+void print_error_line(std::string_view code, const std::string& message, int exit_code);
+// The stream's result line: `fields` (an object without a "type" of its own) and
+// "type": "result".
+void print_json(const Json& fields);
+// One event line (kernel/event_stream.h's schema), flushed so a reader sees it as it happens.
+void print_event(const Json& event);
 
 // A verifier key given as the key string itself or as a file holding it.
 Result<NoteVerifier> load_verifier(const std::string& arg);

@@ -1,6 +1,7 @@
 // `warden build`: a blueprint to verified commits and a signed ledger — the kernel's main
 // job. Progress goes to stdout as the run goes (steps done of total, the current step, every
-// attempt's verdict); --json prints the run's events as JSON lines instead, then the summary.
+// attempt's verdict); --json prints the run's events as JSON Lines instead (kernel/event_stream.h),
+// then the summary as the result line.
 // Ctrl-C (SIGINT) or SIGTERM cancels the run cleanly: sandboxes are killed, the ledger records
 // the cancellation, and the branch keeps only accepted commits.
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <iostream>
 
 #include "kernel/build_loop.h"
+#include "kernel/event_stream.h"
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
@@ -135,7 +137,7 @@ int run(const BuildArgs& a) {
       if (auto r = kernel::RunRegistration::create(ledger, ev.run_id)) registration.emplace(std::move(*r));
     }
     if (a.json) {
-      std::cout << ev.to_json().dump() << std::endl;
+      print_event(kernel::stream_event_json(ev));
       return;
     }
     if (ev.type == kernel::RunEventType::run_started) {
@@ -154,7 +156,7 @@ int run(const BuildArgs& a) {
   if (registration) registration->ended();
   if (!a.json) print_recovered(summary->recovered);
   if (a.json) {
-    print_json({{"summary", summary->to_json()}});
+    print_json(summary->to_json());
   } else {
     print_summary(*summary, repo, ledger);
   }
@@ -192,7 +194,7 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's, 30)");
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
-  cmd->add_flag("--json", a->json, "Print the run's events as JSON lines, then the summary");
+  cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line (README: JSON Lines)");
   cmd->footer("Exit: 0 completed, 1 failed (a refused plan, retries exhausted, an execution error), 124 timeout "
               "(watchdog), 130 cancelled, 3/4/5 bad input, missing file, I/O error.");
   cmd->callback([a, &action] { action = [a] { return run(*a); }; });

@@ -52,11 +52,9 @@ int run_parse(const Options& o) {
   if (!diff) return report_refusal(diff.error(), o.json);
   Json out = diff->to_json();
   if (o.json) {
-    auto canonical = canonicalize(out);
-    if (!canonical) return report_error(canonical.error(), o.json);
-    std::cout << *canonical << "\n";
+    print_json({{"diff", std::move(out)}});
   } else {
-    print_json(out);
+    std::cout << out.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
   }
   return kOk;
 }
@@ -160,7 +158,7 @@ void add_diff_commands(CLI::App& app, Action& action) {
 
   auto* parse = diff->add_subcommand(
       "parse", "Turn a git diff / format-patch / unified diff into a canonical Diff with every hash filled in "
-               "(pretty JSON; --json prints the canonical one-line form)");
+               "and print it: a Diff file for apply, check, commit and propose (--json: the result line {\"diff\": ...})");
   parse->add_option("PATCH", o->input, "Patch file ('-' for standard input)")->required();
   parse->add_option("--step", o->step, "Plan step id the diff belongs to")->capture_default_str();
   repo_base(parse);

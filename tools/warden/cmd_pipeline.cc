@@ -11,6 +11,7 @@
 #include "executor/agent_registry.h"
 #include "executor/replay.h"
 #include "executor/state_machine.h"
+#include "kernel/event_stream.h"
 #include "kernel/ledger_writer.h"
 #include "kernel/run_reader.h"
 #include "ledger/ledger.h"
@@ -112,9 +113,9 @@ std::string status_of(const RunState& run) {
   return run.envelope.terminal_reason == TerminalReason::completed ? "completed" : "ended";
 }
 
-void print_event(const ExecutionEvent& e, bool json) {
+void show_event(const ExecutionEvent& e, bool json) {
   if (json) {
-    std::cout << event_to_json(e).dump() << std::endl;  // one line each, flushed as it happens
+    print_event(kernel::stream_event_json(e));
     return;
   }
   switch (e.type) {
@@ -147,8 +148,7 @@ int report_run(const RunState& run, const Options& o, bool persisted) {
   const Envelope& e = run.envelope;
   std::string status = status_of(run);
   if (o.json) {
-    Json out{{"type", "result"},
-             {"run", run.run_id},
+    Json out{{"run_id", run.run_id},
              {"status", status},
              {"steps", run.step},
              {"transitions", run.transitions.size()},
@@ -158,7 +158,7 @@ int report_run(const RunState& run, const Options& o, bool persisted) {
     if (e.terminal_reason) out["terminal_reason"] = terminal_reason_name(*e.terminal_reason);
     if (e.termination_reason) out["termination_reason"] = *e.termination_reason;
     if (run.waiting()) out["interrupt"] = interrupt_to_json(*e.interrupt);
-    std::cout << out.dump() << std::endl;
+    print_json(out);
   } else if (run.waiting()) {
     std::cout << "run " << run.run_id << " waits for a response to its " << e.interrupt->kind << " interrupt from "
               << e.interrupt->stage;
@@ -188,7 +188,7 @@ Json run_json(const RunState& run, size_t records) {
     checkpoints.push_back(
         {{"id", cp.id}, {"stage", cp.stage}, {"step", cp.step}, {"iteration", cp.iteration}, {"created_at", cp.created_at}});
   }
-  return Json{{"run", run.run_id},
+  return Json{{"run_id", run.run_id},
               {"status", status_of(run)},
               {"steps", run.step},
               {"records", records},
@@ -276,7 +276,7 @@ int run_run(const Options& o) {
   }
   PipelineExecutor exec(loaded->config, std::move(agents->agents), *time.clock, *time.ids);
   if (journal) exec.set_journal(&*journal);
-  exec.subscribe([json = o.json](const ExecutionEvent& e) { print_event(e, json); });
+  exec.subscribe([json = o.json](const ExecutionEvent& e) { show_event(e, json); });
   Json launch{{"base_dir", loaded->base_dir.string()}, {"clock", time.logical ? "logical" : "system"}};
   // How its command stages are confined: a resume must confine them the same way.
   if (agents->confinement) launch["executor_sandbox"] = agents->confinement->to_json();
@@ -361,7 +361,7 @@ int run_resume(const Options& o, bool has_response) {
   kernel::LedgerWriter journal(*ledger, kCliJournal);
   PipelineExecutor exec(recorded->config, std::move(agents->agents), *time.clock, *time.ids);
   exec.set_journal(&journal);
-  exec.subscribe([json = o.json](const ExecutionEvent& ev) { print_event(ev, json); });
+  exec.subscribe([json = o.json](const ExecutionEvent& ev) { show_event(ev, json); });
   if (has_response) {
     if (auto st = exec.resume(run, o.response); !st) return report_error(st.error(), o.json);
   }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common/file.h"
+#include "kernel/event_stream.h"
 #include "kernel/propose.h"
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
@@ -21,12 +22,11 @@ struct ProposeArgs {
 
 void print_verdict(const kernel::ProposeOutcome& o) {
   const kernel::BuildSummary& s = o.summary;
-  const kernel::Verdict* verdict = o.verdict();
   if (o.accepted()) {
     std::cout << "accepted: commit " << s.commit << " on " << s.branch << "\n";
-  } else if (verdict && !verdict->accepted) {
+  } else if (o.refused()) {
     std::cout << "refused:\n";
-    for (const auto& r : verdict->reasons) std::cout << "  " << r.code << ": " << r.detail << "\n";
+    for (const auto& r : o.verdict()->reasons) std::cout << "  " << r.code << ": " << r.detail << "\n";
     for (const auto& e : s.verdicts.back().checks_not_passing) std::cout << kernel::describe(e, o.ledger.string());
   } else {
     std::cout << kernel::run_status_name(s.status) << ": "
@@ -74,6 +74,7 @@ int run(ProposeArgs a) {
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   session.stop = cancel.token();
   session.on_event = [&](const kernel::RunEvent& ev) {
+    if (a.json) print_event(kernel::stream_event_json(ev));
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(*ledger, ev.run_id)) registration.emplace(std::move(*r));
       if (!a.json) {
@@ -106,10 +107,7 @@ int run(ProposeArgs a) {
   registration.reset();
   if (!a.json) print_recovered(outcome->summary.recovered);
   if (a.json) {
-    const kernel::Verdict* verdict = outcome->verdict();
-    print_json({{"accepted", outcome->accepted()},
-                {"verdict", verdict ? verdict->to_json() : Json()},
-                {"summary", outcome->summary.to_json()}});
+    print_json(outcome->to_json());
   } else {
     print_verdict(*outcome);
   }
@@ -147,7 +145,9 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget in seconds (default 30)");
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
-  cmd->add_flag("--json", a->json, "Print {\"accepted\", \"verdict\", \"summary\"} as JSON");
+  cmd->add_flag("--json", a->json,
+                "Print the run's events as JSON Lines, then the decision as the result line: accepted (branch, commit), "
+                "refused (the refusal's codes, reasons and report) or undecided (error_type, error); README: JSON Lines");
   cmd->footer("Exit: 0 accepted and committed, 1 refused (the reasons are printed and in the ledger), 124 timeout, "
               "130 cancelled, 3 the proposal is neither a Diff nor a patch or the branch cannot take it, 4 missing "
               "file or revision, 5 I/O error.");

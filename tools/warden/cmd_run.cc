@@ -98,8 +98,7 @@ void print_human(const RunOutcome& out) {
 
 int run_run(const Options& o) {
   if (o.repo.empty() || o.base.empty()) {
-    std::cerr << "warden: error: run needs --repo and --base (see warden run --help)\n";
-    return kUsage;
+    return report_error(Error{Errc::invalid_argument, "run needs --repo and --base (see warden run --help)"}, o.json, kUsage);
   }
   auto checks = load_checks(o);
   if (!checks) return report_error(checks.error(), o.json);
@@ -140,8 +139,7 @@ int run_run(const Options& o) {
     if (auto put = blobs->put(bytes); !put) return report_error(put.error(), o.json);
   }
   if (o.json) {
-    Json j = out->result.to_json();
-    std::cout << canonicalize(j).value() << "\n";
+    print_json(out->result.to_json());
   } else {
     print_human(*out);
   }
@@ -183,7 +181,7 @@ void add_run_commands(CLI::App& app, Action& action) {
                                            "as root, else ~/.cache/warden)");
   run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)");
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache");
-  run->add_flag("--json", o->json, "Print the RunResult as canonical JSON");
+  run->add_flag("--json", o->json, "Print the RunResult as the result line (README: JSON Lines)");
   add_run_control_commands(*run, action);
   // CLI11 runs this after a subcommand's callback: the subcommand's action wins.
   run->callback([&action, o, run] {

@@ -56,8 +56,7 @@ Result<Sandbox> open_sandbox(const Options& o, bool remember) {
 int run_exec(const Options& o) {
   auto sandbox = open_sandbox(o, !o.probe);
   if (!sandbox) {
-    report_error(sandbox.error(), o.json);
-    return kExecFailed;
+    return report_error(sandbox.error(), o.json, kExecFailed);
   }
   const SandboxHost& host = sandbox->host();
   SandboxRequest req;
@@ -68,8 +67,7 @@ int run_exec(const Options& o) {
     auto dir = ScratchDir::create(host.scratch_root, "warden-exec-", 0711);
     Status st = dir ? make_owned_dir(*dir / "workspace", host.uid, host.gid) : Status(std::unexpected(dir.error()));
     if (!st) {
-      report_error(st.error(), o.json);
-      return kExecFailed;
+      return report_error(st.error(), o.json, kExecFailed);
     }
     req.workspace_dir = *dir / "workspace";
     scratch.emplace(std::move(*dir));
@@ -77,16 +75,14 @@ int run_exec(const Options& o) {
     std::error_code ec;
     req.workspace_dir = std::filesystem::absolute(o.workspace, ec);
     if (ec || !std::filesystem::is_directory(req.workspace_dir)) {
-      report_error(Error{Errc::not_found, "--workspace " + o.workspace + ": not a directory"}, o.json);
-      return kExecFailed;
+      return report_error(Error{Errc::not_found, "--workspace " + o.workspace + ": not a directory"}, o.json, kExecFailed);
     }
   }
   if (o.timeout_s > 0) req.timeout_ms = static_cast<int64_t>(std::ceil(o.timeout_s * 1000));
   if (!o.json) req.live = [](int fd, std::string_view bytes) { write_all(fd, bytes); };
   auto run = sandbox->run(req);
   if (!run) {
-    report_error(run.error(), o.json);
-    return kExecFailed;
+    return report_error(run.error(), o.json, kExecFailed);
   }
   int code = run->timed_out || run->output_limit_exceeded ? kExecKilled : run->exit_code;
   if (o.json) {

@@ -1,6 +1,7 @@
 // `warden`: the verification kernel's command-line tool.
 #include <algorithm>
 #include <iostream>
+#include <string>
 #include <string_view>
 
 #include "tools/warden/cli.h"
@@ -42,12 +43,21 @@ int main(int argc, char** argv) {
   CLI::App app{"warden: a deterministic verification kernel with a tamper-evident ledger", "warden"};
   app.footer(kFooter);
   app.require_subcommand(1);
+  // A usage error is one line on stderr, like every other error.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "warden: error: " + std::string(e.what()) + " (see --help)\n";
+  });
   app.set_version_flag("--version", "warden 0.1.0");
   warden::cli::Action action;
   // Only the named command's options are built: the whole tree (hundreds of options) costs
   // more than a short command's work. `warden --help`, an unknown command or none gets every
   // command, for the listing and the error.
   std::string_view first = argc > 1 ? argv[1] : "";
+  // Whether the command line asks for a --json stream, read before parsing so that even a
+  // usage error ends the stream with its error line.
+  // Words after `--` are a sandboxed command's, not Warden's.
+  char** words_end = std::find_if(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--"; });
+  const bool json = std::any_of(argv + 1, words_end, [](const char* arg) { return std::string_view(arg) == "--json"; });
   const CommandGroup* named = nullptr;
   for (const auto& group : kGroups) {
     if (group.name == first) named = &group;
@@ -70,17 +80,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // The failure message above goes to stderr; a --json stream still ends in its error line.
     app.exit(e);
+    if (json) warden::cli::print_error_line("usage", e.what(), warden::kUsage);
     return warden::kUsage;
   }
   if (!action) {
     std::cerr << "warden: error: choose a subcommand (see warden --help)\n";
+    if (json) warden::cli::print_error_line("usage", "choose a subcommand (see warden --help)", warden::kUsage);
     return warden::kUsage;
   }
   try {
     return action();
   } catch (const std::exception& e) {
-    std::cerr << "warden: internal error: " << e.what() << "\n";
-    return warden::kInternal;
+    return warden::cli::report_error(warden::Error{warden::Errc::internal, std::string("internal error: ") + e.what()},
+                                     json, warden::kInternal);
   }
 }
