@@ -49,15 +49,15 @@ int main(int argc, char** argv) {
   });
   app.set_version_flag("--version", "warden 0.1.0");
   warden::cli::Action action;
+  // Whether the command line asks for a --json stream, read before parsing so that even a
+  // usage error ends the stream with its error line. Words after `--` are a sandboxed
+  // command's, not Warden's.
+  char** words_end = std::find_if(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--"; });
+  const bool json = std::any_of(argv + 1, words_end, [](const char* arg) { return std::string_view(arg) == "--json"; });
   // Only the named command's options are built: the whole tree (hundreds of options) costs
   // more than a short command's work. `warden --help`, an unknown command or none gets every
   // command, for the listing and the error.
   std::string_view first = argc > 1 ? argv[1] : "";
-  // Whether the command line asks for a --json stream, read before parsing so that even a
-  // usage error ends the stream with its error line.
-  // Words after `--` are a sandboxed command's, not Warden's.
-  char** words_end = std::find_if(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--"; });
-  const bool json = std::any_of(argv + 1, words_end, [](const char* arg) { return std::string_view(arg) == "--json"; });
   const CommandGroup* named = nullptr;
   for (const auto& group : kGroups) {
     if (group.name == first) named = &group;
