@@ -291,7 +291,8 @@ Result<std::vector<NoteVerifier>> choose_keys(const std::vector<NoteVerifier>& g
   report.key_source = "ledger metadata";
   report.warnings.push_back(
       "checkpoint signatures were checked against the key the ledger itself records; pass --key with a "
-      "verifier key you trust for an independent check");
+      "verifier key you trust for an independent check (the ledger's signer.pub, copied where the ledger's "
+      "writers cannot change it)");
   return std::vector<NoteVerifier>{*own};
 }
 
