@@ -334,7 +334,7 @@ Status Ledger::create(const std::filesystem::path& dir, const LedgerCreateOption
   }
   cleanup();
   // Only the process whose ledger this is writes its keys (ledger_keys.h).
-  if (Status st = write_ledger_keys(dir, *verifier, options.signer ? &*options.signer : nullptr); !st) return st;
+  if (Status st = write_ledger_keys(dir, *verifier, options.signer); !st) return st;
   return sync_directory(dir);
 }
 

@@ -51,8 +51,9 @@ struct LedgerCreateOptions {
   std::string origin;        // checkpoint origin line, e.g. "example.com/warden/ci"
   std::string verifier_key;  // note verifier key whose signer signs this ledger's checkpoints
   uint64_t max_payload_bytes = uint64_t{1} << 20;
-  // Kept in DIR/signer.key (ledger_keys.h) when set; must be verifier_key's signer.
-  std::optional<NoteSigner> signer;
+  // Kept in DIR/signer.key (ledger_keys.h) when set; must be verifier_key's signer. Not
+  // owned; read during create() only.
+  const NoteSigner* signer = nullptr;
 };
 
 struct AppendEntry {

@@ -61,7 +61,7 @@ int run_init(const Options& o) {
                                   "warden key generate " + o.origin + " --signer-out FILE"},
                         o.json);
   }
-  LedgerCreateOptions create{origin, signer->verifier().encoded(), o.max_payload, *signer};
+  LedgerCreateOptions create{origin, signer->verifier().encoded(), o.max_payload, &*signer};
   if (auto st = Ledger::create(o.dir, create); !st) return report_error(st.error(), o.json);
   const fs::path key_path = ledger_signer_key_path(o.dir), pub_path = ledger_verifier_key_path(o.dir);
   if (o.json) {

@@ -31,7 +31,7 @@ Status print_one(LedgerSnapshot& snap, const RecordView& r, RecordFormat format,
     case RecordFormat::json_lines: {
       auto hash = snap.record_hash(r.seq);
       if (!hash) return std::unexpected(hash.error());
-      Json line = {{"seq", r.seq},     {"kind", r.kind},        {"ts", r.ts},
+      Json line = {{"seq", r.seq},     {"kind", std::string(r.kind)}, {"ts", r.ts},
                    {"hash", hash->hex()}, {"prev", r.prev.hex()}, {"payload", json_payload(r.payload)}};
       out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
       return {};
