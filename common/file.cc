@@ -53,11 +53,12 @@ Result<std::string> read_fd(int fd, uint64_t max_bytes, std::string_view name) {
 
 namespace {
 
-// `data` in `<path>.tmp-<pid>`, written and fsynced with `mode`; the caller renames it into place.
+// `data` in `<path>.tmp-<pid>`, written and fsynced with `mode`; the caller renames it into
+// place. A link planted at the temporary's name is an error, never written through.
 Result<std::filesystem::path> write_temporary(const std::filesystem::path& path, std::string_view data, unsigned mode) {
   std::filesystem::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) return std::unexpected(errno_error(tmp.string(), errno));
   size_t done = 0;
   while (done < data.size()) {

@@ -97,6 +97,8 @@ TEST(PlanCli, CommitRecordsProposalThenCommitOrRefusal) {
 
   auto ok = warden({"plan", "commit", plan, "--ledger", ledger, "--run-id", "run-1", "--json"});
   ASSERT_TRUE(ok.exited_with(0)) << describe(ok);
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(ledger) / "signer.key"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(ledger) / "signer.pub"));
   auto committed = stdout_json(ok);
   EXPECT_EQ(committed["kind"], "plan_commit");
   EXPECT_EQ(committed["proposal_seq"], 0);

@@ -149,6 +149,23 @@ TEST_F(KeysCli, AGivenKeyReadableByOthersIsUsedWithAWarning) {
       << r.err;
 }
 
+// signer.pub is what people copy out and publish: one that no longer matches the key the
+// ledger records is reported.
+TEST_F(KeysCli, VerifyWarnsWhenSignerPubIsNotTheLedgersKey) {
+  fs::path dir = make_ledger(1);
+  ASSERT_TRUE(warden({"ledger", "checkpoint", dir.string()}).exited_with(0));
+  auto clean = warden({"ledger", "verify", dir.string()});
+  ASSERT_TRUE(clean.exited_with(0)) << describe(clean);
+  EXPECT_EQ(clean.err.find("was replaced"), std::string::npos) << clean.err;
+  auto gen = warden({"key", "generate", "warden.local/ledger"});
+  ASSERT_TRUE(gen.exited_with(0));
+  write_file(dir / "signer.pub", complete_lines(gen.out).at(1) + "\n");
+  auto swapped = warden({"ledger", "verify", dir.string()});
+  ASSERT_TRUE(swapped.exited_with(0)) << describe(swapped);
+  EXPECT_NE(swapped.err.find((dir / "signer.pub").string() + " holds "), std::string::npos) << swapped.err;
+  EXPECT_NE(swapped.err.find("one of them was replaced"), std::string::npos) << swapped.err;
+}
+
 // Ledgers made before the rule: build kept <out>/kernel.key beside <out>/ledger, propose kept
 // LEDGER.key. Both are still read (with a warning naming the move); nothing new goes there.
 TEST_F(KeysCli, AKeyWhereAnOlderWardenKeptItIsReadWithAWarning) {
