@@ -108,12 +108,13 @@ int run(const BuildArgs& a) {
   std::filesystem::create_directories(out, ec);
   if (ec) return report_error(Error{Errc::io_error, "creating " + out.string() + ": " + ec.message()}, a.json);
 
-  auto signer = signer_for_ledger(ledger, a.key, "warden.local/" + blueprint->name, "--key");
-  if (!signer) return report_error(signer.error(), a.json);
   auto sources = make_sources(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
+  // The executor's sandbox passes its preflight before the ledger's directory or key is made.
   auto proposer = make_proposer(a.executor, std::filesystem::path(a.blueprint).parent_path(), a.executor_sandbox);
   if (!proposer) return report_error(proposer.error(), a.json);
+  auto signer = signer_for_ledger(ledger, a.key, "warden.local/" + blueprint->name, "--key");
+  if (!signer) return report_error(signer.error(), a.json);
 
   kernel::BuildOptions options;
   options.repo_dir = repo;
