@@ -10,6 +10,7 @@
 
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/kernel/build_fixture.h"
 #include "tests/support/files.h"
@@ -100,6 +101,31 @@ TEST(LedgerRulesCliNoRepo, PipelineRunCreatesASignedLedgerUnderMissingParents) {
   auto verified = warden({"ledger", "verify", ledger.string(), "--key", (ledger / "signer.pub").string(), "--json"});
   ASSERT_TRUE(verified.exited_with(0)) << describe(verified);
   EXPECT_EQ(stdout_json(verified)["unsigned_records"], 0);
+}
+
+// Several processes creating one ledger at once: the first key written is everyone's, so every
+// run is signed by the key the ledger records and LEDGER/signer.key can sign it later.
+TEST(LedgerRulesCliNoRepo, ProcessesCreatingOneLedgerAtOnceShareTheFirstKey) {
+  TempDir tmp;
+  write_file(tmp / "one.json", R"({"name": "one", "stages": [{"name": "only", "kind": "constant",
+                                    "params": {"output": {"x": 1}}, "default_next": "end"}]})");
+  const fs::path ledger = tmp / "shared" / "ledger";
+  std::vector<Child> runs;
+  for (int i = 0; i < 4; ++i) {
+    runs.push_back(Child::spawn({warden_binary(), "pipeline", "run", (tmp / "one.json").string(), "--input",
+                                 std::to_string(i), "--ledger", ledger.string()}));
+  }
+  for (auto& child : runs) {
+    auto r = child.wait();
+    EXPECT_TRUE(r.exited_with(0)) << describe(r);
+  }
+  auto shown = warden({"ledger", "show", ledger.string(), "--json"});
+  ASSERT_TRUE(shown.exited_with(0)) << describe(shown);
+  EXPECT_EQ(read_file(ledger / "signer.pub"), stdout_json(shown)["verifier_key"].get<std::string>() + "\n");
+  auto verified = warden({"ledger", "verify", ledger.string(), "--key", (ledger / "signer.pub").string(), "--json"});
+  ASSERT_TRUE(verified.exited_with(0)) << describe(verified);
+  EXPECT_EQ(stdout_json(verified)["unsigned_records"], 0);
+  EXPECT_TRUE(warden({"ledger", "checkpoint", ledger.string()}).exited_with(0));
 }
 
 TEST(LedgerRulesCliNoRepo, ATamperedRecordIsNamedOnce) {
