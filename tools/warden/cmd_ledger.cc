@@ -106,13 +106,9 @@ int run_show(const Options& o) {
     if (o.records.find("..") != std::string::npos) {
       if (auto st = parse_seq_range(o.records, query); !st) return report_error(st.error(), o.json);
     } else {
-      RecordQuery single;
-      if (auto st = parse_seq_range(o.records + ".." + o.records, single); !st) {
-        return report_error(Error{Errc::invalid_argument, "SEQ \"" + o.records + "\" is neither a record number nor a range "
-                                                          "(A..B, A.., ..B)"},
-                            o.json);
-      }
-      one = single.first;
+      auto seq = parse_seq(o.records);
+      if (!seq) return report_error(seq.error(), o.json);
+      one = *seq;
     }
   }
   const bool listing = !one && (!o.records.empty() || !o.kinds.empty() || !o.run.empty());

@@ -16,7 +16,6 @@
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/run_recovery.h"
-#include "ledger/note.h"
 
 namespace warden::cli {
 

@@ -6,12 +6,13 @@
 namespace warden::cli {
 namespace {
 
-Result<uint64_t> parse_seq(std::string_view text, std::string_view range) {
+Result<uint64_t> parse_number(std::string_view text, std::string_view within) {
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return fail(Errc::invalid_argument, "record range \"" + std::string(range) + "\": \"" + std::string(text) +
-                                            "\" is not a record number (give SEQ, A..B, A.. or ..B)");
+    const std::string where = text == within ? "" : "record range \"" + std::string(within) + "\": ";
+    return fail(Errc::invalid_argument,
+                where + "\"" + std::string(text) + "\" is not a record number (give SEQ, A..B, A.. or ..B)");
   }
   return value;
 }
@@ -50,12 +51,12 @@ Status parse_seq_range(std::string_view text, RecordQuery& query) {
   std::string_view a = text.substr(0, dots), b = text.substr(dots + 2);
   if (a.empty() && b.empty()) return {};
   if (!a.empty()) {
-    auto first = parse_seq(a, text);
+    auto first = parse_number(a, text);
     if (!first) return std::unexpected(first.error());
     query.first = *first;
   }
   if (!b.empty()) {
-    auto last = parse_seq(b, text);
+    auto last = parse_number(b, text);
     if (!last) return std::unexpected(last.error());
     if (*last < query.first) {
       return fail(Errc::invalid_argument, "record range \"" + std::string(text) + "\" ends before it starts");
@@ -64,6 +65,8 @@ Status parse_seq_range(std::string_view text, RecordQuery& query) {
   }
   return {};
 }
+
+Result<uint64_t> parse_seq(std::string_view text) { return parse_number(text, text); }
 
 std::string indented_payload(std::string_view canonical_payload, std::string_view indent) {
   Json payload = json_payload(canonical_payload);

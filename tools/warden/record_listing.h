@@ -23,6 +23,8 @@ struct RecordQuery {
 
 // "A..B" (both included), "A.." or "..B" into `query`; invalid_argument otherwise.
 Status parse_seq_range(std::string_view text, RecordQuery& query);
+// One record number; invalid_argument otherwise.
+Result<uint64_t> parse_seq(std::string_view text);
 
 enum class RecordFormat {
   line,        // "SEQ KIND PAYLOAD", the payload as its canonical one-line JSON
