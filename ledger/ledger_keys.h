@@ -1,8 +1,9 @@
 // Where a ledger's keys live, one place for every command:
 //   DIR/signer.key  the note signer key that signs DIR's checkpoints (mode 0600)
 //   DIR/signer.pub  its verifier key, to publish and to verify receipts and checkpoints with
-// Creating a ledger writes both (Ledger::create). A command that signs reads DIR/signer.key
-// unless the operator names a key file, which then overrides it.
+// Creating a ledger writes both (Ledger::create; a ledger imported from an export gets only
+// signer.pub: its signer key is whoever made the export's). A command that signs reads
+// DIR/signer.key unless the operator names a key file, which then overrides it.
 //
 // DIR/signer.key is Warden's own file, so it is read only as Warden wrote it: a regular file,
 // not a symlink (a link may point at anyone's key), that neither group nor others may read or
