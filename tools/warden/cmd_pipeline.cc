@@ -265,8 +265,8 @@ Result<RunLedger> open_run_ledger(const Options& o, Clock& clock) {
   if (signer.error().code != Errc::not_found || !o.signer_key.empty()) return std::unexpected(signer.error());
   auto ledger = Ledger::open(dir, Ledger::Mode::read_write, clock);
   if (!ledger) return std::unexpected(ledger.error());
-  std::cerr << "warden: note: " << signer.error().message << ": the run's records stay unsigned until `warden ledger "
-            << "checkpoint " << dir.string() << " --signer-key FILE`\n";
+  std::cerr << "warden: note: the run's records stay unsigned: " << signer.error().message
+            << "; or sign them later: warden ledger checkpoint " << dir.string() << " --signer-key FILE\n";
   return RunLedger{std::move(*ledger), std::nullopt};
 }
 
