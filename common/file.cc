@@ -1,6 +1,7 @@
 #include "common/file.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,40 +23,42 @@ Error errno_error(std::string_view what, int err) {
 }
 
 Result<std::string> read_file(const std::filesystem::path& path, uint64_t max_bytes) {
-  bool from_stdin = path == "-";
-  UniqueFd owned;
-  int fd = STDIN_FILENO;
-  if (!from_stdin) {
-    owned.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!owned) return std::unexpected(errno_error(path.string(), errno));
-    fd = owned.get();
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-      return fail(Errc::invalid_argument, path.string() + ": is a directory, expected a file");
-    }
+  if (path == "-") return read_fd(STDIN_FILENO, max_bytes, "standard input");
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::unexpected(errno_error(path.string(), errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return fail(Errc::invalid_argument, path.string() + ": is a directory, expected a file");
   }
+  return read_fd(fd.get(), max_bytes, path.string());
+}
+
+Result<std::string> read_fd(int fd, uint64_t max_bytes, std::string_view name) {
   std::string out;
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return std::unexpected(errno_error(from_stdin ? "standard input" : path.string(), errno));
+      return std::unexpected(errno_error(name, errno));
     }
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return fail(Errc::limit_exceeded, (from_stdin ? std::string("standard input") : path.string()) +
-                                            ": larger than the limit of " + std::to_string(max_bytes) + " bytes");
+      return fail(Errc::limit_exceeded, std::string(name) + ": larger than the limit of " + std::to_string(max_bytes) + " bytes");
     }
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
 }
 
-Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode) {
+namespace {
+
+// `data` in `<path>.tmp-<pid>`, written and fsynced with `mode`; the caller renames it into
+// place. A link planted at the temporary's name is an error, never written through.
+Result<std::filesystem::path> write_temporary(const std::filesystem::path& path, std::string_view data, unsigned mode) {
   std::filesystem::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) return std::unexpected(errno_error(tmp.string(), errno));
   size_t done = 0;
   while (done < data.size()) {
@@ -73,8 +76,13 @@ Status write_file_atomic(const std::filesystem::path& path, std::string_view dat
     ::unlink(tmp.c_str());
     return std::unexpected(errno_error(tmp.string(), err));
   }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  return tmp;
+}
+
+Status move_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path, bool replace) {
+  int rc = replace ? ::rename(tmp.c_str(), path.c_str())
+                   : ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE);
+  if (rc != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return std::unexpected(errno_error(path.string(), err));
@@ -83,6 +91,20 @@ Status write_file_atomic(const std::filesystem::path& path, std::string_view dat
   // the file written, so that is not reported as a failure to write it.
   (void)sync_directory(path.has_parent_path() ? path.parent_path() : std::filesystem::path("."));
   return {};
+}
+
+}  // namespace
+
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode) {
+  auto tmp = write_temporary(path, data, mode);
+  if (!tmp) return std::unexpected(tmp.error());
+  return move_into_place(*tmp, path, true);
+}
+
+Status create_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode) {
+  auto tmp = write_temporary(path, data, mode);
+  if (!tmp) return std::unexpected(tmp.error());
+  return move_into_place(*tmp, path, false);
 }
 
 Status sync_directory(const std::filesystem::path& dir) {

@@ -40,12 +40,18 @@ class UniqueFd {
 
 // Reads a whole file, refusing files larger than max_bytes. "-" reads standard input.
 Result<std::string> read_file(const std::filesystem::path& path, uint64_t max_bytes = uint64_t{1} << 30);
+// The rest of an open file, as read_file; `name` names it in errors.
+Result<std::string> read_fd(int fd, uint64_t max_bytes, std::string_view name);
 
 // Writes to a temporary sibling, fsyncs it, renames it over `path` and fsyncs the
 // directory: readers see the old file or the new one, never a torn write. On success the
 // data is durable. On error `path` is untouched (the temporary is removed). The temporary is
 // named `<path>.tmp-<pid>`, so two threads of one process must not write the same path at once.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode = 0644);
+// As write_file_atomic, but never replaces: Errc::already_exists when `path` exists (a
+// symlink included, dangling or not), and then `path` is untouched. Of several processes
+// creating one path at once, exactly one succeeds.
+Status create_file_atomic(const std::filesystem::path& path, std::string_view data, unsigned mode = 0644);
 
 // fsync of a directory: the entries created, renamed or removed in it are durable after.
 Status sync_directory(const std::filesystem::path& dir);

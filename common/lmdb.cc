@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -173,8 +174,30 @@ Result<uint64_t> decode_u64(std::string_view key) {
   return v;
 }
 
+namespace {
+
+// LMDB sizes its lock file with ftruncate and then writes it through a shared mapping: on a
+// full file system (a tmpfs most of all) a page not yet allocated is a SIGBUS, not an error.
+// Allocating the file's blocks first turns a full disk into ENOSPC here. 8 KiB is the file
+// LMDB makes for its default 126 readers; a larger one it uses as it is.
+Status allocate_lock_file(const std::filesystem::path& dir, unsigned flags) {
+  constexpr off_t kLockFileBytes = 8192;
+  if (flags & MDB_NOLOCK) return {};
+  const std::filesystem::path path = dir / "lock.mdb";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd) return {};  // read-only media, or a file LMDB will report itself
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  int rc = ::posix_fallocate(fd.get(), 0, std::max<off_t>(st.st_size, kLockFileBytes));
+  if (rc == ENOSPC || rc == EDQUOT) return std::unexpected(errno_error("allocating LMDB's lock file " + path.string(), rc));
+  return {};  // a file system without fallocate: as LMDB would do alone
+}
+
+}  // namespace
+
 Result<Env> Env::open(const std::filesystem::path& dir, unsigned flags, size_t map_size, unsigned max_dbs) {
   if (Status st = check_files(dir); !st) return std::unexpected(st.error());
+  if (Status st = allocate_lock_file(dir, flags); !st) return std::unexpected(st.error());
   MDB_env* raw = nullptr;
   if (int rc = mdb_env_create(&raw); rc != 0) return std::unexpected(error(rc, "creating LMDB environment"));
   Env env(raw);

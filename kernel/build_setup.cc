@@ -29,6 +29,7 @@ Result<Ledger> open_kernel_ledger(const std::filesystem::path& dir, const NoteSi
     create.origin = signer.name();
     create.verifier_key = signer.verifier().encoded();
     create.max_payload_bytes = uint64_t{8} << 20;
+    create.signer = &signer;
     // Another process may create it first (several may share a ledger): then open theirs.
     if (Status st = Ledger::create(dir, create); !st && st.error().code != Errc::already_exists) {
       return std::unexpected(st.error());

@@ -12,6 +12,7 @@
 
 #include "common/file.h"
 #include "ledger/checkpoint.h"
+#include "ledger/ledger_keys.h"
 #include "ledger/ledger_impl.h"
 
 namespace warden {
@@ -283,12 +284,19 @@ Status Ledger::create(const std::filesystem::path& dir, const LedgerCreateOption
   }
   auto verifier = NoteVerifier::parse(options.verifier_key);
   if (!verifier) return std::unexpected(verifier.error());
+  if (options.signer && options.signer->verifier().encoded() != verifier->encoded()) {
+    return fail(Errc::invalid_argument, "the signer key kept with a new ledger must be its verifier key's");
+  }
   std::error_code ec;
   if (std::filesystem::exists(dir / "data.mdb", ec)) {
     return fail(Errc::already_exists, "a ledger already exists in " + dir.string());
   }
+  if (dir.has_parent_path() && dir.parent_path() != dir) std::filesystem::create_directories(dir.parent_path(), ec);
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return std::unexpected(errno_error(dir.string(), errno));
   if (!std::filesystem::is_directory(dir, ec)) return fail(Errc::invalid_argument, dir.string() + " is not a directory");
+  if (options.signer) {
+    if (Status st = check_ledger_key_slot(dir, *options.signer); !st) return st;
+  }
 
   // Built in a private directory inside DIR, then moved into place: a ledger appears whole or
   // not at all. A full disk or a crash midway leaves no data.mdb that is not a ledger.
@@ -325,20 +333,23 @@ Status Ledger::create(const std::filesystem::path& dir, const LedgerCreateOption
     return std::unexpected(errno_error("moving the new ledger into " + dir.string(), err));
   }
   cleanup();
+  // Only the process whose ledger this is writes its keys (ledger_keys.h).
+  if (Status st = write_ledger_keys(dir, *verifier, options.signer); !st) return st;
   return sync_directory(dir);
 }
 
 Result<Ledger> Ledger::open(const std::filesystem::path& dir, Mode mode, Clock& clock) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return fail(Errc::not_found, "no ledger at " + dir.string() + ": directory does not exist");
+    return fail(Errc::not_found, "no ledger at " + dir.string() + ": the directory does not exist (`warden ledger init " +
+                                     dir.string() + "` creates one)");
   }
   // symlink_status: a symlink named data.mdb (even a dangling one) is refused by
   // lmdb::check_files, not mistaken for an absent ledger.
   const std::filesystem::path data = dir / "data.mdb";
   auto status = std::filesystem::symlink_status(data, ec);
   if (!std::filesystem::exists(status)) {
-    return fail(Errc::not_found, "no ledger at " + dir.string() + " (create one with `warden ledger init`)");
+    return fail(Errc::not_found, "no ledger at " + dir.string() + " (`warden ledger init " + dir.string() + "` creates one)");
   }
   // LMDB would make an empty file a new, empty environment; a ledger's never is empty.
   if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(data, ec) == 0 && !ec) {

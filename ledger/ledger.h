@@ -6,7 +6,7 @@
 // opening the same environment twice in a process. A Ledger, a LedgerSnapshot and a WriteTxn
 // are each for one thread at a time.
 //
-// On disk (DIR/data.mdb, DIR/lock.mdb):
+// On disk (DIR/data.mdb, DIR/lock.mdb; DIR/signer.key and DIR/signer.pub: ledger_keys.h):
 //   records      seq (u64 BE)            -> Record::encode_stored()
 //   nodes        post-order position     -> 32-byte perfect-subtree hash (level 0 = record hash)
 //   blobs        SHA-256 (32 bytes)      -> bytes
@@ -51,6 +51,9 @@ struct LedgerCreateOptions {
   std::string origin;        // checkpoint origin line, e.g. "example.com/warden/ci"
   std::string verifier_key;  // note verifier key whose signer signs this ledger's checkpoints
   uint64_t max_payload_bytes = uint64_t{1} << 20;
+  // Kept in DIR/signer.key (ledger_keys.h) when set; must be verifier_key's signer. Not
+  // owned; read during create() only.
+  const NoteSigner* signer = nullptr;
 };
 
 struct AppendEntry {
@@ -151,7 +154,8 @@ class Ledger {
  public:
   enum class Mode { read_only, read_write };
 
-  // Creates DIR (its parent must exist) and an empty ledger in it.
+  // Creates DIR (and its missing parents) and an empty ledger in it, with its keys beside it
+  // (ledger_keys.h): DIR/signer.pub always, DIR/signer.key when options.signer is set.
   static Status create(const std::filesystem::path& dir, const LedgerCreateOptions& options);
   // not_found if DIR holds no data.mdb; Errc::corrupt, naming the file, if data.mdb or
   // lock.mdb is not a regular file or data.mdb is shorter than its meta pages say (checked

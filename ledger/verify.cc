@@ -12,9 +12,11 @@
 
 #include "common/canonical_json.h"
 #include "common/clock.h"
+#include "common/file.h"
 #include "ledger/checkpoint.h"
 #include "ledger/export.h"
 #include "ledger/ledger.h"
+#include "ledger/ledger_keys.h"
 #include "ledger/ledger_impl.h"
 #include "ledger/merkle.h"
 #include "ledger/record.h"
@@ -291,7 +293,8 @@ Result<std::vector<NoteVerifier>> choose_keys(const std::vector<NoteVerifier>& g
   report.key_source = "ledger metadata";
   report.warnings.push_back(
       "checkpoint signatures were checked against the key the ledger itself records; pass --key with a "
-      "verifier key you trust for an independent check");
+      "verifier key you trust for an independent check (the ledger's signer.pub, copied where the ledger's "
+      "writers cannot change it)");
   return std::vector<NoteVerifier>{*own};
 }
 
@@ -494,6 +497,17 @@ Result<VerifyReport> verify_ledger(const Ledger& ledger, const VerifyOptions& op
   auto chosen = choose_keys(options.keys, ledger.verifier_key(), report);
   if (!chosen) return std::unexpected(chosen.error());
   ChainChecker checker(ledger.origin(), *chosen, report);
+  // The verifier key file beside the ledger (ledger_keys.h) is the one people copy out and
+  // publish: one that differs from the key the ledger records means one of them was replaced.
+  const std::filesystem::path pub = ledger_verifier_key_path(ledger.dir());
+  if (auto text = read_file(pub, 64 * 1024)) {
+    std::string key = *text;
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+    if (key != ledger.verifier_key()) {
+      report.warnings.push_back(pub.string() + " holds " + key + ", not the verifier key the ledger records (" +
+                                ledger.verifier_key() + "): one of them was replaced since the ledger was created");
+    }
+  }
 
   auto checkpoints = snap->checkpoints();
   if (!checkpoints) return std::unexpected(checkpoints.error());

@@ -66,7 +66,7 @@ TEST(BaseCacheCli, APoisonedCheckoutIsRebuiltRecordedAndTheBrokenChangeRefused) 
   auto decisions = payloads(records, "decision");
   ASSERT_EQ(decisions.size(), 2u);
   EXPECT_EQ(decisions[1]["verdict"]["accepted"], false);
-  expect_ledger_verifies(ledger, repo.repo() / ".git" / "warden-ledger.key.pub");
+  expect_ledger_verifies(ledger, repo.repo() / ".git" / "warden-ledger" / "signer.pub");
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ class BuildE2ETest : public ::testing::Test {
   std::filesystem::path out() const { return tmp / "out"; }
   std::filesystem::path repo() const { return out() / "repo"; }
   std::filesystem::path ledger() const { return out() / "ledger"; }
-  std::filesystem::path verifier() const { return out() / "kernel.key.pub"; }
+  std::filesystem::path verifier() const { return out() / "ledger" / "signer.pub"; }
 
   // The run's last status record.
   static json last_status(const std::vector<json>& records) { return payloads(records, "run_status").back(); }
@@ -78,7 +78,7 @@ class BuildE2ETest : public ::testing::Test {
     EXPECT_GT(stdout_json(keyless)["unsigned_records"].get<uint64_t>(), 0u);
     auto refused = warden({"ledger", "verify", ledger().string(), "--key", verifier().string()});
     EXPECT_TRUE(refused.exited_with(1)) << describe(refused);
-    auto signed_ = warden({"ledger", "checkpoint", ledger().string(), "--signer-key", (out() / "kernel.key").string()});
+    auto signed_ = warden({"ledger", "checkpoint", ledger().string()});  // with the ledger's own signer.key
     ASSERT_TRUE(signed_.exited_with(0)) << describe(signed_);
   }
 

@@ -65,7 +65,7 @@ inline bool has_code(const std::vector<std::string>& codes, std::string_view cod
   return std::find(codes.begin(), codes.end(), code) != codes.end();
 }
 
-// `warden ledger verify` with the kernel's verifier key (a <key>.pub file).
+// `warden ledger verify` with the kernel's verifier key (a file: the ledger's LEDGER/signer.pub).
 inline void expect_ledger_verifies(const std::filesystem::path& ledger, const std::filesystem::path& verifier_key) {
   auto verified = warden({"ledger", "verify", ledger.string(), "--key", verifier_key.string()});
   EXPECT_TRUE(verified.exited_with(0)) << describe(verified);

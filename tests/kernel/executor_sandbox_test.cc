@@ -97,7 +97,7 @@ TEST_F(ExecutorSandboxTest, AnAttackingExecutorReachesNothingAndLeavesNothingBeh
     EXPECT_FALSE(std::filesystem::exists(out() / left)) << left;
   }
   // The ledger and the branch are exactly what the decisions say.
-  expect_ledger_verifies(out() / "ledger", out() / "kernel.key.pub");
+  expect_ledger_verifies(out() / "ledger", out() / "ledger" / "signer.pub");
   records = ledger_records(out() / "ledger");
   expect_branch_holds_only_accepted(out() / "repo", "main", "warden/reasons", records);
   auto commits = commits_since(out() / "repo", "main", "warden/reasons");

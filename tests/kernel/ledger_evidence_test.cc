@@ -51,7 +51,7 @@ class LedgerEvidence : public ::testing::Test {
   }
 
   std::filesystem::path ledger() const { return repo.repo() / ".git" / "warden-ledger"; }
-  std::filesystem::path verifier() const { return repo.repo() / ".git" / "warden-ledger.key.pub"; }
+  std::filesystem::path verifier() const { return repo.repo() / ".git" / "warden-ledger" / "signer.pub"; }
 
   GitRepoFixture repo;
   std::string base;

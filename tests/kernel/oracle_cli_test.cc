@@ -99,7 +99,7 @@ class OracleCliTest : public ::testing::Test {
 
   // Every decision the ledger holds, as the kernel signed it.
   void expect_ledger_verifies_here() {
-    expect_ledger_verifies(repo.repo() / ".git" / "warden-ledger", repo.repo() / ".git" / "warden-ledger.key.pub");
+    expect_ledger_verifies(repo.repo() / ".git" / "warden-ledger", repo.repo() / ".git" / "warden-ledger" / "signer.pub");
   }
 
   GitRepoFixture repo;

@@ -92,13 +92,13 @@ TEST(PlanCli, VerifyListsEveryReason) {
 TEST(PlanCli, CommitRecordsProposalThenCommitOrRefusal) {
   TempDir dir;
   std::string plan = generated_plan(dir);
-  std::string ledger = (dir / "ledger").string();
-  auto none = warden({"plan", "commit", plan, "--ledger", ledger});
-  EXPECT_FALSE(none.exited_with(0)) << describe(none);  // the ledger must exist
-  ASSERT_TRUE(warden({"ledger", "init", ledger}).exited_with(0));
+  // A missing ledger (under a missing parent) is created, with its keys, as every --ledger does.
+  std::string ledger = (dir / "new" / "ledger").string();
 
   auto ok = warden({"plan", "commit", plan, "--ledger", ledger, "--run-id", "run-1", "--json"});
   ASSERT_TRUE(ok.exited_with(0)) << describe(ok);
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(ledger) / "signer.key"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::path(ledger) / "signer.pub"));
   auto committed = stdout_json(ok);
   EXPECT_EQ(committed["kind"], "plan_commit");
   EXPECT_EQ(committed["proposal_seq"], 0);

@@ -84,7 +84,7 @@ class ProposeReasonsTest : public ::testing::Test {
   }
 
   std::filesystem::path ledger() const { return repo.repo() / ".git" / "warden-ledger"; }
-  std::filesystem::path verifier() const { return repo.repo() / ".git" / "warden-ledger.key.pub"; }
+  std::filesystem::path verifier() const { return repo.repo() / ".git" / "warden-ledger" / "signer.pub"; }
 
   GitRepoFixture repo;
   std::string base;

@@ -50,7 +50,7 @@ TEST(RunControlTest, StatusFollowsALiveRunAndCancelStopsIt) {
   EXPECT_EQ(j["status"], "cancelled");
   EXPECT_EQ(j["error_type"], "CANCELLED");
   EXPECT_EQ(j["live"], false);
-  expect_ledger_verifies(ledger, tmp / "out" / "kernel.key.pub");
+  expect_ledger_verifies(ledger, tmp / "out" / "ledger" / "signer.pub");
   expect_branch_holds_only_accepted(tmp / "out" / "repo", "main", "warden/hang", ledger_records(ledger));
 
   auto again = warden({"run", "cancel", "ctl-run", "--ledger", ledger.string()});

@@ -82,14 +82,6 @@ Result<std::vector<NoteVerifier>> load_verifiers(const std::vector<std::string>&
   return out;
 }
 
-Result<NoteSigner> load_signer(const std::string& path) {
-  auto text = read_file(path, 64 * 1024);
-  if (!text) return std::unexpected(text.error());
-  auto s = NoteSigner::parse(trim(*text));
-  if (!s) return std::unexpected(s.error().with_context(path));
-  return s;
-}
-
 Result<Digest> parse_hex_digest(std::string_view text, std::string_view what) {
   auto d = Digest::from_hex(text);
   if (!d) return std::unexpected(d.error().with_context(what));

@@ -42,7 +42,6 @@ void print_event(const Json& event);
 // A verifier key given as the key string itself or as a file holding it.
 Result<NoteVerifier> load_verifier(const std::string& arg);
 Result<std::vector<NoteVerifier>> load_verifiers(const std::vector<std::string>& args);
-Result<NoteSigner> load_signer(const std::string& path);
 // 64 lowercase hex characters (the CLI's spelling of Merkle hashes).
 Result<Digest> parse_hex_digest(std::string_view text, std::string_view what);
 Result<std::vector<Digest>> parse_proof(std::string_view text);

@@ -13,6 +13,7 @@
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/signer_keys.h"
 
 namespace warden::cli {
 
@@ -109,13 +110,13 @@ int run(const BuildArgs& a) {
   std::filesystem::create_directories(out, ec);
   if (ec) return report_error(Error{Errc::io_error, "creating " + out.string() + ": " + ec.message()}, a.json);
 
-  auto signer = load_or_create_kernel_key(a.key.empty() ? out / "kernel.key" : std::filesystem::path(a.key),
-                                          "warden.local/" + blueprint->name, a.key.empty());
-  if (!signer) return report_error(signer.error(), a.json);
   auto sources = make_sources(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
+  // The executor's sandbox passes its preflight before the ledger's directory or key is made.
   auto proposer = make_proposer(a.executor, std::filesystem::path(a.blueprint).parent_path(), a.executor_sandbox);
   if (!proposer) return report_error(proposer.error(), a.json);
+  auto signer = signer_for_ledger(ledger, a.key, "warden.local/" + blueprint->name, "--key");
+  if (!signer) return report_error(signer.error(), a.json);
 
   kernel::BuildOptions options;
   options.repo_dir = repo;
@@ -172,11 +173,12 @@ void add_build_commands(CLI::App& app, Action& action) {
       "Build a blueprint: generate and commit its plan, then for every step have the executor propose a diff, run the "
       "checks in the sandbox, decide, and commit what is accepted to git and the ledger");
   cmd->add_option("blueprint", a->blueprint, "BlueprintSpec JSON (e.g. examples/calculator/blueprint.json)")->required();
-  cmd->add_option("--out", a->out, "Where the repository, ledger and key go by default (default warden-out/<name>)");
+  cmd->add_option("--out", a->out, "Where the repository and ledger go by default (default warden-out/<name>)");
   cmd->add_option("--repo", a->repo, "Git repository to build in (default <out>/repo; created from the blueprint's seed)");
-  cmd->add_option("--ledger", a->ledger, "Ledger directory (default <out>/ledger; created when missing)");
+  cmd->add_option("--ledger", a->ledger, "Ledger directory (default <out>/ledger; created when missing, with its parents)");
   cmd->add_option("--key", a->key,
-                  "The kernel's note signer key file (default <out>/kernel.key, generated on first use)");
+                  "Signer key file (default: the ledger's LEDGER/signer.key, generated with a new ledger; a new ledger "
+                  "keeps a copy of a given key there, and LEDGER/signer.pub either way)");
   cmd->add_option("--executor", a->executor,
                   "Who proposes: 'plan' (the plan's own content, no AI) or 'command:CMD' (CMD reads the step as JSON "
                   "on stdin, writes a Diff JSON or a git patch)");

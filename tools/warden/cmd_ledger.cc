@@ -8,16 +8,17 @@
 #include "common/file.h"
 #include "ledger/export.h"
 #include "ledger/ledger.h"
+#include "ledger/ledger_keys.h"
 #include "ledger/verify.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/record_listing.h"
+#include "tools/warden/signer_keys.h"
 #include "tools/warden/verify_flags.h"
 
 namespace warden::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kSignerKeyFile = "signer.key";
 
 Json hashes_json(const std::vector<Digest>& proof) {
   Json out = Json::array();
@@ -34,31 +35,45 @@ struct Options {
   VerifyFlags verify;
   uint64_t seq = 0, size = 0, size1 = 0, size2 = 0, max_payload = uint64_t{1} << 20;
   bool json = false;
+  // ledger show: SEQ or a range, and the filters that make it a listing
+  std::string records, run;
+  std::vector<std::string> kinds;
+  bool pretty = false;
 };
 
 int run_init(const Options& o) {
-  std::optional<NoteSigner> signer;
-  if (!o.signer_key.empty()) {
-    auto loaded = load_signer(o.signer_key);
-    if (!loaded) return report_error(loaded.error(), o.json);
-    signer.emplace(std::move(*loaded));
+  std::error_code ec;
+  if (fs::exists(fs::path(o.dir) / "data.mdb", ec)) {
+    return report_error(Error{Errc::already_exists, "a ledger already exists in " + o.dir}, o.json);
   }
-  std::string origin = o.origin;
-  if (origin.empty()) origin = signer ? signer->name() : "warden.local/" + fs::absolute(o.dir).filename().string();
-  if (!signer) {
-    auto generated = NoteSigner::generate(origin);
-    if (!generated) return report_error(generated.error(), o.json);
-    signer.emplace(std::move(*generated));
+  std::string origin = o.origin.empty() ? "warden.local/" + fs::absolute(o.dir).filename().string() : o.origin;
+  // The key: --signer-key's, else one left in DIR/signer.key, else a new one named after the origin.
+  auto signer = signer_for_ledger(o.dir, o.signer_key, origin, "--signer-key");
+  if (!signer) return report_error(signer.error(), o.json);
+  if (o.origin.empty()) {
+    origin = signer->name();
+  } else if (signer->name() != o.origin) {
+    // C2SP tlog-checkpoint: the origin line is the name of the key that signs the checkpoint.
+    return report_error(Error{Errc::invalid_argument,
+                              "--origin " + o.origin + " is not the signer key's name (" + signer->name() +
+                                  "): a checkpoint's origin must be the name of the key that signs it (C2SP "
+                                  "tlog-checkpoint). Give --origin " + signer->name() + ", or a key of that name: "
+                                  "warden key generate " + o.origin + " --signer-out FILE"},
+                        o.json);
   }
-  LedgerCreateOptions create{origin, signer->verifier().encoded(), o.max_payload};
+  LedgerCreateOptions create{origin, signer->verifier().encoded(), o.max_payload, &*signer};
   if (auto st = Ledger::create(o.dir, create); !st) return report_error(st.error(), o.json);
-  fs::path key_path = fs::path(o.dir) / kSignerKeyFile;
-  if (auto st = write_file_atomic(key_path, signer->encoded() + "\n", 0600); !st) return report_error(st.error(), o.json);
+  const fs::path key_path = ledger_signer_key_path(o.dir), pub_path = ledger_verifier_key_path(o.dir);
   if (o.json) {
-    print_json({{"dir", o.dir}, {"origin", origin}, {"verifier_key", create.verifier_key}, {"signer_key_file", key_path.string()}});
+    print_json({{"dir", o.dir},
+                {"origin", origin},
+                {"verifier_key", create.verifier_key},
+                {"signer_key_file", key_path.string()},
+                {"verifier_key_file", pub_path.string()}});
   } else {
     std::cout << "initialized ledger " << o.dir << "\norigin " << origin << "\nverifier_key " << create.verifier_key
-              << "\nsigner key stored in " << key_path.string() << " (mode 0600)\n";
+              << "\nsigner key stored in " << key_path.string() << " (mode 0600)\nverifier key stored in "
+              << pub_path.string() << "\n";
   }
   return kOk;
 }
@@ -82,22 +97,44 @@ int run_append(const Options& o) {
   return kOk;
 }
 
-int run_show(const Options& o, bool has_seq) {
+int run_show(const Options& o) {
+  RecordQuery query;
+  query.kinds = o.kinds;
+  query.run = o.run;
+  std::optional<uint64_t> one;  // a single SEQ: the record in full
+  if (!o.records.empty()) {
+    if (o.records.find("..") != std::string::npos) {
+      if (auto st = parse_seq_range(o.records, query); !st) return report_error(st.error(), o.json);
+    } else {
+      auto seq = parse_seq(o.records);
+      if (!seq) return report_error(seq.error(), o.json);
+      one = *seq;
+    }
+  }
+  const bool listing = !one && (!o.records.empty() || !o.kinds.empty() || !o.run.empty());
   SystemClock clock;
   auto ledger = open_ledger(o.dir, Ledger::Mode::read_only, clock);
   if (!ledger) return report_error(ledger.error(), o.json);
   auto snap = ledger->snapshot();
   if (!snap) return report_error(snap.error(), o.json);
-  if (has_seq) {
-    auto record = snap->record(o.seq);
+  if (listing) {
+    RecordFormat format = o.json ? RecordFormat::json_lines : o.pretty ? RecordFormat::pretty : RecordFormat::line;
+    auto printed = print_records(*snap, query, format, std::cout);
+    if (!printed) return report_error(printed.error(), o.json);
+    return kOk;
+  }
+  if (one) {
+    auto record = snap->record(*one);
     if (!record) return report_error(record.error(), o.json);
-    auto hash = snap->record_hash(o.seq);
+    auto hash = snap->record_hash(*one);
     if (!hash) return report_error(hash.error(), o.json);
     if (o.json) {
-      print_json({{"seq", o.seq}, {"hash", hash->hex()}, {"record", record->to_json()}});
+      print_json({{"seq", *one}, {"hash", hash->hex()}, {"record", record->to_json()}});
     } else {
       std::cout << "seq " << record->seq << "\nkind " << record->kind << "\nts " << record->ts << "\nhash "
-                << hash->hex() << "\nprev " << record->prev.hex() << "\npayload " << record->payload << "\n";
+                << hash->hex() << "\nprev " << record->prev.hex() << "\npayload";
+      if (o.pretty) std::cout << "\n" << indented_payload(record->payload, "  ");
+      else std::cout << " " << record->payload << "\n";
     }
     return kOk;
   }
@@ -171,14 +208,11 @@ int run_consistency(const Options& o) {
 }
 
 int run_checkpoint(const Options& o) {
-  std::string key_path = o.signer_key.empty() ? (fs::path(o.dir) / kSignerKeyFile).string() : o.signer_key;
   SystemClock clock;
   auto ledger = open_ledger(o.dir, Ledger::Mode::read_write, clock);
   if (!ledger) return report_error(ledger.error(), o.json);
-  auto signer = load_signer(key_path);
-  if (!signer) {
-    return report_error(signer.error().with_context("loading the signer key (pass --signer-key FILE)"), o.json);
-  }
+  auto signer = signer_of_ledger(o.dir, o.signer_key, "--signer-key");
+  if (!signer) return report_error(signer.error(), o.json);
   auto cp = ledger->checkpoint(*signer);
   if (!cp) return report_error(cp.error(), o.json);
   if (o.json) print_json({{"size", cp->size}, {"note", cp->note}});
@@ -297,11 +331,15 @@ void add_ledger_commands(CLI::App& app, Action& action) {
   };
 
   auto* init = ledger->add_subcommand(
-      "init", "Create an empty ledger in DIR. Without --signer-key a new key named after the origin is generated. "
-              "The signer key is kept in DIR/signer.key (mode 0600) for `ledger checkpoint`.");
+      "init", "Create an empty ledger in DIR (and its missing parents). Without --signer-key a new key named after "
+              "the origin is generated. The ledger's keys live in DIR, where every command finds them: DIR/signer.key "
+              "(mode 0600) signs its checkpoints, DIR/signer.pub is the verifier key to publish. (build, propose, "
+              "pipeline run and plan commit create a missing ledger the same way.)");
   dir_arg(init);
-  init->add_option("--signer-key", o->signer_key, "File holding the signer key for checkpoints");
-  init->add_option("--origin", o->origin, "Checkpoint origin line (default: the key name, or warden.local/<dir name>)");
+  init->add_option("--signer-key", o->signer_key, "File holding the signer key for checkpoints (a copy is kept in DIR/signer.key)");
+  init->add_option("--origin", o->origin,
+                   "Checkpoint origin line: the signer key's name, as C2SP requires (default: the key's name, or "
+                   "warden.local/<dir name> for a new key)");
   init->add_option("--max-payload-bytes", o->max_payload, "Largest canonical payload a record may carry")
       ->capture_default_str();
   json_flag(init);
@@ -314,11 +352,18 @@ void add_ledger_commands(CLI::App& app, Action& action) {
   json_flag(append);
   bind(append, run_append);
 
-  auto* show = ledger->add_subcommand("show", "Summarize the ledger, or print record SEQ");
+  auto* show = ledger->add_subcommand(
+      "show", "Summarize the ledger; print record SEQ in full; or list records: a range A..B (both included; A.. "
+              "and ..B run to an end), --kind, --run, or any of them together. A listing prints one line per "
+              "record (SEQ KIND PAYLOAD), --pretty indents payloads, --json prints JSON Lines: one object per record "
+              "with seq, kind, ts, hash, prev and payload.");
   dir_arg(show);
-  auto* seq_opt = show->add_option("SEQ", o->seq, "Record sequence number");
+  show->add_option("SEQ", o->records, "A record number, or a range A..B, A.., ..B");
+  show->add_option("--kind", o->kinds, "List only records of this kind (repeatable)")->allow_extra_args(false);
+  show->add_option("--run", o->run, "List only the records of this run (build, propose or pipeline run id)");
+  show->add_flag("--pretty", o->pretty, "Print payloads indented, one field per line");
   json_flag(show);
-  show->callback([&action, o, seq_opt] { action = [o, has = seq_opt->count() > 0] { return run_show(*o, has); }; });
+  bind(show, run_show);
 
   auto* verify = ledger->add_subcommand(
       "verify", "Verify a ledger directory or an export: chain, Merkle nodes, checkpoint roots and signatures, "
@@ -346,7 +391,7 @@ void add_ledger_commands(CLI::App& app, Action& action) {
 
   auto* checkpoint = ledger->add_subcommand("checkpoint", "Sign and store a checkpoint of the current tree; print the note");
   dir_arg(checkpoint);
-  checkpoint->add_option("--signer-key", o->signer_key, "Signer key file (default: DIR/signer.key)");
+  checkpoint->add_option("--signer-key", o->signer_key, "Signer key file (default: the ledger's DIR/signer.key)");
   json_flag(checkpoint);
   bind(checkpoint, run_checkpoint);
 

@@ -4,6 +4,7 @@
 
 #include "common/file.h"
 #include "ledger/checkpoint.h"
+#include "ledger/ledger_keys.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {
@@ -59,12 +60,28 @@ void add_note_commands(CLI::App& app, Action& action) {
       "sign",
       "Sign FILE's text and print the signed note. If FILE is already a signed note, its other signatures are "
       "kept and this key's signature is replaced.");
-  sign_cmd->add_option("--key", sign->key, "File holding the signer key (PRIVATE+KEY+...)")->required();
+  sign_cmd->add_option("--key", sign->key,
+                       "File holding the signer key (PRIVATE+KEY+..., mode 0600). Only a file: a key given on the "
+                       "command line would be readable by every user of the machine (/proc/PID/cmdline) and kept in "
+                       "shell history, so it is refused. (Verifier keys are public: --key of `note verify` takes "
+                       "the key itself or a file.)")
+      ->required();
   sign_cmd->add_option("FILE", sign->file, "Note text ending in a newline ('-' for standard input)")->required();
   sign_cmd->callback([sign, &action] {
     action = [sign]() -> int {
-      auto signer = load_signer(sign->key);
-      if (!signer) return report_error(signer.error(), false);
+      if (sign->key.starts_with("PRIVATE+KEY+")) {
+        // Named without echoing it: the error would copy the secret into logs too.
+        report_error(Error{Errc::invalid_argument,
+                           "--key takes a file holding the signer key, not the key itself: a command line is visible "
+                           "to every user (/proc/PID/cmdline) and kept in shell history. Write the key to a file "
+                           "(mode 0600) and pass its path"},
+                     false);
+        return kUsage;
+      }
+      auto loaded = read_given_signer_key(sign->key);
+      if (!loaded) return report_error(loaded.error(), false);
+      for (const auto& w : loaded->warnings) std::cerr << "warden: warning: " << w << "\n";
+      const NoteSigner* signer = &loaded->signer;
       auto text = read_file(sign->file, kMaxNoteBytes);
       if (!text) return report_error(text.error(), false);
       std::string body = *text;

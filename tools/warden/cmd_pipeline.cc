@@ -11,12 +11,14 @@
 #include "executor/agent_registry.h"
 #include "executor/replay.h"
 #include "executor/state_machine.h"
+#include "kernel/build_setup.h"
 #include "kernel/event_stream.h"
 #include "kernel/ledger_writer.h"
 #include "kernel/run_reader.h"
 #include "ledger/ledger.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/signer_keys.h"
 
 namespace warden::cli {
 namespace {
@@ -241,20 +243,38 @@ int run_validate(const Options& o) {
   return kOk;
 }
 
-// A run that ended or paused is covered by a signed checkpoint, so a verifier with the
-// ledger's key sees no unsigned tail: signed with --signer-key, else the ledger's own
-// signer.key (warden ledger init's) when there is one. Without a key the records stay an
-// unsigned tail, which `warden ledger checkpoint` signs later.
-Status sign_checkpoint(Ledger& ledger, const Options& o) {
-  std::string path = o.signer_key;
-  std::error_code ec;
-  if (path.empty()) {
-    if (!fs::exists(fs::path(o.ledger) / "signer.key", ec)) return {};
-    path = (fs::path(o.ledger) / "signer.key").string();
+// The ledger a run is recorded in and the key that signs it. A missing ledger is created
+// with its keys (ledger/ledger_keys.h: a new key unless --signer-key names one). An existing
+// ledger is signed with --signer-key, else its own DIR/signer.key; a ledger with neither still
+// records the run, and its records stay an unsigned tail that `warden ledger checkpoint
+// --signer-key FILE` signs later.
+struct RunLedger {
+  Ledger ledger;
+  std::optional<NoteSigner> signer;
+};
+
+Result<RunLedger> open_run_ledger(const Options& o, Clock& clock) {
+  const fs::path dir = o.ledger;
+  auto signer = signer_for_ledger(dir, o.signer_key, "warden.local/" + fs::absolute(dir).filename().string(),
+                                  "--signer-key");
+  if (signer) {
+    auto ledger = kernel::open_kernel_ledger(dir, *signer, clock);
+    if (!ledger) return std::unexpected(ledger.error());
+    return RunLedger{std::move(*ledger), std::move(*signer)};
   }
-  auto signer = load_signer(path);
-  if (!signer) return std::unexpected(signer.error().with_context("--signer-key"));
-  auto cp = ledger.checkpoint(*signer);
+  if (signer.error().code != Errc::not_found || !o.signer_key.empty()) return std::unexpected(signer.error());
+  auto ledger = Ledger::open(dir, Ledger::Mode::read_write, clock);
+  if (!ledger) return std::unexpected(ledger.error());
+  std::cerr << "warden: note: the run's records stay unsigned: " << signer.error().message
+            << "; or sign them later: warden ledger checkpoint " << dir.string() << " --signer-key FILE\n";
+  return RunLedger{std::move(*ledger), std::nullopt};
+}
+
+// A run that ended or paused is covered by a signed checkpoint, so a verifier with the
+// ledger's key sees no unsigned tail.
+Status sign_checkpoint(RunLedger& run_ledger) {
+  if (!run_ledger.signer) return {};
+  auto cp = run_ledger.ledger.checkpoint(*run_ledger.signer);
   if (!cp) return std::unexpected(cp.error());
   return {};
 }
@@ -265,14 +285,14 @@ int run_run(const Options& o) {
   auto agents = bind_agents(loaded->config, loaded->base_dir, o, true);
   if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
   TimeSource time(o.deterministic);
-  std::optional<Ledger> ledger;
+  std::optional<RunLedger> ledger;
   std::optional<kernel::LedgerWriter> journal;
   if (!o.ledger.empty()) {
-    auto opened = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
+    auto opened = open_run_ledger(o, *time.clock);
     if (!opened) return report_error(opened.error(), o.json);
     ledger.emplace(std::move(*opened));
-    if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
-    journal.emplace(*ledger, kCliJournal);
+    if (auto st = time.continue_after(ledger->ledger); !st) return report_error(st.error(), o.json);
+    journal.emplace(ledger->ledger, kCliJournal);
   }
   PipelineExecutor exec(loaded->config, std::move(agents->agents), *time.clock, *time.ids);
   if (journal) exec.set_journal(&*journal);
@@ -287,7 +307,7 @@ int run_run(const Options& o) {
   if (!o.json) std::cout << "run " << run->run_id << " (pipeline " << loaded->config.name << ")\n";
   if (auto st = exec.run(*run); !st) return report_error(st.error(), o.json);
   if (ledger) {
-    if (Status st = sign_checkpoint(*ledger, o); !st) return report_error(st.error(), o.json);
+    if (Status st = sign_checkpoint(*ledger); !st) return report_error(st.error(), o.json);
   }
   return report_run(*run, o, ledger.has_value());
 }
@@ -355,10 +375,10 @@ int run_resume(const Options& o, bool has_response) {
 
   // The run continues in the ledger it was recorded in, with the kind of clock it began with.
   TimeSource time(launch("clock") == "logical");
-  auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_write, *time.clock);
+  auto ledger = open_run_ledger(o, *time.clock);
   if (!ledger) return report_error(ledger.error(), o.json);
-  if (auto st = time.continue_after(*ledger); !st) return report_error(st.error(), o.json);
-  kernel::LedgerWriter journal(*ledger, kCliJournal);
+  if (auto st = time.continue_after(ledger->ledger); !st) return report_error(st.error(), o.json);
+  kernel::LedgerWriter journal(ledger->ledger, kCliJournal);
   PipelineExecutor exec(recorded->config, std::move(agents->agents), *time.clock, *time.ids);
   exec.set_journal(&journal);
   exec.subscribe([json = o.json](const ExecutionEvent& ev) { show_event(ev, json); });
@@ -367,7 +387,7 @@ int run_resume(const Options& o, bool has_response) {
   }
   if (!o.json) std::cout << "run " << run.run_id << " resumed at step " << run.step << "\n";
   if (auto st = exec.run(run); !st) return report_error(st.error(), o.json);
-  if (Status st = sign_checkpoint(*ledger, o); !st) return report_error(st.error(), o.json);
+  if (Status st = sign_checkpoint(*ledger); !st) return report_error(st.error(), o.json);
   return report_run(run, o, true);
 }
 
@@ -439,9 +459,11 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
              "Exit 0 when it completes or waits for a response, 1 when it ends otherwise (a bound, a failure).");
   run->add_option("CONFIG", o->config, "Pipeline config (JSON)")->required();
   run->add_option("--input", o->input, "The run's raw input")->required();
-  run->add_option("--ledger", o->ledger, "Ledger directory to record the run in (warden ledger init DIR)");
+  run->add_option("--ledger", o->ledger,
+                  "Ledger directory to record the run in (created when missing, with its parents and its keys)");
   run->add_option("--signer-key", o->signer_key,
-                  "Signs a checkpoint when the run ends or pauses (default: the ledger's signer.key, if it has one)");
+                  "Signs a checkpoint when the run ends or pauses (default: the ledger's LEDGER/signer.key, if it has "
+                  "one; a new ledger keeps a copy of a given key there)");
   run->add_flag("--deterministic", o->deterministic,
                 "Logical clock and sequential ids (golden runs: the same inputs give the same ledger records)");
   json_flag(run, "Print events as JSON lines, then a result line");
@@ -453,7 +475,8 @@ void add_pipeline_commands(CLI::App& app, Action& action) {
   resume->add_option("RUN_ID", o->run_id, "Run id")->required();
   resume->add_option("--ledger", o->ledger, "Ledger directory holding the run")->required();
   resume->add_option("--signer-key", o->signer_key,
-                     "Signs a checkpoint when the run ends or pauses (default: the ledger's signer.key, if it has one)");
+                     "Signs a checkpoint when the run ends or pauses (default: the ledger's LEDGER/signer.key, if it "
+                     "has one)");
   auto* response = resume->add_option("--response", o->response, "Answer to the pending interrupt");
   json_flag(resume, "Print events as JSON lines, then a result line");
   executor_flags(resume);

@@ -5,9 +5,11 @@
 #include "common/clock.h"
 #include "common/file.h"
 #include "kernel/plan_generate.h"
+#include "kernel/build_setup.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_verify.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/signer_keys.h"
 
 namespace warden::cli {
 namespace {
@@ -101,13 +103,24 @@ int run_verify(const Options& o) {
   return kOk;
 }
 
+// The ledger at `dir`; a missing one is created as `warden ledger init` creates it, its keys
+// in it (ledger/ledger_keys.h). Committing a plan signs nothing, so an existing ledger needs
+// no key here.
+Result<Ledger> open_or_create_ledger(const std::filesystem::path& dir, Clock& clock) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "data.mdb", ec)) return Ledger::open(dir, Ledger::Mode::read_write, clock);
+  auto signer = signer_for_ledger(dir, "", "warden.local/" + std::filesystem::absolute(dir).filename().string(), "--key");
+  if (!signer) return std::unexpected(signer.error());
+  return kernel::open_kernel_ledger(dir, *signer, clock);
+}
+
 int run_commit(const Options& o) {
   auto plan = load_plan(o.input);
   if (!plan) return report_error(plan.error(), o.json);
   auto policy = plan_policy(o, *plan);
   if (!policy) return report_error(policy.error(), o.json);
   SystemClock clock;
-  auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_write, clock);
+  auto ledger = open_or_create_ledger(o.ledger, clock);
   if (!ledger) return report_error(ledger.error(), o.json);
   std::optional<std::string> run_id;
   if (!o.run_id.empty()) run_id = o.run_id;
@@ -162,9 +175,12 @@ void add_plan_commands(CLI::App& app, Action& action) {
 
   auto* commit = plan->add_subcommand(
       "commit", "Record PLAN.json in the ledger as a plan_proposal, verify it, and record plan_commit (exit 0) or a "
-                "PLANNING_ERROR refusal (exit 1). The ledger must exist (warden ledger init).");
+                "PLANNING_ERROR refusal (exit 1).");
   commit->add_option("PLAN", o->input, "BuildPlan JSON file")->required();
-  commit->add_option("--ledger", o->ledger, "Ledger directory")->required();
+  commit->add_option("--ledger", o->ledger,
+                     "Ledger directory (created when missing, with its parents and its keys, as `warden ledger init` "
+                     "creates one)")
+      ->required();
   commit->add_option("--policy", o->policy, policy_help);
   commit->add_option("--run-id", o->run_id, "Run id to record with the plan (default: none)");
   bind(commit, run_commit);

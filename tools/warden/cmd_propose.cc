@@ -8,6 +8,7 @@
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/signer_keys.h"
 
 namespace warden::cli {
 
@@ -62,8 +63,7 @@ int run(ProposeArgs a) {
   auto ledger = kernel::propose_ledger_dir(request);
   if (!ledger) return report_error(ledger.error(), a.json);
 
-  std::filesystem::path key = a.key.empty() ? std::filesystem::path(ledger->string() + ".key") : std::filesystem::path(a.key);
-  auto signer = load_or_create_kernel_key(key, "warden.local/propose", a.key.empty());
+  auto signer = signer_for_ledger(*ledger, a.key, "warden.local/propose", "--key");
   if (!signer) return report_error(signer.error(), a.json);
   auto sources = make_sources(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
@@ -136,8 +136,11 @@ void add_propose_commands(CLI::App& app, Action& action) {
                   "existing one may not change (the tests, their runner's hooks and the test sections of build files "
                   "are protected already)")
       ->allow_extra_args(false);
-  cmd->add_option("--ledger", a->ledger, "Ledger directory (default <repo>/.git/warden-ledger; created when missing)");
-  cmd->add_option("--key", a->key, "The kernel's note signer key file (default <ledger>.key, generated on first use)");
+  cmd->add_option("--ledger", a->ledger,
+                  "Ledger directory (default <repo>/.git/warden-ledger; created when missing, with its parents)");
+  cmd->add_option("--key", a->key,
+                  "Signer key file (default: the ledger's LEDGER/signer.key, generated with a new ledger; a new ledger "
+                  "keeps a copy of a given key there, and LEDGER/signer.pub either way)");
   cmd->add_option("--branch", a->branch, "Branch the accepted commit goes on (new, or at --base)")->capture_default_str();
   cmd->add_option("--step-id", a->step_id, "The step's id (default: a Diff's own step_id, else \"propose\")");
   cmd->add_option("--clock", a->clock, "system, or logical (fixed timestamps and sequential ids)")

@@ -9,6 +9,7 @@
 #include "kernel/receipt.h"
 #include "runner/git_repo.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/signer_keys.h"
 
 namespace warden::cli {
 namespace {
@@ -55,11 +56,11 @@ int run_make(const MakeOptions& o) {
                                                           "\" is not a 40-hex commit id (pass --repo to resolve a revision)"},
                         false);
   }
-  auto signer = load_signer(o.key.empty() ? (std::filesystem::path(o.ledger) / "signer.key").string() : o.key);
-  if (!signer) return report_error(signer.error().with_context("loading the signer key (pass --key FILE)"), false);
   SystemClock clock;
   auto ledger = Ledger::open(o.ledger, Ledger::Mode::read_write, clock);
   if (!ledger) return report_error(ledger.error(), false);
+  auto signer = signer_of_ledger(o.ledger, o.key, "--key");
+  if (!signer) return report_error(signer.error(), false);
   auto snap = ledger->snapshot();
   if (!snap) return report_error(snap.error(), false);
   auto located = kernel::find_commit_record(*snap, commit);
@@ -137,7 +138,7 @@ void add_receipt_commands(CLI::App& app, Action& action) {
   receipt->add_option("--repo", make->repo,
                       "Repository to resolve COMMIT in; its tree must match the ledger's commit record");
   receipt->add_option("--ledger", make->ledger, "Ledger directory holding the commit record");
-  receipt->add_option("--key", make->key, "Signer key file: the ledger's checkpoint key (default: LEDGER/signer.key)");
+  receipt->add_option("--key", make->key, "Signer key file: the ledger's checkpoint key (default: the ledger's LEDGER/signer.key)");
   receipt->add_option("-o,--output", make->out, "Write the receipt to FILE instead of standard output");
 
   auto verify = std::make_shared<VerifyOptions>();
@@ -147,7 +148,10 @@ void add_receipt_commands(CLI::App& app, Action& action) {
       "ledger record, the record's hash, its inclusion proof and the checkpoint's signature. Exit 0 when all of it "
       "holds, 1 naming the first part that does not.");
   verify_cmd->add_option("RECEIPT", verify->file, "Receipt file ('-' for standard input)")->required();
-  verify_cmd->add_option("--key", verify->key, "The kernel's verifier key, or a file holding it")->required();
+  verify_cmd->add_option("--key", verify->key,
+                         "The kernel's verifier key, or a file holding it (the ledger's LEDGER/signer.pub, copied where "
+                         "you trust it)")
+      ->required();
   verify_cmd->add_flag("--json", verify->json, "Print the result as JSON");
   verify_cmd->callback([&action, verify] { action = [verify] { return run_verify(*verify); }; });
 

@@ -25,11 +25,10 @@ int run(const ReplayArgs& a) {
   if (!a.repo.empty()) options.repo = a.repo;
   options.rerun = a.rerun;
   options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
-  if (a.rerun && a.repo.empty()) {
-    return report_error(Error{Errc::invalid_argument, "--rerun needs --repo: the runner checks out the recorded trees"}, a.json);
-  }
   auto report = kernel::replay(a.path, options);
   if (!report) return report_error(report.error(), a.json);
+  // Warnings are about the audit, not its result: stderr, as `warden ledger verify` prints them.
+  for (const auto& w : report->warnings) std::cerr << "warden: warning: " << w << "\n";
   if (a.json) {
     Json j = {{"ok", report->ok()},
               {"records", report->records},
@@ -59,10 +58,11 @@ int run(const ReplayArgs& a) {
       std::cout << "unsigned tail: " << report->unsigned_records << " records (seq " << report->signed_size << ".."
                 << report->signed_size + report->unsigned_records - 1 << ") after the last signed checkpoint\n";
     }
-    for (const auto& w : report->warnings) std::cout << "warning: " << w << "\n";
   } else {
-    std::cout << "FAILED at record " << report->problem->seq << " (" << report->problem->kind
-              << "): " << report->problem->message << "\n";
+    const kernel::ReplayProblem& p = *report->problem;
+    // An integrity problem is named "record N" already: say it once.
+    const std::string at = "record " + std::to_string(p.seq);
+    std::cout << "FAILED at " << at << (p.kind == at ? "" : " (" + p.kind + ")") << ": " << p.message << "\n";
   }
   return report->ok() ? kOk : kVerificationFailed;
 }
@@ -78,12 +78,15 @@ void add_replay_commands(CLI::App& app, Action& action) {
   cmd->add_option("ledger", a->path, "Ledger directory or export directory")->required();
   add_verify_flags(cmd, a->verify, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
                                    "default: the ledger's own, which proves less)");
-  cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees, and every branch the ledger moved to be at the last commit it accepted");
+  auto* repo = cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees, and every branch the ledger moved to be at the last commit it accepted");
+  // A usage error (exit 2): the runner checks out the recorded trees from the repository.
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
-                                     "part of the results (needs --repo)");
+                                     "part of the results (needs --repo)")
+      ->needs(repo);
   cmd->add_option("--cache", a->cache, "Runner cache for --rerun (default as warden build)");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
-  cmd->footer("Exit: 0 everything replays, 1 a difference (named by record), 3/4/5 unreadable input.");
+  cmd->footer("Exit: 0 everything replays, 1 a difference (named by record), 2 usage (--rerun without --repo), "
+              "3/4/5 unreadable input. Warnings (a key the ledger vouches for itself, an unsigned tail) go to stderr.");
   cmd->callback([a, &action] { action = [a] { return run(*a); }; });
 }
 

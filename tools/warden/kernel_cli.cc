@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "common/file.h"
 #include "executor/command_proposer.h"
 #include "executor/plan_proposer.h"
 #include "runner/sandboxed_launcher.h"
@@ -35,25 +34,6 @@ std::string default_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/warden";
   if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/warden";
   return "/tmp/warden-cache-" + std::to_string(::getuid());
-}
-
-Result<NoteSigner> load_or_create_kernel_key(const std::filesystem::path& path, const std::string& name, bool create) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) || !create) {
-    auto text = read_file(path);
-    if (!text) return std::unexpected(text.error().with_context("kernel key"));
-    while (!text->empty() && (text->back() == '\n' || text->back() == '\r')) text->pop_back();
-    auto signer = NoteSigner::parse(*text);
-    if (!signer) return std::unexpected(signer.error().with_context("kernel key " + path.string()));
-    return signer;
-  }
-  auto signer = NoteSigner::generate(name);
-  if (!signer) return std::unexpected(signer.error());
-  if (Status st = write_file_atomic(path, signer->encoded() + "\n", 0600); !st) return std::unexpected(st.error());
-  std::filesystem::path pub = path;
-  pub += ".pub";
-  if (Status st = write_file_atomic(pub, signer->verifier().encoded() + "\n", 0644); !st) return std::unexpected(st.error());
-  return signer;
 }
 
 Result<Sources> make_sources(const std::string& kind) {

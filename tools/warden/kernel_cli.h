@@ -1,5 +1,4 @@
-// What the kernel's commands (build, propose, replay, run status|cancel) share: the kernel's
-// key, the clock and id source (system, or logical for golden runs), the executor named on
+// What the kernel's commands (build, propose, replay, run status|cancel) share: the clock and id source (system, or logical for golden runs), the executor named on
 // the command line and the sandbox its program runs in, the runner's default cache, and
 // Ctrl-C turned into a stop request.
 #pragma once
@@ -17,7 +16,6 @@
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/run_recovery.h"
-#include "ledger/note.h"
 
 namespace warden::cli {
 
@@ -32,10 +30,6 @@ void print_recovered(const std::vector<kernel::RecoveredRun>& runs);
 
 // The default runner cache: shared by every run on this host, reachable by the sandbox's user.
 std::string default_cache_dir();
-
-// The signer key at `path`; with `create`, a new one (named `name`) is generated there when
-// the file does not exist, with its verifier key beside it (<path>.pub).
-Result<NoteSigner> load_or_create_kernel_key(const std::filesystem::path& path, const std::string& name, bool create);
 
 struct Sources {
   std::unique_ptr<Clock> clock;
