@@ -7,6 +7,7 @@
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/working_line.h"
 
 namespace warden::cli {
 
@@ -73,6 +74,7 @@ int run(ProposeArgs a) {
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   session.stop = cancel.token();
+  if (!a.json) session.on_working = working_lines();
   session.on_event = [&](const kernel::RunEvent& ev) {
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(*ledger, ev.run_id)) registration.emplace(std::move(*r));
