@@ -43,7 +43,7 @@ TEST(CommandProposer, AsksItsLauncherWithTheStepItsFolderAndItsFiles) {
   request.step = Json{{"id", "s1"}};
   request.context = Json{{"attempt", 1}};
   auto answer = proposer.propose(request);
-  ASSERT_TRUE(answer) << answer.error().message;
+  ASSERT_TRUE(answer) << answer.error().message();
   EXPECT_EQ(*answer, "answer");
   EXPECT_EQ(launcher->seen.argv, (std::vector<std::string>{"/bin/sh", "-c", "python3 agent.py fast"}));
   EXPECT_EQ(launcher->seen.dir, "/blueprints/x");

@@ -57,7 +57,7 @@ void print_report(const kernel::RunReport& r, bool live) {
 // One recorded event as a line for people: when, what, which step, and what it says.
 void print_event(const kernel::RunEvent& ev) {
   const Json& d = ev.data;
-  std::cout << utc(ev.timestamp_ms) << "  " << kernel::run_event_type_name(ev.type);
+  std::cout << utc(ev.timestamp_ms) << "  " << kernel::run_event_type_name(ev.type) << (ev.tool ? " (" + *ev.tool + ")" : "");
   if (ev.step_index) std::cout << "  step " << *ev.step_index + 1;
   if (d.contains("step_id") && d["step_id"].is_string()) std::cout << " " << d["step_id"].get<std::string>();
   if (d.contains("attempt")) std::cout << "  attempt " << d["attempt"].dump();
@@ -113,7 +113,12 @@ int print_status(const ControlArgs& a, kernel::RunReport& report, bool live) {
     Json j = report.to_json();
     j["live"] = live;
     if (interrupted) j["recorded_status"] = recorded;
-    print_json(j);
+    // After --follow's event lines the state is one more line: the stream stays JSON Lines.
+    if (a.follow) {
+      std::cout << j.dump() << std::endl;
+    } else {
+      print_json(j);
+    }
   } else {
     print_report(report, live);
     if (interrupted) {

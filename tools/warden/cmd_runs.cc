@@ -38,7 +38,7 @@ int run_list(const RunsArgs& a) {
   auto runs = kernel::list_runs(a.ledger);
   if (!runs) return report_error(runs.error(), a.json);
   if (a.json) {
-    for (const auto& e : *runs) print_json(e.to_json());
+    for (const auto& e : *runs) std::cout << e.to_json().dump() << "\n";  // JSON Lines: one run per line
     return kOk;
   }
   if (runs->empty()) {
