@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 const fs::path kExamples = fs::path(WARDEN_SOURCE_DIR) / "examples";
 
-TEST(Examples, AgentPyBuildsTheCalculator) {
+TEST(ExampleExecutors, AgentPyBuildsTheCalculator) {
   TempDir tmp;
   // As the README and agent.py's own docstring say: the command is relative to the
   // blueprint's folder, which is where the executor's sandbox finds agent.py.
@@ -53,7 +53,7 @@ TEST(Examples, AgentPyBuildsTheCalculator) {
 
 // Asked for a plan it cannot write, agent.py says so and exits 1: the run fails naming it,
 // never a crash (a Python traceback) read as a refusal.
-TEST(Examples, AgentPyDeclinesAReplanWithItsReason) {
+TEST(ExampleExecutors, AgentPyDeclinesAReplanWithItsReason) {
   TempDir tmp;
   const fs::path dir = tmp / "bp";
   fs::create_directories(dir);
@@ -75,7 +75,7 @@ TEST(Examples, AgentPyDeclinesAReplanWithItsReason) {
 // Every pipeline config of examples/pipelines runs its example agents to its end: the critic
 // loop to its edge limit, the fan-out to completion, the approval to its interrupt — all
 // three in one ledger, listed by `warden runs list`.
-TEST(Examples, EveryPipelineExampleRunsItsAgents) {
+TEST(ExampleExecutors, EveryPipelineExampleRunsItsAgents) {
   TempDir tmp;
   const fs::path ledger = tmp / "ledger";
   ASSERT_TRUE(warden({"ledger", "init", ledger.string()}).exited_with(0));
