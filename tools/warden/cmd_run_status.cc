@@ -81,7 +81,7 @@ int pipeline_status(const ControlArgs& a, const Error& not_build) {
   const std::string show = "warden pipeline show " + a.run_id + " --ledger " + a.ledger;
   if (a.json) {
     Json j = entry->to_json();
-    j["details"] = show;
+    j["show_command"] = show;
     print_json(j);
     return kOk;
   }
