@@ -7,7 +7,7 @@ namespace warden {
 namespace {
 
 // The one name table; its order is RefusalCode's.
-constexpr std::array<std::pair<RefusalCode, std::string_view>, 31> kNames{{
+constexpr std::array<std::pair<RefusalCode, std::string_view>, 33> kNames{{
     {RefusalCode::after_hash_mismatch, "after_hash_mismatch"},
     {RefusalCode::hash_mismatch, "hash_mismatch"},
     {RefusalCode::hunk_count_mismatch, "hunk_count_mismatch"},
@@ -39,13 +39,15 @@ constexpr std::array<std::pair<RefusalCode, std::string_view>, 31> kNames{{
     {RefusalCode::runner_error, "runner_error"},
     {RefusalCode::sandbox_unavailable, "sandbox_unavailable"},
     {RefusalCode::workspace_error, "workspace_error"},
+    {RefusalCode::executor_timeout, "executor_timeout"},
+    {RefusalCode::executor_failed, "executor_failed"},
 }};
 
 constexpr bool in_enum_order() {
   for (size_t i = 0; i < kNames.size(); ++i) {
     if (static_cast<size_t>(kNames[i].first) != i) return false;
   }
-  return static_cast<size_t>(RefusalCode::workspace_error) + 1 == kNames.size();
+  return static_cast<size_t>(RefusalCode::executor_failed) + 1 == kNames.size();
 }
 static_assert(in_enum_order(), "kNames must list every RefusalCode, in order");
 

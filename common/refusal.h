@@ -56,6 +56,10 @@ enum class RefusalCode {
   runner_error,
   sandbox_unavailable,
   workspace_error,
+  // The executor gave nothing to judge: it ran out of its time (or was stopped), or it did
+  // not start, crashed, exited non-zero or said nothing.
+  executor_timeout,
+  executor_failed,
 };
 
 // The recorded spelling of `code`, e.g. "hash_mismatch".

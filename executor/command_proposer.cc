@@ -24,15 +24,20 @@ std::vector<std::string> plain_shell_words(std::string_view command) {
 CommandProposer::CommandProposer(std::string command, std::filesystem::path dir, std::shared_ptr<CommandLauncher> launcher)
     : command_(std::move(command)), dir_(std::move(dir)), launcher_(std::move(launcher)) {}
 
-Result<std::string> CommandProposer::propose(const ProposalRequest& request) {
+Checked<std::string> CommandProposer::propose(const ProposalRequest& request) {
   return ask(Json{{"step", request.step}, {"context", request.context}}.dump() + "\n", request.timeout, request.stop);
 }
 
 Result<std::string> CommandProposer::replan(const Json& request, std::chrono::milliseconds timeout) {
-  return ask(Json{{"replan", request}}.dump() + "\n", timeout, {});
+  auto answer = ask(Json{{"replan", request}}.dump() + "\n", timeout, {});
+  if (!answer) {
+    const Errc code = answer.error().code == RefusalCode::executor_timeout ? Errc::limit_exceeded : Errc::invalid_argument;
+    return std::unexpected(Error{code, answer.error().detail});
+  }
+  return std::move(*answer);
 }
 
-Result<std::string> CommandProposer::ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop) {
+Checked<std::string> CommandProposer::ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop) {
   LaunchRequest spec;
   spec.argv = {"/bin/sh", "-c", command_};
   spec.dir = dir_;
@@ -42,7 +47,7 @@ Result<std::string> CommandProposer::ask(std::string input, std::chrono::millise
   spec.stop = std::move(stop);
   spec.max_output = kMaxAnswerBytes;
   auto ran = launcher_->launch(spec);
-  if (!ran) return std::unexpected(ran.error().with_context("executor " + name()));
+  if (!ran) return refuse(RefusalCode::executor_failed, "", ran.error().with_context("executor " + name()).message);
   // The executor's last words, as valid UTF-8 whatever bytes it wrote: they end up in the
   // ledger, whose records are canonical JSON.
   std::string tail;
@@ -51,21 +56,18 @@ Result<std::string> CommandProposer::ask(std::string input, std::chrono::millise
   }
   switch (ran->ending) {
     case SubprocessResult::Ending::timed_out:
-      return std::unexpected(Error{Errc::limit_exceeded, "executor timed out after " +
-                                                             std::to_string(timeout.count()) + " ms"});
+      return refuse(RefusalCode::executor_timeout, "", "executor timed out after " + std::to_string(timeout.count()) + " ms");
     case SubprocessResult::Ending::stdout_overflow:
-      return std::unexpected(Error{Errc::limit_exceeded, "executor wrote more than 16 MiB"});
+      return refuse(RefusalCode::executor_failed, "", "executor wrote more than 16 MiB");
     case SubprocessResult::Ending::signaled:
-      return std::unexpected(Error{Errc::invalid_argument, "executor killed by signal " +
-                                                               std::to_string(ran->signal) + ": " + tail});
+      return refuse(RefusalCode::executor_failed, "", "executor killed by signal " + std::to_string(ran->signal) + ": " + tail);
     case SubprocessResult::Ending::exited:
       break;
   }
   if (ran->exit_code != 0) {
-    return std::unexpected(Error{Errc::invalid_argument, "executor exited with status " +
-                                                             std::to_string(ran->exit_code) + ": " + tail});
+    return refuse(RefusalCode::executor_failed, "", "executor exited with status " + std::to_string(ran->exit_code) + ": " + tail);
   }
-  if (ran->out.empty()) return std::unexpected(Error{Errc::invalid_argument, "executor proposed nothing"});
+  if (ran->out.empty()) return refuse(RefusalCode::executor_failed, "", "executor proposed nothing");
   return std::move(ran->out);
 }
 

@@ -30,13 +30,15 @@ class CommandProposer final : public Proposer {
 
   std::string name() const override { return "command:" + command_; }
   std::optional<LaunchConfinement> confinement() const override { return launcher_->confinement(); }
-  Result<std::string> propose(const ProposalRequest& request) override;
+  Checked<std::string> propose(const ProposalRequest& request) override;
   void learn(const Json& refusal) override { (void)refusal; }  // the refusals travel in the context
   // Sends {"replan": request} on stdin; expects a BuildPlan JSON on stdout.
   Result<std::string> replan(const Json& request, std::chrono::milliseconds timeout) override;
 
  private:
-  Result<std::string> ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop);
+  // The program's answer; executor_timeout when it ran past `timeout`, else executor_failed
+  // when it gave none.
+  Checked<std::string> ask(std::string input, std::chrono::milliseconds timeout, std::stop_token stop);
 
   std::string command_;
   std::filesystem::path dir_;

@@ -39,10 +39,10 @@ Result<Json> full_content_diff(std::string_view step_id, const Json& files, cons
   return diff;
 }
 
-Result<std::string> PlanProposer::propose(const ProposalRequest& request) {
+Checked<std::string> PlanProposer::propose(const ProposalRequest& request) {
   const Json& step = request.step;
   if (!step.is_object() || !step.contains("id") || !step["id"].is_string()) {
-    return std::unexpected(bad_step("the step has no id"));
+    return refuse(RefusalCode::executor_failed, "", bad_step("the step has no id").message);
   }
   const std::string& id = step["id"].get_ref<const std::string&>();
   if (id != step_id_) {
@@ -56,9 +56,9 @@ Result<std::string> PlanProposer::propose(const ProposalRequest& request) {
   } else if (auto content = step.find("content"); content != step.end() && content->is_object()) {
     files = &*content;
   }
-  if (!files) return std::unexpected(bad_step("step " + id + " has no content to propose"));
+  if (!files) return refuse(RefusalCode::executor_failed, "", bad_step("step " + id + " has no content to propose").message);
   auto diff = full_content_diff(id, *files, request.context);
-  if (!diff) return std::unexpected(diff.error());
+  if (!diff) return refuse(RefusalCode::executor_failed, "", diff.error().message);
   return diff->dump();
 }
 

@@ -19,7 +19,7 @@ namespace warden::executor {
 class PlanProposer final : public Proposer {
  public:
   std::string name() const override { return "plan"; }
-  Result<std::string> propose(const ProposalRequest& request) override;
+  Checked<std::string> propose(const ProposalRequest& request) override;
   void learn(const Json& refusal) override;
 
  private:

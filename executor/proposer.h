@@ -21,6 +21,7 @@
 #include "common/canonical_json.h"
 #include "common/command_launcher.h"
 #include "common/error.h"
+#include "common/refusal.h"
 
 namespace warden::executor {
 
@@ -42,10 +43,11 @@ class Proposer {
   // How the executor's own program is confined (recorded with every proposal); none for an
   // executor that runs no program of its own (the plan executor).
   virtual std::optional<LaunchConfinement> confinement() const { return std::nullopt; }
-  // The proposal's text: a Diff JSON or a patch. An error means the executor produced
-  // nothing usable (did not start, crashed, timed out); the kernel records it as a failed
-  // attempt.
-  virtual Result<std::string> propose(const ProposalRequest& request) = 0;
+  // The proposal's text: a Diff JSON or a patch. A Refusal means the executor produced
+  // nothing to judge, and says why: executor_timeout (it ran out of the request's time) or
+  // executor_failed (it did not start, crashed, exited non-zero or said nothing); the kernel
+  // records it as the attempt's refusal, with that code.
+  virtual Checked<std::string> propose(const ProposalRequest& request) = 0;
   // A refusal of this executor's last proposal (RefusalReport JSON).
   virtual void learn(const Json& refusal) = 0;
   // A replacement plan (BuildPlan JSON text) after a step exhausted its retries. `request` is

@@ -41,6 +41,13 @@ inline constexpr std::string_view checkpoint = "checkpoint";
 inline constexpr std::string_view resume = "pipeline_resume";
 inline constexpr std::string_view rollback = "pipeline_rollback";
 inline constexpr std::string_view end = "pipeline_end";
+// Whether `kind` is one of the kinds above: a pipeline's record, not a kernel's.
+inline bool is_pipeline(std::string_view kind) {
+  for (auto k : {run, step, transition, checkpoint, resume, rollback, end}) {
+    if (kind == k) return true;
+  }
+  return false;
+}
 }  // namespace record_kind
 
 inline constexpr size_t kInlineLimit = 16 * 1024;

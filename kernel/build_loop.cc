@@ -191,6 +191,9 @@ class Build {
                {"targets", step.targets},
                {"steps_total", summary_.steps_total},
                {"steps_completed", summary_.steps_completed}});
+    // Durable before the executor is asked: `warden run status` in another shell sees the
+    // run running and the step it is on while the executor works.
+    if (Status st = rec_.flush(); !st) return std::unexpected(st.error());
 
     std::stop_source step_stop;
     std::stop_callback forward(session_.stop, [&] { step_stop.request_stop(); });
@@ -213,7 +216,8 @@ class Build {
                           .policy_sha256 = summary_.policy_sha256,
                           .refusals = refusals_,
                           .stop = step_stop.get_token(),
-                          .time_left = [&watchdog] { return watchdog.remaining(); }};
+                          .time_left = [&watchdog] { return watchdog.remaining(); },
+                          .on_working = session_.on_working};
 
     auto config = step_pipeline_config(plan_.max_retries);
     if (!config) return std::unexpected(config.error());

@@ -12,7 +12,10 @@
 // - A patch that did not become a Diff against the base (proposal.patch_refusal) is refused
 //   with that Refusal through the same mapping, so the detail is `warden diff parse`'s
 //   message ("hunk_mismatch (a.c): hunk 1 ..."), never the text's failure to be a Diff JSON.
-// - A diff without diff_sha256 is malformed: the kernel records and compares that digest.
+// - diff_sha256 is optional: Diff::from_json refuses one that is present and wrong
+//   (hash_mismatch), and the kernel records the digest it computes itself either way.
+// - An executor that gave nothing (proposal.executor_refusal) is refused executor_timeout or
+//   executor_failed, never malformed_diff for the null where a Diff would be.
 // - A run result must name this proposal's diff (RunResult.diff_sha256), else hash_mismatch:
 //   a passing run of some other tree proves nothing about this one.
 // - An empty plan.allowed_paths leaves the policy's allow list alone in charge.
@@ -78,6 +81,13 @@ void add_refusal(const Refusal& refusal, Reasons& reasons) {
   reasons.add(reason_for_refusal(refusal_code_name(refusal.code)), refusal.message());
 }
 
+// An executor that gave nothing: its own code when it is one of the executor's, else (a
+// record no kernel writes) executor_failed.
+void add_executor_refusal(const Refusal& refusal, Reasons& reasons) {
+  reasons.add(refusal.code == RefusalCode::executor_timeout ? reason::executor_timeout : reason::executor_failed,
+              refusal.detail.empty() ? refusal.message() : refusal.detail);
+}
+
 bool contains(const std::vector<std::string>& items, std::string_view item) {
   return std::find(items.begin(), items.end(), item) != items.end();
 }
@@ -139,7 +149,6 @@ ChangeSize change_size(const Diff& diff, const std::map<std::string, BaseFileIma
 // The size limits hold for every kind of patch: the larger of the Diff's canonical JSON and
 // what the change removes plus what it writes.
 void check_shape(const DecisionInput& in, const BuildStep& step, const Diff& diff, Reasons& reasons) {
-  if (!in.proposal.diff.contains("diff_sha256")) reasons.add(reason::malformed_diff, "diff_sha256 is required");
   if (diff.step_id != step.id) {
     reasons.add(reason::content_mismatch, "the diff is for step " + diff.step_id + ", proposed for step " + step.id);
   }
@@ -510,12 +519,14 @@ Verdict decide(const DecisionInput& in) {
   check_progress(in, *step, reasons);
   if (in.proposal.workspace_refusal) add_refusal(*in.proposal.workspace_refusal, reasons);
 
-  // A patch that did not become a Diff is refused for what the patch said, not for the text
-  // it left in place of a Diff.
+  // A patch that did not become a Diff is refused for what the patch said, and an executor
+  // that gave nothing for why it gave nothing — not for the text (or the null) left in place
+  // of a Diff.
   if (in.proposal.patch_refusal) add_refusal(*in.proposal.patch_refusal, reasons);
+  if (in.proposal.executor_refusal) add_executor_refusal(*in.proposal.executor_refusal, reasons);
   auto diff = Diff::from_json(in.proposal.diff);
   if (!diff) {
-    if (!in.proposal.patch_refusal) add_refusal(diff.error(), reasons);
+    if (!in.proposal.patch_refusal && !in.proposal.executor_refusal) add_refusal(diff.error(), reasons);
   } else {
     check_shape(in, *step, *diff, reasons);
     check_paths(in, *step, *diff, reasons);

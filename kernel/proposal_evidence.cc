@@ -70,6 +70,7 @@ Json ProposalEvidence::to_json() const {
               {"base", base_json},
               {"workspace_refusal", workspace_refusal ? refusal_json(*workspace_refusal) : Json(nullptr)}};
   if (patch_refusal) out["patch_refusal"] = refusal_json(*patch_refusal);
+  if (executor_refusal) out["executor_refusal"] = refusal_json(*executor_refusal);
   return out;
 }
 
@@ -93,6 +94,9 @@ Result<ProposalEvidence> ProposalEvidence::from_json(const Json& json) {
   }
   if (const Json* refusal = reader.value("patch_refusal", Json::value_t::object, false)) {
     p.patch_refusal = refusal_from_json(*refusal, reader.path("patch_refusal"), reader);
+  }
+  if (const Json* refusal = reader.value("executor_refusal", Json::value_t::object, false)) {
+    p.executor_refusal = refusal_from_json(*refusal, reader.path("executor_refusal"), reader);
   }
   if (auto st = reader.finish(); !st) return std::unexpected(st.error());
   return p;

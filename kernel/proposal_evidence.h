@@ -9,11 +9,13 @@
 //    "base": {"src/a.py": {"content": "..." | null, "mode": "100644"},
 //             "bin/x": {"content_base64": "...", "mode": "100755"}},
 //    "workspace_refusal": null | {"code": "...", "path": "...", "detail": "..."},
-//    "patch_refusal": {"code": "hunk_mismatch", "path": "...", "detail": "..."}}  (only when there is one)
+//    "patch_refusal": {"code": "hunk_mismatch", "path": "...", "detail": "..."},  (only when there is one)
+//    "executor_refusal": {"code": "executor_timeout", "path": "", "detail": "..."}}  (likewise)
 // A base entry has exactly one of content (UTF-8 text, or null: the path is absent from the
 // base) and content_base64 (bytes that are not UTF-8), so every content has one spelling.
-// patch_refusal is absent rather than null when there is none, so the evidence of every
-// proposal but a failed patch is what it was before the field existed (and old ledgers read).
+// patch_refusal and executor_refusal are absent rather than null when there is none, so the
+// evidence of every other proposal is what it was before the fields existed (and old ledgers
+// read).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,9 @@ struct ProposalEvidence {
   // malformed_patch, hunk_mismatch, hash_mismatch, ... exactly as `warden diff parse` says it.
   // `diff` then holds the text itself (or null when it is long or not UTF-8).
   std::optional<Refusal> patch_refusal;
+  // Why the executor gave nothing to judge (executor_timeout, executor_failed: the executor's
+  // own Refusal, proposer.h); `diff` is then null. decide() refuses the attempt with its code.
+  std::optional<Refusal> executor_refusal;
 
   Json to_json() const;  // base contents as base64 when not UTF-8
   static Result<ProposalEvidence> from_json(const Json& json);

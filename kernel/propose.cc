@@ -15,8 +15,8 @@ class GivenProposal final : public executor::Proposer {
  public:
   GivenProposal(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {}
   std::string name() const override { return name_; }
-  Result<std::string> propose(const executor::ProposalRequest&) override {
-    if (given_) return fail(Errc::invalid_argument, "warden propose has one proposal only");
+  Checked<std::string> propose(const executor::ProposalRequest&) override {
+    if (given_) return refuse(RefusalCode::executor_failed, "", "warden propose has one proposal only");
     given_ = true;
     return text_;
   }

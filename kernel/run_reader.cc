@@ -12,14 +12,6 @@ using executor::StoredRecord;
 using executor::StoredRun;
 namespace record_kind = executor::record_kind;
 
-bool is_pipeline_kind(std::string_view kind) {
-  for (auto k : {record_kind::run, record_kind::step, record_kind::transition, record_kind::checkpoint,
-                 record_kind::resume, record_kind::rollback, record_kind::end}) {
-    if (kind == k) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 Result<StoredRun> LedgerRunReader::load(std::string_view run_id) {
@@ -34,10 +26,14 @@ Result<StoredRun> LedgerRunReader::load(std::string_view run_id) {
   // whose "run" is the id belong to the pipeline run.
   size_t start = 0;  // the latest pipeline_run record, where the run begins
   bool found_start = false;
+  bool kernel_run = false;  // kernel records name the id: a build's or a proposal's run
   for (uint64_t seq : *seqs) {
     auto record = snap->record_view(seq);
     if (!record) return std::unexpected(record.error());
-    if (!is_pipeline_kind(record->kind)) continue;
+    if (!executor::record_kind::is_pipeline(record->kind)) {
+      kernel_run = true;
+      continue;
+    }
     auto payload = parse_json(record->payload, "record " + std::to_string(seq));
     if (!payload) return std::unexpected(Error{Errc::corrupt, payload.error().message});
     auto run = payload->find("run");
@@ -47,6 +43,10 @@ Result<StoredRun> LedgerRunReader::load(std::string_view run_id) {
       found_start = true;
     }
     out.records.push_back(StoredRecord{seq, std::string(record->kind), record->ts, std::move(*payload)});
+  }
+  if (out.records.empty() && kernel_run) {
+    return fail(Errc::not_found, "run " + std::string(run_id) + " is a build run, not a pipeline run: warden run status " +
+                                     std::string(run_id) + " --ledger " + ledger_.dir().string());
   }
   if (out.records.empty()) {
     return fail(Errc::not_found, "no pipeline run " + std::string(run_id) + " in the ledger at " + ledger_.dir().string());

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "kernel/run_lifecycle.h"
+#include "kernel/work_ticker.h"
 #include "ledger/note.h"
 #include "runner/runner.h"
 
@@ -30,6 +31,9 @@ struct KernelSession {
   std::filesystem::path cache_dir;
   std::stop_token stop;                           // a stop request cancels the run
   std::function<void(const RunEvent&)> on_event;  // progress for people and machines
+  // "Still working" notices while an executor or the checks run past a second: for people,
+  // never recorded (work_ticker.h). Called from another thread than the build's.
+  WorkingListener on_working;
   // Golden runs leave the host kernel's release out of the recorded toolchain, so their
   // ledgers are byte-identical on any host with the same packages.
   bool host_independent = false;

@@ -12,6 +12,14 @@ namespace {
 
 Error stage_error(std::string message) { return Error{Errc::internal, std::move(message)}; }
 
+// What a WorkTicker says while `what` runs for the step.
+WorkingNotice working(const StepContext& ctx, std::string what) {
+  return WorkingNotice{.step_index = ctx.index,
+                       .steps_total = static_cast<int64_t>(ctx.plan.steps.size()),
+                       .step_id = ctx.step.id,
+                       .what = std::move(what)};
+}
+
 // The head tree, read once per proposal: the targets the executor is shown and the
 // pre-images decide() judges come from it.
 std::optional<GitTree> head_tree(const StepContext& ctx) {
@@ -143,7 +151,10 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   request.checks = wanted;
   request.stop = ctx.stop;
   request.reuse = true;
-  auto ran = ctx.runner.run(ctx.workspace.repo(), request);
+  auto ran = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, "base checks"));
+    return ctx.runner.run(ctx.workspace.repo(), request);
+  }();
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's checks ran"));
   if (!ran) return std::unexpected(stage_error("runner (the base's tests): " + ran.error().message()));
   note_discarded_checkouts(ctx, *ran);
@@ -180,7 +191,10 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
   request.diff = &*diff;
   request.checks = checks;
   request.stop = ctx.stop;
-  auto ran = ctx.runner.run(ctx.workspace.repo(), request);
+  auto ran = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, "oracle checks"));
+    return ctx.runner.run(ctx.workspace.repo(), request);
+  }();
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's tests ran on the proposal"));
   if (!ran) return std::unexpected(stage_error("runner (the oracle run): " + ran.error().message()));
   note_discarded_checkouts(ctx, *ran);
@@ -219,13 +233,17 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
   request.timeout = ctx.time_left();
   request.stop = ctx.stop;
   ctx.rec.emit(RunEventType::tool_called, ctx.index, ctx.proposer.name(), {{"step_id", ctx.step.id}, {"attempt", number}});
-  auto text = ctx.proposer.propose(request);
+  auto text = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, "executor"));
+    return ctx.proposer.propose(request);
+  }();
 
   std::optional<std::string> executor_error;
   out.evidence.step_id = ctx.step.id;
   out.evidence.diff = nullptr;
   if (!text) {
-    executor_error = text.error().message;
+    executor_error = text.error().detail;
+    out.evidence.executor_refusal = text.error();
   } else {
     Parsed parsed = parse_proposal(ctx, *text);
     out.evidence.diff = std::move(parsed.diff_json);
@@ -274,7 +292,10 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   request.diff = &*proposed.diff;
   request.checks = checks;
   request.stop = ctx.stop;
-  auto ran = ctx.runner.run(ctx.workspace.repo(), request);
+  auto ran = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, "checks"));
+    return ctx.runner.run(ctx.workspace.repo(), request);
+  }();
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the checks ran"));
   // The diff applied above, so this is the sandbox or the repository failing.
   if (!ran) return std::unexpected(stage_error("runner: " + ran.error().message()));

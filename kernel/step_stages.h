@@ -21,6 +21,7 @@
 #include "kernel/policy.h"
 #include "kernel/run_recorder.h"
 #include "kernel/verdict.h"
+#include "kernel/work_ticker.h"
 #include "runner/runner.h"
 #include "runner/workspace.h"
 
@@ -48,6 +49,7 @@ struct StepContext {
   const Json& refusals;  // this step's earlier refusal reports, for the executor
   std::stop_token stop;  // the step's: its watchdog or the run's cancellation
   std::function<std::chrono::milliseconds()> time_left;  // the watchdog's remaining budget
+  const WorkingListener& on_working;                     // the session's, for long waits
 };
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number);

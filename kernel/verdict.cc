@@ -121,6 +121,8 @@ std::string suggestion_for(const Reason& reason) {
            ".gitattributes: the sandbox tests the committed bytes" + why;
   }
   if (code == reason::sandbox_unavailable) return "the sandbox could not run: fix the runner host, then retry" + why;
+  if (code == reason::executor_timeout) return "answer within the step's time budget (a smaller change, a faster agent)" + why;
+  if (code == reason::executor_failed) return "exit 0 with a Diff JSON or a git patch on stdout" + why;
   return "see the reason's detail" + why;
 }
 

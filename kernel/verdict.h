@@ -32,6 +32,10 @@ inline constexpr std::string_view dangerous_operation_detected = "dangerous_oper
 inline constexpr std::string_view sandbox_unavailable = "sandbox_unavailable";
 // A .gitattributes entry that makes a checkout's bytes differ from the tested (committed) ones.
 inline constexpr std::string_view checkout_transform = "checkout_transform";
+// The executor gave nothing to judge: it ran out of its time (or was stopped), or it did not
+// start, crashed, exited non-zero or said nothing (its Refusal, executor/proposer.h).
+inline constexpr std::string_view executor_timeout = "executor_timeout";
+inline constexpr std::string_view executor_failed = "executor_failed";
 }  // namespace reason
 
 // One failing reason: its code ("invariant_not_proven:no_import_cycles") and a sentence.

@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """An example external executor for `warden build --executor 'command:python3 agent.py'`.
 
-It speaks the command executor's protocol: one JSON object on stdin,
-  {"step": <BuildStep JSON>, "context": {"files": {path: {"sha256": "sha256:<hex>",
-   "content": "..."}}, "refusals": [<RefusalReport JSON>...], "attempt": N}}
-where "files" holds the current contents of the step's targets that exist; and one
-Diff JSON on stdout, {"step_id": ..., "files": [...]} with every file's full
-post-image (diff_sha256 is optional; the kernel computes and checks it).
+It speaks the command executor's protocol (executor/proposer.h). Asked for a step, it gets
+one JSON object on stdin,
+  {"step": <BuildStep JSON>,
+   "context": {"attempt": N, "plan_sha256": "sha256:<hex>", "base_commit": "<hex>",
+               "files": {path: {"sha256": "sha256:<hex>", "content": "..."}},
+               "refusals": [<RefusalReport JSON>...]}}
+where "files" holds the current contents of the step's targets that exist and "refusals"
+the kernel's refusals so far (each names its "step_id"); it answers with one Diff JSON on
+stdout, {"step_id": ..., "files": [...]}, every file with its full post-image.
+"diff_sha256" is optional: the kernel computes the digest it records, and refuses one that
+is given and wrong (hash_mismatch); it re-derives and checks every other hash either way.
 
-What it proposes is what the built-in plan executor would: the step's drafts
-first, one per refusal received, then the step's own content. A real agent
-would read the refusals' reason codes and write better code; this one only
-shows the protocol, with the standard library alone. Exit 1 (with the reason on
-stderr) when the step carries no content to propose.
+Asked for a replacement plan after a step ran out of retries ({"replan": {...}} on stdin), it
+declines: exit 1 with the reason on stderr, and the kernel ends the run as failed. So does a
+step that carries no content to propose.
+
+What it proposes is what the built-in plan executor would: the step's drafts first, one per
+refusal of this step received, then the step's own content. A real agent would read the
+refusals' reason codes and write better code; this one only shows the protocol, with the
+standard library alone.
 """
 
 import hashlib
@@ -25,13 +33,14 @@ def digest(text: str) -> str:
 
 
 def choose(step: dict, refusals: list) -> dict:
-    """Draft number len(refusals) while drafts remain, then the content."""
+    """Draft number (this step's refusals) while drafts remain, then the content."""
     versions = list(step.get("drafts", []))
     if step.get("content") is not None:
         versions.append(step["content"])
     if not versions:
         raise SystemExit(f"agent.py: step {step.get('id')} has no content to propose")
-    return versions[min(len(refusals), len(versions) - 1)]
+    mine = [r for r in refusals if r.get("step_id") == step.get("id")]
+    return versions[min(len(mine), len(versions) - 1)]
 
 
 def file_change(path: str, content: str, current: dict | None) -> dict:
@@ -45,6 +54,9 @@ def file_change(path: str, content: str, current: dict | None) -> dict:
 
 def main() -> None:
     request = json.load(sys.stdin)
+    if "replan" in request:
+        raise SystemExit("agent.py: cannot write a replacement plan for step "
+                         f"{request['replan'].get('failed_step')}")
     step, context = request["step"], request.get("context", {})
     existing = context.get("files", {})
     proposal = choose(step, context.get("refusals", []))

@@ -8,7 +8,7 @@ namespace warden {
 namespace {
 
 TEST(RefusalCode, NamesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(RefusalCode::workspace_error); ++i) {
+  for (int i = 0; i <= static_cast<int>(RefusalCode::executor_failed); ++i) {
     auto code = static_cast<RefusalCode>(i);
     std::string_view name = refusal_code_name(code);
     EXPECT_FALSE(name.empty());
@@ -25,6 +25,8 @@ TEST(RefusalCode, RecordedSpellingsNeverChange) {
   EXPECT_EQ(refusal_code_name(RefusalCode::malformed_patch), "malformed_patch");
   EXPECT_EQ(refusal_code_name(RefusalCode::path_case_collision), "path_case_collision");
   EXPECT_EQ(refusal_code_name(RefusalCode::sandbox_unavailable), "sandbox_unavailable");
+  EXPECT_EQ(refusal_code_name(RefusalCode::executor_timeout), "executor_timeout");
+  EXPECT_EQ(refusal_code_name(RefusalCode::executor_failed), "executor_failed");
 }
 
 TEST(Refusal, MessageNamesCodePathAndDetail) {

@@ -25,6 +25,7 @@ class RecordingLauncher final : public CommandLauncher {
     seen = request;
     SubprocessResult r;
     r.exit_code = exit_code;
+    r.ending = ending;
     r.out = "answer";
     r.err = "complaint";
     return r;
@@ -32,6 +33,7 @@ class RecordingLauncher final : public CommandLauncher {
   LaunchConfinement confinement() const override { return {"executor", Digest(), true}; }
   LaunchRequest seen;
   int exit_code = 0;
+  SubprocessResult::Ending ending = SubprocessResult::Ending::exited;
 };
 
 TEST(CommandProposer, AsksItsLauncherWithTheStepItsFolderAndItsFiles) {
@@ -41,7 +43,7 @@ TEST(CommandProposer, AsksItsLauncherWithTheStepItsFolderAndItsFiles) {
   request.step = Json{{"id", "s1"}};
   request.context = Json{{"attempt", 1}};
   auto answer = proposer.propose(request);
-  ASSERT_TRUE(answer) << answer.error().message;
+  ASSERT_TRUE(answer) << answer.error().message();
   EXPECT_EQ(*answer, "answer");
   EXPECT_EQ(launcher->seen.argv, (std::vector<std::string>{"/bin/sh", "-c", "python3 agent.py fast"}));
   EXPECT_EQ(launcher->seen.dir, "/blueprints/x");
@@ -55,7 +57,28 @@ TEST(CommandProposer, AsksItsLauncherWithTheStepItsFolderAndItsFiles) {
   launcher->exit_code = 2;
   auto refused = proposer.propose(request);
   ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().message, "executor exited with status 2: complaint");
+  EXPECT_EQ(refused.error().code, RefusalCode::executor_failed);
+  EXPECT_EQ(refused.error().detail, "executor exited with status 2: complaint");
+}
+
+// A program that ran out of its time is an executor_timeout, whatever (nothing) it wrote:
+// never a malformed diff, never a crash.
+TEST(CommandProposer, AProgramPastItsTimeIsAnExecutorTimeout) {
+  auto launcher = std::make_shared<RecordingLauncher>();
+  launcher->ending = SubprocessResult::Ending::timed_out;
+  CommandProposer proposer("python3 agent.py", "/blueprints/x", launcher);
+  ProposalRequest request;
+  request.step = Json{{"id", "s1"}};
+  request.timeout = std::chrono::milliseconds(2000);
+  auto refused = proposer.propose(request);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, RefusalCode::executor_timeout);
+  EXPECT_EQ(refused.error().detail, "executor timed out after 2000 ms");
+  EXPECT_EQ(launcher->seen.timeout, std::chrono::milliseconds(2000));
+  // Asked for a plan, the same is an error for the build loop to report.
+  auto replan = proposer.replan(Json::object(), std::chrono::milliseconds(2000));
+  ASSERT_FALSE(replan);
+  EXPECT_EQ(replan.error().code, Errc::limit_exceeded);
 }
 
 TEST(LaunchConfinement, RoundTripsAndRefusesWhatIsNotOne) {

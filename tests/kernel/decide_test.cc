@@ -72,7 +72,7 @@ class Decide : public ::testing::Test {
   // on exactly that diff.
   void propose(const std::string& step_id, std::vector<FileChange> files, std::map<std::string, BaseFileImage> base) {
     diff = Diff{step_id, std::move(files)};
-    proposal = ProposalEvidence{step_id, diff.to_json(), std::move(base), std::nullopt, std::nullopt};
+    proposal = ProposalEvidence{step_id, diff.to_json(), std::move(base), std::nullopt, std::nullopt, std::nullopt};
     run = RunResult{};
     run.preflight.ok = true;
     run.diff_sha256 = diff.digest();
@@ -134,9 +134,32 @@ TEST_F(Decide, MalformedDiffs) {
   EXPECT_EQ(codes(), Codes{"malformed_diff"});
   EXPECT_NE(detail("malformed_diff").find("no base image of src/calc/ops.py"), std::string::npos);
 
-  propose("s2", {add_file("src/calc/ops.py", kOps)}, {{"src/calc/ops.py", {}}});
+}
+
+// diff_sha256 is optional: the kernel computes the digest it records; a wrong one is refused.
+TEST_F(Decide, AnAbsentDiffSha256IsComputedAndAWrongOneRefused) {
   proposal.diff.erase("diff_sha256");
-  EXPECT_EQ(codes(), Codes{"malformed_diff"});
+  EXPECT_EQ(codes(), Codes{});
+  proposal.diff["diff_sha256"] = sha256("another diff").str();
+  EXPECT_EQ(codes(), Codes{"hash_mismatch"});
+  EXPECT_NE(detail("hash_mismatch").find("does not match the diff's content"), std::string::npos);
+}
+
+// An executor that gave nothing is refused for why, as the evidence records it, not as a
+// malformed diff for the null left in place of one.
+TEST_F(Decide, AnExecutorThatGaveNothingIsRefusedForWhy) {
+  proposal.diff = nullptr;
+  for (auto [code, reason] : {std::pair{RefusalCode::executor_timeout, "executor_timeout"},
+                              std::pair{RefusalCode::executor_failed, "executor_failed"}}) {
+    proposal.executor_refusal = Refusal{code, "", "executor timed out after 2000 ms"};
+    auto read_back = ProposalEvidence::from_json(proposal.to_json());
+    ASSERT_TRUE(read_back) << read_back.error().message;
+    EXPECT_EQ(read_back->executor_refusal->code, code);
+    proposal = *read_back;
+    Verdict v = verdict(false);
+    EXPECT_EQ(v.reason_codes(), Codes{reason});
+    EXPECT_EQ(v.reasons.at(0).detail, "executor timed out after 2000 ms");
+  }
 }
 
 // What the build loop records when the executor gave no Diff: its raw text, or null.

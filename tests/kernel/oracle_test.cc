@@ -416,7 +416,7 @@ class OracleDecide : public ::testing::Test {
       base[f.path] = BaseFileImage{f.before, kModeFile};
     }
     Diff diff{step, std::move(changes)};
-    ProposalEvidence proposal{step, diff.to_json(), std::move(base), std::nullopt, std::nullopt};
+    ProposalEvidence proposal{step, diff.to_json(), std::move(base), std::nullopt, std::nullopt, std::nullopt};
     RunResult run;
     run.preflight.ok = true;
     run.diff_sha256 = diff.digest();

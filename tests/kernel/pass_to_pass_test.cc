@@ -56,7 +56,7 @@ class PassToPass : public ::testing::Test {
     f.after_content = "x = 1\n";
     f.after_sha256 = sha256(*f.after_content);
     diff = Diff{step_id, {f}};
-    proposal = ProposalEvidence{step_id, diff.to_json(), {{"src/ops.py", {}}}, std::nullopt, std::nullopt};
+    proposal = ProposalEvidence{step_id, diff.to_json(), {{"src/ops.py", {}}}, std::nullopt, std::nullopt, std::nullopt};
     run = RunResult{};
     run.preflight.ok = true;
     run.diff_sha256 = diff.digest();

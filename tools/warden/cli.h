@@ -67,6 +67,7 @@ void add_receipt_commands(CLI::App& app, Action& action);
 void add_replay_commands(CLI::App& app, Action& action);
 void add_propose_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
+void add_runs_commands(CLI::App& app, Action& action);
 // status and cancel, under `run` (cmd_run.cc calls it).
 void add_run_control_commands(CLI::App& run, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);

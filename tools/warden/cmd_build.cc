@@ -14,6 +14,7 @@
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/signer_keys.h"
+#include "tools/warden/working_line.h"
 
 namespace warden::cli {
 
@@ -133,6 +134,7 @@ int run(const BuildArgs& a) {
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   session.stop = cancel.token();
   session.host_independent = a.clock == "logical";
+  if (!a.json) session.on_working = working_lines();
   session.on_event = [&](const kernel::RunEvent& ev) {
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(ledger, ev.run_id)) registration.emplace(std::move(*r));

@@ -9,6 +9,7 @@
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/signer_keys.h"
+#include "tools/warden/working_line.h"
 
 namespace warden::cli {
 
@@ -73,6 +74,7 @@ int run(ProposeArgs a) {
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   session.stop = cancel.token();
+  if (!a.json) session.on_working = working_lines();
   session.on_event = [&](const kernel::RunEvent& ev) {
     if (a.json) print_event(kernel::stream_event_json(ev));
     if (ev.type == kernel::RunEventType::run_started && !registration) {

@@ -1,6 +1,7 @@
 // warden run: materialize a base revision, apply a diff, run checks in the sandbox and print
 // the RunResult (from the result cache when the same tree, checks, profile and toolchain ran
-// before).
+// before). The same command holds the kernel runs' status, cancel and recover subcommands
+// (cmd_run_status.cc); its help says both, and the runner's options stand in their own group.
 #include <unistd.h>
 
 #include <algorithm>
@@ -155,33 +156,43 @@ int run_run(const Options& o) {
 void add_run_commands(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   auto* run = app.add_subcommand(
-      "run", "Check out a base revision (cached), apply a diff in an overlay, run checks in the sandbox and print the "
-             "RunResult. Exit 0 when every check passed, 1 when one did not (or the diff does not apply), 3 when the "
-             "diff is malformed, 4 when the repository or revision is missing, 5 when the sandbox cannot prove itself "
-             "or could not run a check.");
-  // Not ->required(): the kernel's `warden run status|cancel|approve` will live under this
-  // command too, so run_run checks them itself.
-  run->add_option("--repo", o->repo, "Git repository (required)");
-  run->add_option("--base", o->base, "Base revision: branch, tag, commit (required)");
-  run->add_option("--diff", o->diff, "Canonical Diff JSON to apply to the base (see warden diff parse)");
+      "run", "Two uses. (1) The sandboxed runner: warden run --repo R --base REV --check CMD [runner options] checks "
+             "out a base revision (cached), applies a diff in an overlay, runs the checks in the sandbox and prints the "
+             "RunResult. (2) Kernel runs: warden run status|cancel|recover RUN_ID --ledger DIR follows, stops or "
+             "closes a build or propose run (warden runs list DIR lists them); each subcommand has its own --help.");
+  run->footer("Runner exit: 0 every check passed, 1 one did not (or the diff does not apply), 2 no --repo or --base, 3 "
+              "the diff is malformed, 4 the repository or revision is missing, 5 the sandbox cannot prove itself or could "
+              "not run a check.\nSubcommands: see warden run status --help, warden run cancel --help, warden run recover "
+              "--help.");
+  // Not ->required(): the subcommands take none of these, so run_run checks them itself.
+  const std::string runner = "Runner options (warden run --repo R --base REV ...)";
+  run->add_option("--repo", o->repo, "Git repository (the runner needs it)")->group(runner);
+  run->add_option("--base", o->base, "Base revision: branch, tag, commit (the runner needs it)")->group(runner);
+  run->add_option("--diff", o->diff, "Canonical Diff JSON to apply to the base (see warden diff parse)")->group(runner);
   run->add_option("--profile", o->profile, "Sandbox profile: a built-in name (default, strict) or a JSON file")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(runner);
   run->add_option("--check", o->checks, "A shell command to run as a check (repeatable; run with /bin/sh -c; its test report is detected from the command, see --report)")
-      ->allow_extra_args(false);
-  run->add_option("--report", o->reports, kReportHelp)->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->group(runner);
+  run->add_option("--report", o->reports, kReportHelp)->allow_extra_args(false)->group(runner);
   run->add_option("--checks", o->checks_file, "A JSON array of check specs (name, argv, runs, quorum, report_format, "
                                               "report_path, fail_to_pass, pass_to_pass, proves, env, timeout_ms; report_format: none, junit, "
-                                              "tap, unittest, pytest, ctest or go-json)");
+                                              "tap, unittest, pytest, ctest or go-json)")
+      ->group(runner);
   run->add_option("--timeout", o->timeout_s, "Per-run wall-clock timeout in seconds for every check")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group(runner);
   run->add_option("--runs", o->runs, "Runs of each --check (disagreeing runs give flaky_oracle)")
       ->check(CLI::Range(1, 100))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(runner);
   run->add_option("--cache", o->cache_dir, "Cache directory: base checkouts and results (default /var/cache/warden "
-                                           "as root, else ~/.cache/warden)");
-  run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)");
-  run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache");
-  run->add_flag("--json", o->json, "Print the RunResult as the result line (README: JSON Lines)");
+                                           "as root, else ~/.cache/warden)")
+      ->group(runner);
+  run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)")->group(runner);
+  run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache")->group(runner);
+  run->add_flag("--json", o->json, "Print the RunResult as the result line (README: JSON Lines)")->group(runner);
   add_run_control_commands(*run, action);
   // CLI11 runs this after a subcommand's callback: the subcommand's action wins.
   run->callback([&action, o, run] {

@@ -4,21 +4,24 @@
 // died (kernel/run_registry.h tells) before recording an end is shown `interrupted`, with the
 // last status it managed to record; recover records that end (kernel/run_recovery.h). Cancel
 // sends the live process SIGTERM, which the build treats like Ctrl-C, and waits for the ledger
-// to say the run ended.
+// to say the run ended. Status --follow polls the ledger and prints each event as it lands.
+// A pipeline run's id gets its status line and the `warden pipeline show` command.
 #include <signal.h>
 
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <thread>
 
 #include "common/clock.h"
+#include "kernel/run_listing.h"
 #include "kernel/run_recovery.h"
 #include "kernel/run_registry.h"
 #include "ledger/ledger.h"
 #include "runner/git_repo.h"
 #include "tools/warden/cli.h"
-#include "tools/warden/kernel_cli.h"
 #include "kernel/run_report.h"
+#include "tools/warden/kernel_cli.h"
 
 namespace warden::cli {
 
@@ -28,38 +31,130 @@ struct ControlArgs {
   std::string run_id, ledger, repo;
   std::vector<std::string> run_ids;
   double wait_s = 30;
-  bool json = false;
+  bool json = false, follow = false;
 };
+
+// A recorded timestamp as UTC, to the second (ISO 8601).
+std::string utc(int64_t ms) {
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  if (!::gmtime_r(&seconds, &tm)) return std::to_string(ms) + " ms";
+  char text[32];
+  return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) ? std::string(text) : std::to_string(ms) + " ms";
+}
 
 void print_report(const kernel::RunReport& r, bool live) {
   std::cout << "run        " << r.run_id << "  " << r.status << (live ? "  (live)" : "") << "\n";
+  std::cout << "kind       " << r.kind << ", started " << utc(r.started_ms) << "\n";
   if (!r.error_type.empty()) std::cout << "error      " << r.error_type << ": " << r.error << "\n";
-  std::cout << "steps      " << r.steps_completed << "/" << r.steps_total << " accepted\n";
+  std::cout << "steps      " << r.steps_completed << "/" << r.steps_total << " accepted";
+  if (!r.current_step.empty() && !r.terminal()) std::cout << "; on " << r.current_step;
+  std::cout << "\n";
   std::cout << "attempts   " << r.attempts << ", " << r.refused << " refused\n";
   if (!r.last_commit.empty()) std::cout << "commit     " << r.last_commit << "  " << r.branch << "\n";
 }
 
-int run_status(const ControlArgs& a) {
-  auto report = kernel::read_run_report(a.ledger, a.run_id);
-  if (!report) return report_error(report.error(), a.json);
-  const bool live = kernel::live_run_process(a.ledger, a.run_id).has_value();
-  // No process drives it and it recorded no end: it was interrupted, whatever it last said.
-  const bool interrupted = !live && !report->terminal();
-  const std::string recorded = report->status;
-  if (interrupted) report->status = "interrupted";
+// One recorded event as a line for people: when, what, which step, and what it says.
+void print_event(const kernel::RunEvent& ev) {
+  const Json& d = ev.data;
+  std::cout << utc(ev.timestamp_ms) << "  " << kernel::run_event_type_name(ev.type) << (ev.tool ? " (" + *ev.tool + ")" : "");
+  if (ev.step_index) std::cout << "  step " << *ev.step_index + 1;
+  if (d.contains("step_id") && d["step_id"].is_string()) std::cout << " " << d["step_id"].get<std::string>();
+  if (d.contains("attempt")) std::cout << "  attempt " << d["attempt"].dump();
+  if (d.contains("accepted")) {
+    std::cout << (d["accepted"] == true ? "  accepted" : "  refused");
+    if (d.contains("reasons")) {
+      for (const auto& r : d["reasons"]) std::cout << " " << (r.is_string() ? r.get<std::string>() : r.dump());
+    }
+  }
+  if (d.contains("checks") && d["checks"].is_object()) {
+    for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << (verdict.is_string() ? verdict.get<std::string>() : verdict.dump());
+  }
+  if (d.contains("error") && d["error"].is_string()) std::cout << "  " << d["error"].get<std::string>();
+  std::cout << std::endl;
+}
+
+// A pipeline run named to `run status`: its one line, and where its details are.
+int pipeline_status(const ControlArgs& a, const Error& not_build) {
+  auto entry = kernel::find_run(a.ledger, a.run_id);
+  if (!entry || entry->kind != "pipeline") return report_error(not_build, a.json);
+  const std::string show = "warden pipeline show " + a.run_id + " --ledger " + a.ledger;
   if (a.json) {
-    Json j = report->to_json();
+    Json j = entry->to_json();
+    j["show_command"] = show;
+    print_json(j);
+    return kOk;
+  }
+  std::cout << "run        " << entry->run_id << "  " << entry->status << (entry->detail.empty() ? "" : ": " + entry->detail) << "\n"
+            << "kind       pipeline, started " << utc(entry->started_ms) << "\n"
+            << "steps      " << entry->steps_done << " executed\n"
+            << "details    " << show << "\n";
+  return kOk;
+}
+
+// Whether a process drives the run, then the report: in that order, since a run records its
+// end before its process lets go of it — so a report that is not terminal, read after the
+// process was found gone, is the last thing it recorded.
+struct Observed {
+  bool live = false;
+  Result<kernel::RunReport> report;
+};
+Observed observe(const ControlArgs& a) {
+  const bool live = kernel::live_run_process(a.ledger, a.run_id).has_value();
+  return Observed{live, kernel::read_run_report(a.ledger, a.run_id)};
+}
+
+int print_status(const ControlArgs& a, kernel::RunReport& report, bool live) {
+  // No process drives it and it recorded no end: it was interrupted, whatever it last said.
+  const bool interrupted = !live && !report.terminal();
+  const std::string recorded = report.status;
+  if (interrupted) report.status = "interrupted";
+  if (a.json) {
+    Json j = report.to_json();
     j["live"] = live;
     if (interrupted) j["recorded_status"] = recorded;
-    print_json(j);
+    // After --follow's event lines the state is one more line: the stream stays JSON Lines.
+    if (a.follow) {
+      std::cout << j.dump() << std::endl;
+    } else {
+      print_json(j);
+    }
   } else {
-    print_report(*report, live);
+    print_report(report, live);
     if (interrupted) {
       std::cout << "note       its process is gone; the ledger's last status is " << recorded
                 << " (warden run recover " << a.run_id << " --ledger " << a.ledger << " records the end)\n";
     }
   }
   return kOk;
+}
+
+int run_status(const ControlArgs& a) {
+  auto seen = observe(a);
+  if (!seen.report) {
+    if (seen.report.error().code == Errc::not_found) return pipeline_status(a, seen.report.error());
+    return report_error(seen.report.error(), a.json);
+  }
+  if (!a.follow) return print_status(a, *seen.report, seen.live);
+  // Follow: every event as it is recorded, until the run ends or its process is gone.
+  uint64_t printed = 0;  // the seq after the last event printed
+  for (;;) {
+    for (const auto& [seq, ev] : seen.report->events) {
+      if (seq < printed) continue;
+      if (a.json) {
+        std::cout << ev.to_json().dump() << std::endl;
+      } else {
+        print_event(ev);
+      }
+      printed = seq + 1;
+    }
+    if (seen.report->terminal() || !seen.live) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    seen = observe(a);
+    if (!seen.report) return report_error(seen.report.error(), a.json);
+  }
+  if (!a.json) std::cout << "\n";
+  return print_status(a, *seen.report, seen.live);
 }
 
 int run_recover(const ControlArgs& a) {
@@ -127,10 +222,17 @@ int run_cancel(const ControlArgs& a) {
 
 void add_run_control_commands(CLI::App& run, Action& action) {
   auto a = std::make_shared<ControlArgs>();
-  auto* status = run.add_subcommand("status", "Print a build run's state as its ledger records it");
-  status->add_option("RUN_ID", a->run_id, "The run's id (printed by warden build and warden propose)")->required();
+  auto* status = run.add_subcommand(
+      "status", "Print a build or propose run's state as its ledger records it so far: status, the step it is on, steps "
+                "accepted of the plan's total, attempts, the last commit (a pipeline run: its status, and where its "
+                "details are)");
+  status->add_option("RUN_ID", a->run_id, "The run's id (printed by warden build and warden propose; warden runs list "
+                                          "lists them)")
+      ->required();
   status->add_option("--ledger", a->ledger, "Ledger directory")->required();
-  status->add_flag("--json", a->json, "Print JSON");
+  status->add_flag("--follow,-f", a->follow, "Print every event recorded so far and then each new one as it lands, until "
+                                             "the run ends or its process is gone; then the state");
+  status->add_flag("--json", a->json, "Print JSON (with --follow: one event per line first, the state last)");
   status->footer("Exit: 0 the run exists (whatever its state), 4 no such run or ledger.");
   status->callback([a, &action] { action = [a] { return run_status(*a); }; });
 

@@ -34,6 +34,7 @@ constexpr CommandGroup kGroups[] = {
     {"plan", warden::cli::add_plan_commands},         {"propose", warden::cli::add_propose_commands},
     {"receipt", warden::cli::add_receipt_commands},   {"replay", warden::cli::add_replay_commands},
     {"run", warden::cli::add_run_commands},           {"sandbox", warden::cli::add_sandbox_commands},
+    {"runs", warden::cli::add_runs_commands},
     {"serve", warden::cli::add_serve_commands},
 };
 
