@@ -45,9 +45,9 @@ TEST(ExampleExecutors, AgentPyBuildsTheCalculator) {
     EXPECT_EQ(p["executor"], "command:python3 agent.py");
     EXPECT_TRUE(p["diff_sha256"].is_string()) << p.dump();
   }
-  expect_ledger_verifies(ledger, tmp / "out" / "kernel.key.pub");
+  expect_ledger_verifies(ledger, ledger / "signer.pub");
   expect_branch_holds_only_accepted(tmp / "out" / "repo", "main", "warden/calculator", records);
-  auto replayed = warden({"replay", ledger.string(), "--key", (tmp / "out" / "kernel.key.pub").string()});
+  auto replayed = warden({"replay", ledger.string(), "--key", (ledger / "signer.pub").string()});
   EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
 }
 
@@ -69,7 +69,7 @@ TEST(ExampleExecutors, AgentPyDeclinesAReplanWithItsReason) {
   ASSERT_TRUE(r.exited_with(1)) << describe(r);
   EXPECT_NE(r.out.find("agent.py: cannot write a replacement plan for step s3"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("Traceback"), std::string::npos) << r.out;
-  expect_ledger_verifies(tmp / "out" / "ledger", tmp / "out" / "kernel.key.pub");
+  expect_ledger_verifies(tmp / "out" / "ledger", tmp / "out" / "ledger" / "signer.pub");
 }
 
 // Every pipeline config of examples/pipelines runs its example agents to its end: the critic
@@ -100,8 +100,9 @@ TEST(ExampleExecutors, EveryPipelineExampleRunsItsAgents) {
     auto listed = warden({"runs", "list", ledger.string(), "--json"});
     ASSERT_TRUE(listed.exited_with(0)) << describe(listed);
     auto rows = complete_lines(listed.out);
-    ASSERT_EQ(rows.size(), ids.size()) << listed.out;
-    auto row = nlohmann::json::parse(rows.back());
+    ASSERT_EQ(rows.size(), ids.size() + 1) << listed.out;  // one line per run, then the result line
+    EXPECT_EQ(nlohmann::json::parse(rows.back())["runs"], ids.size()) << listed.out;
+    auto row = nlohmann::json::parse(rows[rows.size() - 2]);
     EXPECT_EQ(row["run_id"], ids.back());
     EXPECT_EQ(row["kind"], "pipeline");
     EXPECT_EQ(row["status"], e.status) << e.config << ": " << row.dump();

@@ -40,7 +40,7 @@ class LedgerRulesCli : public ::testing::Test {
     auto r = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--check", kCheck,
                      "--ledger", ledger.string(), "--json"});
     EXPECT_TRUE(r.exited_with(0)) << describe(r);
-    return stdout_json(r)["summary"]["commit"];
+    return stdout_json(r)["commit"];
   }
 
   GitRepoFixture repo;

@@ -27,10 +27,18 @@ std::vector<json> json_lines(const std::string& text) {
   return out;
 }
 
+// The "run" lines of `runs list --json`, after checking its result line counts them.
 std::vector<json> listed(const fs::path& ledger) {
   auto r = warden({"runs", "list", ledger.string(), "--json"});
   EXPECT_TRUE(r.exited_with(0)) << describe(r);
-  return json_lines(r.out);
+  std::vector<json> lines = json_lines(r.out);
+  if (lines.empty()) return {};
+  json result = lines.back();
+  lines.pop_back();
+  EXPECT_EQ(result.value("type", ""), "result") << r.out;
+  EXPECT_EQ(result.value("runs", size_t{0}), lines.size()) << r.out;
+  for (const auto& line : lines) EXPECT_EQ(line.value("type", ""), "run") << line.dump();
+  return lines;
 }
 
 TEST(RunsCli, StatusShowsTheStepWhileTheExecutorWorksAndFollowsItToItsEnd) {
@@ -113,8 +121,8 @@ TEST(RunsCli, AnExecutorPastItsBudgetIsATimeoutNotAMalformedDiff) {
   for (const auto& p : payloads(records, "proposal")) {
     EXPECT_NE(p["error"].get<std::string>().find("executor timed out after"), std::string::npos) << p.dump();
   }
-  expect_ledger_verifies(ledger, tmp / "out" / "kernel.key.pub");
-  auto replayed = warden({"replay", ledger.string(), "--key", (tmp / "out" / "kernel.key.pub").string()});
+  expect_ledger_verifies(ledger, ledger / "signer.pub");
+  auto replayed = warden({"replay", ledger.string(), "--key", (ledger / "signer.pub").string()});
   EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
   auto rows = listed(ledger);
   ASSERT_EQ(rows.size(), 1u);
@@ -134,7 +142,7 @@ TEST(RunsCli, AnExecutorThatFailsIsRefusedExecutorFailed) {
     EXPECT_EQ(reason_codes(d), std::vector<std::string>{"executor_failed"}) << d.dump();
     EXPECT_NE(d["verdict"]["reasons"][0]["detail"].get<std::string>().find("exited with status 3: no idea"), std::string::npos);
   }
-  auto replayed = warden({"replay", (tmp / "out" / "ledger").string(), "--key", (tmp / "out" / "kernel.key.pub").string()});
+  auto replayed = warden({"replay", (tmp / "out" / "ledger").string(), "--key", (tmp / "out" / "ledger" / "signer.pub").string()});
   EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
 }
 

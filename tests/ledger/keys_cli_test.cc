@@ -239,8 +239,10 @@ TEST_F(KeysCli, ShowListsFiltersAndPrettyPrintsRecords) {
   auto run = warden({"ledger", "show", d, "--run", "r-1", "--json"});
   ASSERT_TRUE(run.exited_with(0)) << describe(run);
   auto lines = complete_lines(run.out);
-  ASSERT_EQ(lines.size(), 1u) << run.out;
+  ASSERT_EQ(lines.size(), 2u) << run.out;  // the record, then the result line
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["records"], 1) << run.out;
   auto j = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(j["type"], "record");
   EXPECT_EQ(j["seq"], 6);
   EXPECT_EQ(j["kind"], "runrec");
   EXPECT_EQ(j["payload"]["nested"]["a"][1], 2);
@@ -250,8 +252,9 @@ TEST_F(KeysCli, ShowListsFiltersAndPrettyPrintsRecords) {
   auto all = warden({"ledger", "show", d, "..", "--json"});
   ASSERT_TRUE(all.exited_with(0)) << describe(all);
   auto every = complete_lines(all.out);
-  ASSERT_EQ(every.size(), 8u) << all.out;
-  for (size_t i = 0; i < every.size(); ++i) EXPECT_EQ(nlohmann::json::parse(every[i])["seq"], i);
+  ASSERT_EQ(every.size(), 9u) << all.out;  // 8 records, then the result line
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(nlohmann::json::parse(every[i])["seq"], i);
+  EXPECT_EQ(nlohmann::json::parse(every[8])["type"], "result");
 
   auto pretty = warden({"ledger", "show", d, "6..6", "--pretty"});
   ASSERT_TRUE(pretty.exited_with(0)) << describe(pretty);

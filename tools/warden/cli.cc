@@ -16,15 +16,10 @@ std::string trim(std::string s) {
   return start == std::string::npos ? std::string() : s.substr(start);
 }
 
-// One JSON Lines line, its "type" first so a reader sees what the line is (the other keys
-// follow in order). Output never fails on text an input smuggled in: bytes that are not UTF-8
-// print as U+FFFD.
 void print_line(Json value) {
-  auto dump = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
-  std::string type = dump(value["type"]);
+  std::string type = value["type"].get<std::string>();
   value.erase("type");
-  std::string rest = dump(value);
-  std::cout << "{\"type\":" << type << (rest == "{}" ? "}" : "," + rest.substr(1)) << "\n";
+  std::cout << json_line(type, value);
 }
 
 }  // namespace
@@ -40,6 +35,16 @@ int report_error(const Error& error, bool json, int exit_code) {
 void print_error_line(std::string_view code, const std::string& message, int exit_code) {
   print_line({{"type", "error"}, {"error", {{"code", code}, {"message", message}, {"exit_code", exit_code}}}});
 }
+
+// "type" first so a reader sees what the line is (the other keys follow in order). Output
+// never fails on text an input smuggled in: bytes that are not UTF-8 print as U+FFFD.
+std::string json_line(std::string_view type, const Json& fields) {
+  auto dump = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  std::string rest = dump(fields);
+  return "{\"type\":" + dump(Json(std::string(type))) + (rest == "{}" ? "}" : "," + rest.substr(1)) + "\n";
+}
+
+void print_item(std::string_view type, const Json& fields) { std::cout << json_line(type, fields); }
 
 void print_json(const Json& fields) {
   Json line = fields;

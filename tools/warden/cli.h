@@ -36,6 +36,11 @@ void print_error_line(std::string_view code, const std::string& message, int exi
 // The stream's result line: `fields` (an object without a "type" of its own) and
 // "type": "result".
 void print_json(const Json& fields);
+// One line of a listing (a record, a run), `type` first: listed items come before the
+// command's result line.
+void print_item(std::string_view type, const Json& fields);
+// The text of one JSON Lines line ("\n"-ended) of `type` with `fields` (an object).
+std::string json_line(std::string_view type, const Json& fields);
 // One event line (kernel/event_stream.h's schema), flushed so a reader sees it as it happens.
 void print_event(const Json& event);
 

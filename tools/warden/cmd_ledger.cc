@@ -121,6 +121,7 @@ int run_show(const Options& o) {
     RecordFormat format = o.json ? RecordFormat::json_lines : o.pretty ? RecordFormat::pretty : RecordFormat::line;
     auto printed = print_records(*snap, query, format, std::cout);
     if (!printed) return report_error(printed.error(), o.json);
+    if (o.json) print_json({{"records", *printed}, {"size", snap->size()}});
     return kOk;
   }
   if (one) {

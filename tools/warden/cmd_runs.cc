@@ -38,7 +38,9 @@ int run_list(const RunsArgs& a) {
   auto runs = kernel::list_runs(a.ledger);
   if (!runs) return report_error(runs.error(), a.json);
   if (a.json) {
-    for (const auto& e : *runs) std::cout << e.to_json().dump() << "\n";  // JSON Lines: one run per line
+    // JSON Lines: one line of type "run" per run, then the result line.
+    for (const auto& e : *runs) print_item("run", e.to_json());
+    print_json({{"runs", runs->size()}});
     return kOk;
   }
   if (runs->empty()) {
@@ -74,7 +76,7 @@ void add_runs_commands(CLI::App& app, Action& action) {
               "failed, timeout, cancelled, interrupted, live; a pipeline's waiting or unfinished), when it started and "
               "its steps done of total");
   list->add_option("LEDGER", a->ledger, "Ledger directory")->required();
-  list->add_flag("--json", a->json, "One JSON object per run and line: run_id, kind, status, started_ms, steps_done, "
+  list->add_flag("--json", a->json, "JSON Lines: one line of type \"run\" per run (run_id, kind, status, started_ms, steps_done, "
                                     "steps_total (null for a pipeline), phase and detail when there are any");
   list->footer("A run's details: warden run status RUN_ID --ledger LEDGER (build and propose runs), warden pipeline "
                "show RUN_ID --ledger LEDGER (pipeline runs).\nExit: 0 listed (also when there are none), 4 no ledger, "

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "tools/warden/cli.h"
+
 namespace warden::cli {
 namespace {
 
@@ -32,9 +34,10 @@ Status print_one(LedgerSnapshot& snap, const RecordView& r, RecordFormat format,
     case RecordFormat::json_lines: {
       auto hash = snap.record_hash(r.seq);
       if (!hash) return std::unexpected(hash.error());
-      Json line = {{"seq", r.seq},     {"kind", std::string(r.kind)}, {"ts", r.ts},
-                   {"hash", hash->hex()}, {"prev", r.prev.hex()}, {"payload", json_payload(r.payload)}};
-      out << line.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+      // A listed item is a line of its own type; the command's result line follows them.
+      Json fields = {{"seq", r.seq},         {"kind", std::string(r.kind)}, {"ts", r.ts},
+                     {"hash", hash->hex()}, {"prev", r.prev.hex()},        {"payload", json_payload(r.payload)}};
+      out << json_line("record", fields);
       return {};
     }
   }
