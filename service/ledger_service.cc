@@ -1,5 +1,7 @@
 #include "service/ledger_service.h"
 
+#include "ledger/checkpoint.h"
+#include "ledger/note.h"
 #include "service/grpc_status.h"
 
 namespace warden::service {
@@ -54,6 +56,22 @@ grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext* context, const v1
   }
   auto root = snap->root_at(newest->size);
   if (!root) return to_status(root.error());
+  // A stored note is served only if it is what this ledger signed about this tree: one
+  // written into the store by hand (a root that is not the tree's, another key) would hand
+  // clients a lie with a valid-looking signature.
+  auto verifier = NoteVerifier::parse(ledger_.verifier_key());
+  if (!verifier) return to_status(verifier.error());
+  auto opened = open_note(newest->note, {*verifier});
+  if (!opened) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "the stored checkpoint of size " + std::to_string(newest->size) +
+                                                         " does not verify with the ledger's key (" +
+                                                         opened.error().message + "): run `warden ledger verify`");
+  }
+  auto body = warden::Checkpoint::parse_body(opened->text);
+  if (!body || body->size != newest->size || body->root != *root || body->origin != ledger_.origin()) {
+    return grpc::Status(grpc::StatusCode::DATA_LOSS, "the stored checkpoint of size " + std::to_string(newest->size) +
+                                                         " does not sign this ledger's tree: run `warden ledger verify`");
+  }
   out->set_size(newest->size);
   out->set_root(root->hex());
   out->set_note(newest->note);

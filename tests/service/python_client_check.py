@@ -3,10 +3,12 @@ and its exception classes. Prints one line per check; exits non-zero on the firs
 
 import hashlib
 import sys
+from types import SimpleNamespace
 
 from warden_client import Kernel, errors
+from warden_client.kernel import _checked_checkpoint
 
-socket_path, expected_records = sys.argv[1], int(sys.argv[2])
+socket_path, expected_records, verifier_key, other_key = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 
 with Kernel(socket_path) as kernel:
     assert kernel.health() == "SERVING", kernel.health()
@@ -19,9 +21,29 @@ with Kernel(socket_path) as kernel:
     assert [r.seq for r in kernel.records(kind="odd")] == [s for s in range(expected_records) if s % 2]
     print("records ok")
 
-    cp = kernel.checkpoint()
+    cp = kernel.checkpoint(verifier_key=verifier_key)
     assert cp.size == expected_records and len(cp.root) == 64, cp
     print("checkpoint ok")
+
+    # What a lying server could send: the note signed by someone else, fields that disagree
+    # with the signed note, a note whose text was changed after signing.
+    def refused(call):
+        try:
+            call()
+        except errors.VerificationFailed as e:
+            return str(e)
+        raise AssertionError("accepted")
+
+    refused(lambda: kernel.checkpoint(verifier_key=other_key))
+    raw = SimpleNamespace(size=cp.size, root=cp.root, note=cp.note, origin=cp.origin, verifier_key=cp.verifier_key)
+    _checked_checkpoint(raw, verifier_key)
+    refused(lambda: _checked_checkpoint(SimpleNamespace(**{**vars(raw), "root": "00" * 32}), None))
+    refused(lambda: _checked_checkpoint(SimpleNamespace(**{**vars(raw), "size": cp.size + 1}), None))
+    edited = cp.note.replace("\n%d\n" % cp.size, "\n%d\n" % (cp.size + 1), 1)
+    assert edited != cp.note
+    refused(lambda: _checked_checkpoint(SimpleNamespace(**{**vars(raw), "note": edited, "size": cp.size + 1}),
+                                        verifier_key))
+    print("lies refused")
 
     # An inclusion proof recomputed here (RFC 9162 2.1.3.2) reaches the checkpoint's root.
     def node(left, right):

@@ -17,6 +17,9 @@
 #include <filesystem>
 
 #include "common/sha256.h"
+#include "common/clock.h"
+#include "ledger/checkpoint.h"
+#include "ledger/ledger.h"
 #include "ledger/merkle.h"
 #include "ledger/note.h"
 #include "tests/support/files.h"
@@ -33,13 +36,13 @@ using namespace std::chrono_literals;
 // grpc.health.v1.Health/Check: 1 SERVING, 2 NOT_SERVING; a negative gRPC status code when
 // the call itself failed.
 int health_status(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
-  auto stub = grpc::health::v1::Health::NewStub(channel);
+  auto health = grpc::health::v1::Health::NewStub(channel);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 5s);
-  grpc::Status status = stub->Check(&context, request, &response);
+  grpc::Status status = health->Check(&context, request, &response);
   if (!status.ok()) return -static_cast<int>(status.error_code());
   return response.status();
 }
@@ -104,12 +107,12 @@ TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
   auto ch = channel();
   EXPECT_EQ(health_status(ch, "warden.v1.Ledger"), 1);
   EXPECT_EQ(health_status(ch, "warden.v1.Kernel"), 1) << "the sandbox preflight passes on this host";
-  auto stub = v1::Ledger::NewStub(ch);
+  auto ledger_client = v1::Ledger::NewStub(ch);
 
   // Every record, then only one kind, then a range.
   auto list = [&](v1::ListRecordsRequest request) {
     grpc::ClientContext context;
-    auto reader = stub->ListRecords(&context, request);
+    auto reader = ledger_client->ListRecords(&context, request);
     std::vector<v1::LedgerRecord> out;
     v1::LedgerRecord r;
     while (reader->Read(&r)) out.push_back(r);
@@ -138,7 +141,7 @@ TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
   v1::Checkpoint cp;
   {
     grpc::ClientContext context;
-    ASSERT_TRUE(stub->GetCheckpoint(&context, {}, &cp).ok());
+    ASSERT_TRUE(ledger_client->GetCheckpoint(&context, {}, &cp).ok());
   }
   EXPECT_EQ(cp.size(), 5u);
   EXPECT_EQ(cp.verifier_key(), verifier);
@@ -154,7 +157,7 @@ TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
   v1::InclusionProof proof;
   {
     grpc::ClientContext context;
-    ASSERT_TRUE(stub->ProveInclusion(&context, prove, &proof).ok());
+    ASSERT_TRUE(ledger_client->ProveInclusion(&context, prove, &proof).ok());
   }
   EXPECT_EQ(proof.root(), cp.root());
   EXPECT_EQ(proof.leaf_hash(), all[3].hash());
@@ -169,7 +172,7 @@ TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
   v1::ConsistencyProof cproof;
   {
     grpc::ClientContext context;
-    ASSERT_TRUE(stub->ProveConsistency(&context, consistent, &cproof).ok());
+    ASSERT_TRUE(ledger_client->ProveConsistency(&context, consistent, &cproof).ok());
   }
   std::vector<Digest> cpath;
   for (const auto& h : cproof.proof()) cpath.push_back(*Digest::from_hex(h));
@@ -182,7 +185,7 @@ TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
 TEST_F(Serve, BadRequestsGetTheStatusThatSaysWhy) {
   Child server = start();
   wait_serving(server);
-  auto stub = v1::Ledger::NewStub(channel());
+  auto ledger_client = v1::Ledger::NewStub(channel());
   auto code_of = [&](auto call) {
     grpc::ClientContext context;
     return call(context).error_code();
@@ -190,22 +193,22 @@ TEST_F(Serve, BadRequestsGetTheStatusThatSaysWhy) {
   v1::InclusionProof proof;
   v1::ProveInclusionRequest beyond;
   beyond.set_seq(9);
-  EXPECT_EQ(code_of([&](auto& c) { return stub->ProveInclusion(&c, beyond, &proof); }), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code_of([&](auto& c) { return ledger_client->ProveInclusion(&c, beyond, &proof); }), grpc::StatusCode::INVALID_ARGUMENT);
   v1::ProveInclusionRequest too_big;
   too_big.set_seq(0);
   too_big.set_tree_size(6);
-  EXPECT_EQ(code_of([&](auto& c) { return stub->ProveInclusion(&c, too_big, &proof); }), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code_of([&](auto& c) { return ledger_client->ProveInclusion(&c, too_big, &proof); }), grpc::StatusCode::INVALID_ARGUMENT);
   v1::Blob blob;
   v1::GetBlobRequest malformed;
   malformed.set_digest("sha256:xyz");
-  EXPECT_EQ(code_of([&](auto& c) { return stub->GetBlob(&c, malformed, &blob); }), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(code_of([&](auto& c) { return ledger_client->GetBlob(&c, malformed, &blob); }), grpc::StatusCode::INVALID_ARGUMENT);
   v1::GetBlobRequest absent;
   absent.set_digest(sha256("never stored").str());
-  EXPECT_EQ(code_of([&](auto& c) { return stub->GetBlob(&c, absent, &blob); }), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(code_of([&](auto& c) { return ledger_client->GetBlob(&c, absent, &blob); }), grpc::StatusCode::NOT_FOUND);
   v1::ListRecordsRequest no_run;
   no_run.set_run_id("run-nobody");
   grpc::ClientContext context;
-  auto reader = stub->ListRecords(&context, no_run);
+  auto reader = ledger_client->ListRecords(&context, no_run);
   v1::LedgerRecord r;
   EXPECT_FALSE(reader->Read(&r));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
@@ -252,8 +255,10 @@ TEST_F(Serve, ThePythonClient) {
   wait_serving(server);
   fs::path package = fs::path(WARDEN_BINARY).parent_path() / "clients" / "python";
   fs::path check = fs::path(WARDEN_SOURCE_DIR) / "tests" / "service" / "python_client_check.py";
+  auto other = NoteSigner::generate("warden.local/ledger");
+  ASSERT_TRUE(other);
   ProcessResult r = run({"/usr/bin/env", "PYTHONPATH=" + package.string(), "/usr/bin/python3", check.string(),
-                         socket.string(), "5"});
+                         socket.string(), "5", verifier, other->verifier().encoded()});
   EXPECT_TRUE(r.exited_with(0)) << describe(r);
   EXPECT_NE(r.out.find("errors ok"), std::string::npos) << describe(r);
   EXPECT_TRUE(stop(server).exited_with(0));
@@ -270,11 +275,11 @@ TEST_F(Serve, TokensDecideWhoMayCallWhat) {
   fs::permissions(tokens, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
   Child server = start({"--tokens", tokens.string()});
   wait_serving(server);  // health needs no token
-  auto stub = v1::Ledger::NewStub(channel());
+  auto ledger_client = v1::Ledger::NewStub(channel());
   auto list_with = [&](const std::string& token) {
     grpc::ClientContext context;
     if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
-    auto reader = stub->ListRecords(&context, {});
+    auto reader = ledger_client->ListRecords(&context, {});
     v1::LedgerRecord r;
     int n = 0;
     while (reader->Read(&r)) ++n;
@@ -299,6 +304,52 @@ TEST_F(Serve, TokensDecideWhoMayCallWhat) {
   ProcessResult bad_role = run({warden_binary(), "serve", "--state", state.string(), "--tokens", tokens.string()});
   EXPECT_TRUE(bad_role.exited_with(3)) << describe(bad_role);
   EXPECT_NE(bad_role.err.find("tokens.tokens[0].roles"), std::string::npos) << describe(bad_role);
+}
+
+// A checkpoint written into the store by hand, even one signed with the ledger's own key, is
+// not served unless it signs this ledger's tree: a client would otherwise verify proofs
+// against a root the ledger never had.
+TEST_F(Serve, AStoredCheckpointThatDoesNotSignTheTreeIsNotServed) {
+  auto key_text = read_file(ledger / "signer.key");
+  auto signer = NoteSigner::parse(key_text.substr(0, key_text.find_last_not_of("\n") + 1));
+  ASSERT_TRUE(signer) << signer.error().message;
+  auto other = NoteSigner::generate(signer->name());
+  ASSERT_TRUE(other);
+  auto forge = [&](const NoteSigner& by, const Digest& root) {
+    SystemClock clock;
+    auto opened = Ledger::open(ledger, Ledger::Mode::read_write, clock);
+    ASSERT_TRUE(opened) << opened.error().message;
+    warden::Checkpoint lie{opened->origin(), 5, root, {}};
+    auto note = sign_note(lie.body(), by);
+    ASSERT_TRUE(note) << note.error().message;
+    ASSERT_TRUE(opened->write([&](WriteTxn& w) { return w.put_checkpoint(5, *note); }));
+  };
+  auto served_code = [&] {
+    Child server = start();
+    wait_serving(server);
+    auto ledger_client = v1::Ledger::NewStub(channel());
+    v1::Checkpoint cp;
+    grpc::ClientContext context;
+    grpc::StatusCode code = ledger_client->GetCheckpoint(&context, {}, &cp).error_code();
+    EXPECT_TRUE(stop(server).exited_with(0));
+    return code;
+  };
+  ASSERT_EQ(served_code(), grpc::StatusCode::OK) << "the honest checkpoint is served";
+  forge(*signer, sha256("a root this ledger never had"));
+  EXPECT_EQ(served_code(), grpc::StatusCode::DATA_LOSS) << "the ledger's own key on a wrong root";
+  SystemClock clock;
+  Digest true_root;
+  {
+    auto opened = Ledger::open(ledger, Ledger::Mode::read_only, clock);
+    ASSERT_TRUE(opened);
+    auto snap = opened->snapshot();
+    ASSERT_TRUE(snap);
+    true_root = *snap->root_at(5);
+  }
+  forge(*other, true_root);
+  EXPECT_EQ(served_code(), grpc::StatusCode::DATA_LOSS) << "the true root under another key";
+  forge(*signer, true_root);
+  EXPECT_EQ(served_code(), grpc::StatusCode::OK);
 }
 
 TEST_F(Serve, AStaleSocketIsReplaced) {

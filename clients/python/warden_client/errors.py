@@ -71,7 +71,13 @@ class Internal(WardenError):
     code = grpc.StatusCode.INTERNAL
 
 
-_BY_CODE = {cls.code: cls for cls in WardenError.__subclasses__()}
+class VerificationFailed(WardenError):
+    """What the server sent does not hold up: a checkpoint whose fields disagree with its
+    signed note, or a note the caller's verifier key did not sign. Raised by the client, not
+    a status code: the server is not trusted to say it lied."""
+
+
+_BY_CODE = {cls.code: cls for cls in WardenError.__subclasses__() if cls.code is not None}
 
 
 def from_rpc_error(error):

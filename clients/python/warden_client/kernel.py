@@ -1,5 +1,7 @@
 """A small typed client of the kernel service (`warden serve`, proto/warden.proto)."""
 
+import base64
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional
@@ -48,6 +50,64 @@ class ConsistencyProof:
     proof: List[str] = field(default_factory=list)
 
 
+_SIGNATURE_PREFIX = "\u2014 "  # an em dash and a space: C2SP signed-note signature lines
+
+
+def _verify_note(note: str, verifier_key: str) -> None:
+    """Raises VerificationFailed unless `verifier_key` ("name+hash+base64 key", C2SP) signed
+    `note`'s text."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        name, key_hash_hex, key_b64 = verifier_key.strip().split("+", 2)  # base64 may hold "+"
+        key = base64.b64decode(key_b64, validate=True)
+    except ValueError as e:
+        raise errors.InvalidArgument("verifier key %r: %s" % (verifier_key, e)) from None
+    if len(key) != 33 or key[0] != 1:
+        raise errors.InvalidArgument("verifier key %r: not an Ed25519 key" % verifier_key)
+    key_hash = hashlib.sha256(name.encode() + b"\n" + key).digest()[:4]
+    if key_hash.hex() != key_hash_hex:
+        raise errors.InvalidArgument("verifier key %r: its hash does not match its key" % verifier_key)
+    text, sep, signatures = note.rpartition("\n\n")
+    if not sep:
+        raise errors.VerificationFailed("the checkpoint note has no signature lines")
+    text += "\n"
+    for line in signatures.splitlines():
+        if not line.startswith(_SIGNATURE_PREFIX):
+            continue
+        signer, _, sig_b64 = line[len(_SIGNATURE_PREFIX):].rpartition(" ")
+        try:
+            sig = base64.b64decode(sig_b64, validate=True)
+        except ValueError:
+            continue
+        if signer != name or len(sig) != 68 or sig[:4] != key_hash:
+            continue
+        try:
+            Ed25519PublicKey.from_public_bytes(key[1:]).verify(sig[4:], text.encode())
+            return
+        except InvalidSignature:
+            raise errors.VerificationFailed("the checkpoint's signature by %s does not verify" % name) from None
+    raise errors.VerificationFailed("the checkpoint is not signed by %s" % name)
+
+
+def _checked_checkpoint(c, verifier_key: Optional[str]) -> "Checkpoint":
+    """The checkpoint as its signed note says it: size and root are read from the note's text,
+    and the server's separate fields must agree (they are a convenience, not evidence)."""
+    if verifier_key is not None:
+        _verify_note(c.note, verifier_key)
+    lines = c.note.split("\n")
+    try:
+        origin, size, root = lines[0], int(lines[1]), base64.b64decode(lines[2], validate=True).hex()
+    except (IndexError, ValueError):
+        raise errors.VerificationFailed("the checkpoint note is not a tlog checkpoint") from None
+    if (origin, size, root) != (c.origin, c.size, c.root):
+        raise errors.VerificationFailed(
+            "the server's checkpoint fields (%s, %d, %s) disagree with its signed note (%s, %d, %s)"
+            % (c.origin, c.size, c.root, origin, size, root))
+    return Checkpoint(size, root, c.note, origin, c.verifier_key)
+
+
 def _address(address: str) -> str:
     # A bare path is the server's unix socket.
     if address.startswith("/"):
@@ -90,10 +150,13 @@ class Kernel:
         response = self._call(self._health.Check, health_pb2.HealthCheckRequest(service=service))
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
-    def checkpoint(self) -> Checkpoint:
-        """The newest signed checkpoint of the server's ledger."""
+    def checkpoint(self, verifier_key: Optional[str] = None) -> Checkpoint:
+        """The newest signed checkpoint of the server's ledger, its size and root read from the
+        signed note. Give `verifier_key` (your own copy of the ledger's, not the one the server
+        reports) to have the note's signature checked too; VerificationFailed when it does not
+        hold."""
         c = self._call(self._ledger.GetCheckpoint, warden_pb2.GetCheckpointRequest())
-        return Checkpoint(c.size, c.root, c.note, c.origin, c.verifier_key)
+        return _checked_checkpoint(c, verifier_key)
 
     def prove(self, seq: int, tree_size: int = 0) -> InclusionProof:
         """The inclusion proof of record `seq` in the tree of `tree_size` (0: the current size)."""
