@@ -4,7 +4,7 @@
     with Kernel("/var/lib/warden/warden.sock") as kernel:
         print(kernel.health(), kernel.checkpoint().root)
 
-The gRPC stubs (warden_client._gen) are generated from proto/warden.proto when Warden is
+The gRPC client code (warden_client._gen) is generated from proto/warden.proto when Warden is
 built (CMake target python_client); nothing comes from another package registry.
 """
 
