@@ -13,6 +13,7 @@ enum class Errc {
   invalid_argument,     // the caller's input is malformed or out of range
   not_found,            // a named thing (file, record, key) does not exist
   already_exists,       // creating something that is already there
+  failed_precondition,  // the state of a named thing rules the request out (a branch past its base)
   io_error,             // the OS or storage refused (permissions, disk, locks)
   corrupt,              // stored or imported data fails its own integrity checks
   verification_failed,  // a proof, signature or hash check did not hold

@@ -5,6 +5,7 @@ namespace warden {
 ExitCode exit_code_for(Errc code) {
   switch (code) {
     case Errc::verification_failed:
+    case Errc::failed_precondition:
     case Errc::corrupt: return kVerificationFailed;
     case Errc::invalid_argument:
     case Errc::limit_exceeded: return kInvalidInput;

@@ -41,7 +41,10 @@ std::optional<ProcessIdentity> ProcessIdentity::of(pid_t pid) {
     while (i < rest.size() && rest[i] == ' ') ++i;
     size_t end = rest.find(' ', i);
     if (end == std::string_view::npos) end = rest.size();
-    if (++field == 22) {
+    // A zombie has ended: it drives nothing, it is only waiting for its parent (or init, when
+    // its parent died first, which may take a while) to reap it.
+    if (++field == 3 && (rest.substr(i, end - i) == "Z" || rest.substr(i, end - i) == "X")) return std::nullopt;
+    if (field == 22) {
       auto start = number<uint64_t>(rest.substr(i, end - i));
       if (!start) return std::nullopt;
       return ProcessIdentity{pid, *start};

@@ -21,7 +21,8 @@ struct ProcessIdentity {
   uint64_t start_time = 0;
 
   static ProcessIdentity self();
-  // The identity of `pid` now; nullopt when no such process exists (or /proc is unreadable).
+  // The identity of `pid` now; nullopt when no such process exists, it has ended (a zombie),
+  // or /proc is unreadable.
   static std::optional<ProcessIdentity> of(pid_t pid);
   // "<pid>.<start time>", the form markers carry; parse() reads it back (nullopt otherwise).
   std::string str() const;

@@ -48,6 +48,11 @@ class Proposer {
   // executor_failed (it did not start, crashed, exited non-zero or said nothing); the kernel
   // records it as the attempt's refusal, with that code.
   virtual Checked<std::string> propose(const ProposalRequest& request) = 0;
+  // Who gave the answer (or the failure) the last propose() returned, as the transport
+  // vouches for it: a remote executor's attached name. Valid right after propose() and until
+  // the next call; nullopt when no one but this process's own program answered (every local
+  // executor), or when no one answered at all. The kernel records it; it decides nothing.
+  virtual std::optional<std::string> answered_by() const { return std::nullopt; }
   // A refusal of this executor's last proposal (RefusalReport JSON).
   virtual void learn(const Json& refusal) = 0;
   // A replacement plan (BuildPlan JSON text) after a step exhausted its retries. `request` is

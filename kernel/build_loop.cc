@@ -46,9 +46,9 @@ class Build {
   }
 
   // Verifies and commits `plan`; on refusal the run fails with PLANNING_ERROR.
-  Result<bool> adopt_plan(BuildPlan plan, PlanSource source) {
+  Result<bool> adopt_plan(BuildPlan plan, PlanSource source, const std::optional<PlanAuthor>& author = std::nullopt) {
     RecordAppender append = [&](std::string_view kind, const Json& payload) { return kl_.record_now(kind, payload, rec_.now()); };
-    auto committed = propose_plan(append, plan, *policy_, run_id(), source);
+    auto committed = propose_plan(append, plan, *policy_, run_id(), source, author);
     if (!committed) return std::unexpected(committed.error());
     if (!committed->reasons.empty()) {
       std::string why;
@@ -376,7 +376,10 @@ class Build {
                        "the executor's replacement plan is not a plan: " + plan.error().message));
     }
     keep_kernel_fields(plan_, *plan);
-    auto adopted = adopt_plan(std::move(*plan), PlanSource::executor);
+    // A remote executor's plan names who sent it, as its proposals do.
+    std::optional<PlanAuthor> author;
+    if (auto identity = proposer_.answered_by()) author = PlanAuthor{proposer_.name(), identity};
+    auto adopted = adopt_plan(std::move(*plan), PlanSource::executor, author);
     if (!adopted) return std::unexpected(adopted.error());
     if (!*adopted) return false;
     refusals_ = Json::array();

@@ -35,6 +35,7 @@ namespace warden::kernel {
 
 struct BuildOptions {
   std::filesystem::path repo_dir;    // created and seeded (blueprint.seed) when it is not a repository
+  bool create_empty_repo = false;    // no seed: create repo_dir with an empty first commit when missing
   std::filesystem::path ledger_dir;  // created when missing
   std::filesystem::path blueprint_dir;  // where the blueprint's seed is resolved
   std::string policy;                   // overrides the blueprint's policy

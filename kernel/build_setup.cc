@@ -48,8 +48,12 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
                                 const BuildOptions& options, KernelSession& session) {
   auto ledger = open_kernel_ledger(options.ledger_dir, session.signer, session.clock);
   if (!ledger) return std::unexpected(ledger.error());
-  std::optional<std::filesystem::path> seed;
-  if (blueprint && blueprint->seed) seed = options.blueprint_dir / *blueprint->seed;
+  std::optional<RepositorySeed> seed;
+  if (blueprint && blueprint->seed) {
+    seed = RepositorySeed{options.blueprint_dir / *blueprint->seed};
+  } else if (options.create_empty_repo) {
+    seed = RepositorySeed{};
+  }
   auto repo = open_or_seed_repository(options.repo_dir, seed, session.clock);
   if (!repo) return std::unexpected(repo.error());
   // Runs of this ledger whose process died get their end recorded (and a branch left at an
@@ -62,7 +66,7 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   // A branch that already moved past the base (an earlier build) would only be refused at
   // the first commit; say so before anything runs or is recorded.
   if (auto tip = repo->workspace.repo().resolve_commit("refs/heads/" + branch); tip && !(*tip == *base)) {
-    return fail(Errc::already_exists, "branch " + branch + " in " + options.repo_dir.string() + " is at " + tip->hex() +
+    return fail(Errc::failed_precondition, "branch " + branch + " in " + options.repo_dir.string() + " is at " + tip->hex() +
                                           ", not at the base " + base->hex() +
                                           " (an earlier build?): build into a new repository or delete the branch");
   }

@@ -33,9 +33,18 @@ struct PlanDecision {
 // Appends one record and says where it landed (Ledger::append, LedgerWriter::record, ...).
 using RecordAppender = std::function<Result<Appended>(std::string_view kind, const Json& payload)>;
 
+// Who proposed a plan from an executor: recorded with its plan_proposal record.
+struct PlanAuthor {
+  std::string executor;                    // Proposer::name()
+  std::optional<std::string> identity;     // Proposer::answered_by()
+};
+
 Result<PlanDecision> propose_plan(const RecordAppender& append, const BuildPlan& plan, const Policy& policy,
-                                  const std::optional<std::string>& run_id, PlanSource source);
-// Both records in one ledger transaction: a crash leaves neither or both.
+                                  const std::optional<std::string>& run_id, PlanSource source,
+                                  const std::optional<PlanAuthor>& author = std::nullopt);
+// For a plan committed on its own (warden plan commit): the policy record, the proposal and
+// its verdict in one ledger transaction, so a crash leaves all or none and replay can judge
+// the plan again under the policy recorded right before it.
 Result<PlanDecision> propose_plan(Ledger& ledger, const BuildPlan& plan, const Policy& policy,
                                   const std::optional<std::string>& run_id, PlanSource source);
 

@@ -133,13 +133,14 @@ Result<BlueprintRecord> BlueprintRecord::from_json(const Json& json) {
 }
 
 Json PolicyRecord::to_json() const {
-  return {{"run_id", run_id}, {"policy_sha256", policy_sha256.str()}, {"policy", policy}};
+  return {{"run_id", nullable(run_id)}, {"policy_sha256", policy_sha256.str()}, {"policy", policy}};
 }
 
 Result<PolicyRecord> PolicyRecord::from_json(const Json& json) {
   JsonReader r(json, "policy record");
   PolicyRecord p;
-  non_empty(r, "run_id", p.run_id);
+  r.nullable_string("run_id", p.run_id);
+  if (r.ok() && p.run_id && p.run_id->empty()) r.fail("run_id", "is empty (null when the policy is of no run)");
   r.digest("policy_sha256", p.policy_sha256);
   object(r, "policy", p.policy);
   return done(r, std::move(p));
@@ -148,7 +149,10 @@ Result<PolicyRecord> PolicyRecord::from_json(const Json& json) {
 // --- plans ---
 
 Json PlanProposalRecord::to_json() const {
-  return {{"run_id", nullable(run_id)}, {"source", plan_source_name(source)}, {"plan_sha256", plan_sha256.str()}, {"plan", plan}};
+  Json json = {{"run_id", nullable(run_id)}, {"source", plan_source_name(source)}, {"plan_sha256", plan_sha256.str()}, {"plan", plan}};
+  if (executor) json["executor"] = *executor;
+  if (executor_identity) json["executor_identity"] = *executor_identity;
+  return json;
 }
 
 Result<PlanProposalRecord> PlanProposalRecord::from_json(const Json& json) {
@@ -163,6 +167,13 @@ Result<PlanProposalRecord> PlanProposalRecord::from_json(const Json& json) {
   else if (r.ok()) r.fail("source", "must be generated, file or executor");
   r.digest("plan_sha256", p.plan_sha256);
   if (const Json* plan = r.any("plan")) p.plan = *plan;
+  for (auto [key, field] : {std::pair{"executor", &p.executor}, std::pair{"executor_identity", &p.executor_identity}}) {
+    if (!r.has(key)) continue;
+    std::string value;
+    r.string(key, value);
+    if (r.ok() && value.empty()) r.fail(key, "is empty (omit it when none is known)");
+    *field = std::move(value);
+  }
   return done(r, std::move(p));
 }
 
@@ -239,6 +250,7 @@ Json ProposalRecord::to_json() const {
                {"diff_sha256", diff_sha256 ? Json(diff_sha256->str()) : Json(nullptr)},
                {"error", nullable(error)}};
   if (executor_sandbox) json["executor_sandbox"] = executor_sandbox->to_json();
+  if (executor_identity) json["executor_identity"] = *executor_identity;
   return json;
 }
 
@@ -258,6 +270,12 @@ Result<ProposalRecord> ProposalRecord::from_json(const Json& json) {
     auto parsed = LaunchConfinement::from_json(*sandbox, r.path("executor_sandbox"));
     if (parsed) p.executor_sandbox = std::move(*parsed);
     else r.adopt(std::unexpected(parsed.error()));
+  }
+  if (r.has("executor_identity")) {
+    std::string identity;
+    r.string("executor_identity", identity);
+    if (r.ok() && identity.empty()) r.fail("executor_identity", "is empty (omit it when no identity is known)");
+    p.executor_identity = std::move(identity);
   }
   return done(r, std::move(p));
 }

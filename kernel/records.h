@@ -84,7 +84,7 @@ struct BlueprintRecord {
 
 struct PolicyRecord {
   static constexpr std::string_view kind = record_kind::policy;
-  std::string run_id;
+  std::optional<std::string> run_id;  // none: the policy of a plan committed outside a run
   Digest policy_sha256;
   Json policy;  // Policy JSON, programs by digest
 
@@ -101,6 +101,11 @@ struct PlanProposalRecord {
   PlanSource source = PlanSource::file;
   Digest plan_sha256;
   Json plan;  // BuildPlan JSON, kept as recorded: replay judges whether it parses
+  // For a replacement plan from the run's executor (source executor): who proposed it, its
+  // name ("remote:calc") and, as its transport vouched for it, its identity. Written only when
+  // set, so plans proposed otherwise keep their bytes.
+  std::optional<std::string> executor;
+  std::optional<std::string> executor_identity;
 
   Json to_json() const;
   static Result<PlanProposalRecord> from_json(const Json& json);
@@ -159,6 +164,11 @@ struct ProposalRecord {
   // How the executor's program was confined (its sandbox profile, digest, network); absent
   // for an executor that runs no program (plan).
   std::optional<LaunchConfinement> executor_sandbox;
+  // Who answered (or failed to answer), as the executor's transport vouched for it: a remote
+  // executor's attached name (executor/channel_proposer.h). Absent (and omitted from the
+  // record, so older ledgers read and re-derive byte for byte) for an executor run here.
+  // Never an input to any decision.
+  std::optional<std::string> executor_identity;
 
   Json to_json() const;
   static Result<ProposalRecord> from_json(const Json& json);

@@ -178,6 +178,7 @@ class Replayer {
       return {};
     }
     facts(r.run_id).policies.emplace(r.policy_sha256.str(), std::move(*policy));
+    policy_seqs_.emplace(seq_, std::pair{r.run_id.value_or(std::string()), r.policy_sha256.str()});
     return {};
   }
 
@@ -214,7 +215,7 @@ class Replayer {
     return it == run.policies.end() ? nullptr : &it->second;
   }
 
-  Status on_plan_commit(const PlanCommitRecord& r) { return on_plan_verdict(facts(r.run_id), r.proposal_seq, true); }
+  Status on_plan_commit(const PlanCommitRecord& r) { return on_plan_verdict(r.run_id, r.proposal_seq, true); }
 
   Status on_plan_refusal(const PlanRefusalRecord& r) {
     if (!r.proposal_seq) {
@@ -227,21 +228,34 @@ class Replayer {
       else if (json && BuildPlan::from_json(*json)) problem("refused as unreadable, but the recorded text is a plan");
       return {};
     }
-    return on_plan_verdict(facts(r.run_id), *r.proposal_seq, false);
+    return on_plan_verdict(r.run_id, *r.proposal_seq, false);
   }
 
-  Status on_plan_verdict(RunFacts& run, uint64_t proposal_seq, bool committed) {
+  // The policy a plan was judged under. In a run: the run's one policy (a run with two has
+  // none it can be judged under, wherever the second stands: a writer could append a weaker
+  // one right before a plan of its own). Outside a run: the policy recorded right before the
+  // proposal (`warden plan commit` writes each commit's own, and commits may name others).
+  Status on_plan_verdict(const std::optional<std::string>& run_id, uint64_t proposal_seq, bool committed) {
     ++report_.plans;
+    RunFacts& run = facts(run_id);
     auto it = proposal_plans_.find(proposal_seq);
     if (it == proposal_plans_.end()) {
       problem("names plan proposal " + std::to_string(proposal_seq) + ", which is not an earlier plan_proposal");
       return {};
     }
-    if (run.policies.size() != 1) {
-      problem("a plan verdict needs exactly one recorded policy in its run");
+    const Policy* judged_under = nullptr;
+    if (run_id) {
+      if (run.policies.size() == 1) judged_under = &run.policies.begin()->second;
+    } else if (auto before = proposal_seq > 0 ? policy_seqs_.find(proposal_seq - 1) : policy_seqs_.end();
+               before != policy_seqs_.end() && before->second.first.empty()) {
+      judged_under = policy_of(run, before->second.second);
+    }
+    if (!judged_under) {
+      problem(run_id ? "a plan verdict in a run needs exactly one recorded policy in it"
+                     : "a plan verdict outside a run needs its policy recorded right before its proposal");
       return {};
     }
-    const Policy& policy = run.policies.begin()->second;
+    const Policy& policy = *judged_under;
     bool valid = it->second && verify_plan(*it->second, policy).empty();
     if (valid != committed) {
       problem(committed ? "the plan was committed, but verify_plan refuses it" : "the plan was refused, but verify_plan accepts it");
@@ -642,6 +656,7 @@ class Replayer {
   std::map<std::string, RunFacts> runs_;
   std::map<std::string, BranchFacts> branches_;  // by full ref name
   std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
+  std::map<uint64_t, std::pair<std::string, std::string>> policy_seqs_;  // policy record seq -> run, policy digest
   std::map<std::string, LocalRunner> runners_;
   std::optional<GitRepo> repo_;
   uint64_t seq_ = 0;

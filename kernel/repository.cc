@@ -36,8 +36,8 @@ Result<std::vector<ResolvedFile>> seed_files(const std::filesystem::path& seed) 
 
 }  // namespace
 
-Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& dir,
-                                                 const std::optional<std::filesystem::path>& seed, Clock& clock) {
+Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& dir, const std::optional<RepositorySeed>& seed,
+                                                 Clock& clock) {
   std::error_code ec;
   if (std::filesystem::exists(dir / ".git", ec) || std::filesystem::exists(dir / "HEAD", ec)) {
     auto ws = Workspace::open(dir);
@@ -50,7 +50,8 @@ Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& di
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec)) {
     return fail(Errc::already_exists, dir.string() + " exists and is not a git repository; Warden will not write into it");
   }
-  auto files = seed_files(*seed);
+  std::vector<ResolvedFile> no_files;
+  auto files = seed->dir ? seed_files(*seed->dir) : Result<std::vector<ResolvedFile>>(std::move(no_files));
   if (!files) return std::unexpected(files.error());
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail(Errc::io_error, "creating " + dir.string() + ": " + ec.message());
@@ -59,7 +60,7 @@ Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& di
   if (!ws) return std::unexpected(refused(ws.error()));
   CommitRequest request;
   request.branch = "main";
-  request.message = "seed: " + seed->filename().string() + "\n";
+  request.message = seed->dir ? "seed: " + seed->dir->filename().string() + "\n" : std::string("seed: (no files)\n");
   request.time_seconds = clock.now_ms() / 1000;
   auto root = ws->repo().commit_root(*files, request);
   if (!root) return std::unexpected(refused(root.error()));

@@ -1,7 +1,8 @@
 // The repository a build works on: an existing git repository, or — when the directory is
-// not one yet and the blueprint names a seed — a new one whose first commit holds the seed's
-// files (on branch main, HEAD pointing at it, the files checked out). The first commit is
-// deterministic: same seed, same clock, same commit id.
+// not one yet and a seed is given — a new one whose first commit holds the seed's files (on
+// branch main, HEAD pointing at it, the files checked out), or no file at all for a plan built
+// without its blueprint. The first commit is deterministic: same seed, same clock, same
+// commit id.
 //
 // The returned Workspace is the caller's (one thread at a time, see runner/workspace.h); the
 // clock is borrowed for the call. Errors: not_found (no repository and no seed, or no seed
@@ -25,7 +26,13 @@ struct OpenedRepository {
   bool seeded = false;  // created here from the seed
 };
 
-Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& dir,
-                                                 const std::optional<std::filesystem::path>& seed, Clock& clock);
+// What a new repository's first commit holds.
+struct RepositorySeed {
+  std::optional<std::filesystem::path> dir;  // the files of this directory; none: no file
+};
+
+// `seed` none: the repository must exist.
+Result<OpenedRepository> open_or_seed_repository(const std::filesystem::path& dir, const std::optional<RepositorySeed>& seed,
+                                                 Clock& clock);
 
 }  // namespace warden::kernel

@@ -90,7 +90,11 @@ Result<std::vector<RunEntry>> list_runs(const std::filesystem::path& ledger_dir)
   SystemClock clock;  // a read-only ledger never stamps anything
   auto ledger = open_ledger(ledger_dir, clock);
   if (!ledger) return std::unexpected(ledger.error());
-  auto snap = ledger->snapshot();
+  return list_runs(*ledger);
+}
+
+Result<std::vector<RunEntry>> list_runs(const Ledger& ledger) {
+  auto snap = ledger.snapshot();
   if (!snap) return std::unexpected(snap.error());
   // The runs, in order of their first record: a kernel run's first record is its queued
   // run_status, a pipeline run's its pipeline_run record.
@@ -113,7 +117,7 @@ Result<std::vector<RunEntry>> list_runs(const std::filesystem::path& ledger_dir)
   if (!walked) return std::unexpected(walked.error());
   std::vector<RunEntry> out;
   for (const Found& f : found) {
-    auto entry = f.pipeline ? pipeline_entry(*ledger, f.run_id) : kernel_entry(*ledger, f.run_id);
+    auto entry = f.pipeline ? pipeline_entry(ledger, f.run_id) : kernel_entry(ledger, f.run_id);
     if (!entry) return std::unexpected(entry.error());
     out.push_back(std::move(*entry));
   }
@@ -124,11 +128,15 @@ Result<RunEntry> find_run(const std::filesystem::path& ledger_dir, const std::st
   SystemClock clock;
   auto ledger = open_ledger(ledger_dir, clock);
   if (!ledger) return std::unexpected(ledger.error());
-  auto entry = kernel_entry(*ledger, run_id);
+  return find_run(*ledger, run_id);
+}
+
+Result<RunEntry> find_run(const Ledger& ledger, const std::string& run_id) {
+  auto entry = kernel_entry(ledger, run_id);
   if (entry || entry.error().code != Errc::not_found) return entry;
-  auto pipeline = pipeline_entry(*ledger, run_id);
+  auto pipeline = pipeline_entry(ledger, run_id);
   if (pipeline || pipeline.error().code != Errc::not_found) return pipeline;
-  return fail(Errc::not_found, "no run " + run_id + " in the ledger " + ledger_dir.string());
+  return fail(Errc::not_found, "no run " + run_id + " in the ledger " + ledger.dir().string());
 }
 
 }  // namespace warden::kernel

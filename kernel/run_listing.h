@@ -24,6 +24,7 @@
 
 #include "common/canonical_json.h"
 #include "common/error.h"
+#include "ledger/ledger.h"
 
 namespace warden::kernel {
 
@@ -44,8 +45,11 @@ struct RunEntry {
 // not_found when there is no ledger at `ledger_dir`; corrupt when a run's records do not read
 // back (the error names the run).
 Result<std::vector<RunEntry>> list_runs(const std::filesystem::path& ledger_dir);
+// The same over a ledger the caller has open (a process may open a ledger only once).
+Result<std::vector<RunEntry>> list_runs(const Ledger& ledger);
 
 // The entry of the one run `run_id`; not_found when the ledger holds no such run.
 Result<RunEntry> find_run(const std::filesystem::path& ledger_dir, const std::string& run_id);
+Result<RunEntry> find_run(const Ledger& ledger, const std::string& run_id);
 
 }  // namespace warden::kernel

@@ -1,8 +1,12 @@
 #include "service/ledger_service.h"
 
+#include <algorithm>
+
 #include "ledger/checkpoint.h"
 #include "ledger/note.h"
+#include "common/strings.h"
 #include "service/grpc_status.h"
+#include "service/warden_cli.h"
 
 namespace warden::service {
 namespace {
@@ -16,33 +20,21 @@ grpc::Status invalid(const std::string& field, const std::string& why) {
 
 }  // namespace
 
-Result<std::unique_ptr<LedgerService>> LedgerService::open(const std::filesystem::path& dir, InFlight& in_flight,
-                                                            const TokenTable& tokens) {
-  auto clock = std::make_unique<SystemClock>();
-  auto ledger = Ledger::open(dir, Ledger::Mode::read_only, *clock);
-  if (!ledger) {
-    if (ledger.error().code == Errc::not_found) {
-      return fail(Errc::not_found, "no ledger at " + dir.string() + ": create one with `warden ledger init " +
-                                       dir.string() + "`, or point --ledger at one");
-    }
-    return std::unexpected(ledger.error());
-  }
-  return std::unique_ptr<LedgerService>(new LedgerService(std::move(clock), std::move(*ledger), in_flight, tokens));
-}
+LedgerService::LedgerService(SharedLedger& ledger, InFlight& in_flight, const TokenTable& tokens)
+    : ledger_(ledger), in_flight_(in_flight), tokens_(tokens) {}
 
-LedgerService::LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight,
-                             const TokenTable& tokens)
-    : clock_(std::move(clock)), ledger_(std::move(ledger)), in_flight_(in_flight), tokens_(tokens) {}
-
-Result<LedgerSnapshot> LedgerService::snapshot() {
-  std::lock_guard lock(snapshot_mu_);
-  return ledger_.snapshot();
-}
-
-grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext* context, const v1::GetCheckpointRequest*, v1::Checkpoint* out) {
+grpc::Status LedgerService::GetCheckpoint(grpc::ServerContext* context, const v1::GetCheckpointRequest* request,
+                                          v1::Checkpoint* out) {
   InFlight::Call call(in_flight_);
-  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
-  auto snap = snapshot();
+  // Signing one writes to the ledger with its key.
+  const Role role = request->sign_new() ? Role::admin : Role::observer;
+  if (grpc::Status denied; !tokens_.authorize(*context, role, denied)) return denied;
+  if (request->sign_new()) {
+    if (auto signed_now = run_warden({"ledger", "checkpoint", ledger_.dir().string()}); !signed_now) {
+      return to_status(signed_now.error());
+    }
+  }
+  auto snap = ledger_.snapshot();
   if (!snap) return to_status(snap.error());
   auto stored = snap->checkpoints();
   if (!stored) return to_status(stored.error());
@@ -84,7 +76,7 @@ grpc::Status LedgerService::ProveInclusion(grpc::ServerContext* context, const v
                                            v1::InclusionProof* out) {
   InFlight::Call call(in_flight_);
   if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
-  auto snap = snapshot();
+  auto snap = ledger_.snapshot();
   if (!snap) return to_status(snap.error());
   uint64_t size = request->tree_size() == 0 ? snap->size() : request->tree_size();
   if (size > snap->size()) return invalid("tree_size", "larger than the ledger (" + std::to_string(snap->size()) + ")");
@@ -107,7 +99,7 @@ grpc::Status LedgerService::ProveConsistency(grpc::ServerContext* context, const
                                              v1::ConsistencyProof* out) {
   InFlight::Call call(in_flight_);
   if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
-  auto snap = snapshot();
+  auto snap = ledger_.snapshot();
   if (!snap) return to_status(snap.error());
   uint64_t size2 = request->size2() == 0 ? snap->size() : request->size2();
   if (size2 > snap->size()) return invalid("size2", "larger than the ledger (" + std::to_string(snap->size()) + ")");
@@ -130,7 +122,7 @@ grpc::Status LedgerService::ListRecords(grpc::ServerContext* context, const v1::
                                         grpc::ServerWriter<v1::LedgerRecord>* writer) {
   InFlight::Call call(in_flight_);
   if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
-  auto snap = snapshot();
+  auto snap = ledger_.snapshot();
   if (!snap) return to_status(snap.error());
   uint64_t to = request->to_seq() == 0 ? snap->size() : std::min<uint64_t>(request->to_seq(), snap->size());
   if (request->from_seq() > to) return invalid("from_seq", "beyond to_seq " + std::to_string(to));
@@ -173,7 +165,7 @@ grpc::Status LedgerService::GetBlob(grpc::ServerContext* context, const v1::GetB
   if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
   auto digest = Digest::parse(request->digest());
   if (!digest) return invalid("digest", digest.error().message);
-  auto snap = snapshot();
+  auto snap = ledger_.snapshot();
   if (!snap) return to_status(snap.error());
   auto bytes = snap->blob(*digest);  // verified against its digest
   if (!bytes) return to_status(bytes.error());
@@ -184,6 +176,23 @@ grpc::Status LedgerService::GetBlob(grpc::ServerContext* context, const v1::GetB
   }
   out->set_digest(digest->str());
   out->set_data(std::move(*bytes));
+  return grpc::Status::OK;
+}
+
+grpc::Status LedgerService::GetReceipt(grpc::ServerContext* context, const v1::GetReceiptRequest* request,
+                                       v1::Receipt* out) {
+  InFlight::Call call(in_flight_);
+  if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
+  const std::string& commit = request->commit();
+  const bool hex40 = commit.size() == 40 && std::all_of(commit.begin(), commit.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+  if (!hex40) return invalid("commit", "a git commit id: 40 lowercase hex digits");
+  // The CLI's own receipt: it may sign and store a checkpoint covering the commit's record,
+  // which takes a writable ledger (warden_cli.h).
+  auto receipt = run_warden({"receipt", commit, "--ledger", ledger_.dir().string()});
+  if (!receipt) return to_status(receipt.error());
+  out->set_receipt_json(std::string(trim(*receipt)));
   return grpc::Status::OK;
 }
 

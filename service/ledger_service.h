@@ -1,21 +1,17 @@
 // warden.v1.Ledger over one ledger directory: checkpoints, inclusion and consistency proofs,
-// records by range, kind or run (streamed), and verified blobs.
+// records by range, kind or run (streamed), verified blobs, and acceptance receipts.
 //
 // Every call reads one LMDB snapshot, so a stream sees one consistent tree even while the
-// kernel appends. Thread-safe: gRPC calls it from many threads; snapshots are taken under
-// snapshot_mu_ (a Ledger is for one thread at a time) and each is then used by its call's
-// thread alone (the environment is opened MDB_NOTLS). The service owns the process's handle
-// on the ledger: LMDB allows one per process.
+// kernel appends. Thread-safe: gRPC calls it from many threads; snapshots come from the
+// server's SharedLedger (service/shared_ledger.h).
 #pragma once
 
 #include <warden.grpc.pb.h>  // generated from proto/warden.proto
 
 #include <filesystem>
 #include <memory>
-#include <mutex>
 
-#include "common/clock.h"
-#include "ledger/ledger.h"
+#include "service/shared_ledger.h"
 #include "service/in_flight.h"
 #include "service/tokens.h"
 
@@ -23,12 +19,9 @@ namespace warden::service {
 
 class LedgerService final : public v1::Ledger::Service {
  public:
-  // Opens the ledger at `dir` read-only; not_found (with the command that creates one) when
-  // there is none.
-  // Its calls are counted in `in_flight` and need the observer role in `tokens`; both must
-  // outlive it.
-  static Result<std::unique_ptr<LedgerService>> open(const std::filesystem::path& dir, InFlight& in_flight,
-                                                     const TokenTable& tokens);
+  // Its calls are counted in `in_flight` and need the observer role in `tokens`; all three
+  // must outlive it.
+  LedgerService(SharedLedger& ledger, InFlight& in_flight, const TokenTable& tokens);
 
   grpc::Status GetCheckpoint(grpc::ServerContext* context, const v1::GetCheckpointRequest*, v1::Checkpoint*) override;
   grpc::Status ProveInclusion(grpc::ServerContext* context, const v1::ProveInclusionRequest*, v1::InclusionProof*) override;
@@ -36,15 +29,11 @@ class LedgerService final : public v1::Ledger::Service {
   grpc::Status ListRecords(grpc::ServerContext* context, const v1::ListRecordsRequest*,
                            grpc::ServerWriter<v1::LedgerRecord>*) override;
   grpc::Status GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest*, v1::Blob*) override;
+  // The acceptance receipt of an accepted commit (kernel/receipt.h), as `warden receipt` makes it.
+  grpc::Status GetReceipt(grpc::ServerContext* context, const v1::GetReceiptRequest*, v1::Receipt*) override;
 
  private:
-  LedgerService(std::unique_ptr<SystemClock> clock, Ledger ledger, InFlight& in_flight, const TokenTable& tokens);
-
-  Result<LedgerSnapshot> snapshot();
-
-  std::unique_ptr<SystemClock> clock_;  // the ledger keeps a reference; read-only, never used to stamp
-  std::mutex snapshot_mu_;
-  Ledger ledger_;  // guarded by snapshot_mu_
+  SharedLedger& ledger_;
   InFlight& in_flight_;
   const TokenTable& tokens_;
 };

@@ -2,12 +2,14 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -16,8 +18,14 @@
 #include "runner/sandbox.h"
 #include "service/health_service.h"
 #include "service/in_flight.h"
+#include "service/executor_service.h"
+#include "service/kernel_service.h"
 #include "service/ledger_service.h"
+#include "service/pipeline_service.h"
+#include "service/run_manager.h"
+#include "service/shared_ledger.h"
 #include "service/tokens.h"
+#include "service/warden_cli.h"
 
 namespace warden::service {
 namespace {
@@ -25,6 +33,18 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
+// How long live runs get to record their cancellation when the server stops.
+constexpr auto kRunStopGrace = std::chrono::seconds(20);
+
+// A fresh state directory gets its ledger (and its signer key) the way `warden ledger init` makes one.
+Status ensure_ledger(const fs::path& dir, std::ostream& log) {
+  std::error_code ec;
+  if (fs::exists(dir / "data.mdb", ec)) return {};
+  auto made = run_warden({"ledger", "init", dir.string()});
+  if (!made) return std::unexpected(made.error().with_context("creating the ledger " + dir.string()));
+  log << "warden serve: created the ledger " << dir.string() << "\n";
+  return {};
+}
 
 Status prepare_state_dir(const fs::path& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::unexpected(errno_error("mkdir " + dir.string(), errno));
@@ -87,7 +107,22 @@ SandboxReadiness sandbox_preflight(const ServeOptions& options) {
 }  // namespace
 
 Status serve(const ServeOptions& given, std::ostream& log) {
+  // Blocked first, before anything starts a thread (gRPC starts its own as soon as TLS
+  // credentials are made), so every thread inherits the mask and only sigwait below takes
+  // them: a thread with SIGTERM unblocked would let it kill the process instead.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  if (::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr) != 0) return fail(Errc::internal, "pthread_sigmask failed");
   ServeOptions options = given;
+  if (options.tcp.any() && options.tokens.empty()) {
+    // Without tokens every caller has every role: right for the 0600 socket, not for a port.
+    return fail(Errc::invalid_argument, "--listen and --insecure-listen need --tokens FILE: without it every caller "
+                                        "would be trusted with every role");
+  }
+  auto tcp = tcp_listeners(options.tcp);
+  if (!tcp) return std::unexpected(tcp.error());
   if (Status st = prepare_state_dir(options.state_dir); !st) return st;
   if (options.ledger.empty()) options.ledger = options.state_dir / "ledger";
   if (options.socket.empty()) options.socket = options.state_dir / "warden.sock";
@@ -95,18 +130,33 @@ Status serve(const ServeOptions& given, std::ostream& log) {
 
   auto tokens = options.tokens.empty() ? TokenTable::local_only() : TokenTable::load(options.tokens);
   if (!tokens) return std::unexpected(tokens.error());
+  RunManagerOptions run_options;
+  run_options.warden_binary = warden_binary();
+  run_options.state_dir = options.state_dir;
+  run_options.ledger_dir = options.ledger;
+  run_options.cache_dir = options.state_dir / "cache";
+  run_options.max_live = options.max_runs;
+  if (given.ledger.empty()) {
+    if (Status st = ensure_ledger(options.ledger, log); !st) return st;
+  }
+  // The runs an earlier server left live get their end recorded before anything is served.
+  auto recovered = recover_interrupted_runs(run_options);
+  if (!recovered) return std::unexpected(recovered.error());
+  for (const std::string& line : *recovered) log << "warden serve: " << line << "\n";
   InFlight in_flight;
-  auto ledger = LedgerService::open(options.ledger, in_flight, *tokens);
+  auto ledger = SharedLedger::open(options.ledger);
   if (!ledger) return std::unexpected(ledger.error());
   SandboxReadiness preflight = sandbox_preflight(options);
 
-  // Blocked before gRPC starts its threads, so only sigwait below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  if (::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr) != 0) return fail(Errc::internal, "pthread_sigmask failed");
-
+  RunManager runs(run_options);
+  LedgerService ledger_service(**ledger, in_flight, *tokens);
+  KernelServiceOptions kernel_options{options.state_dir,
+                                      options.blueprints.empty() ? options.state_dir / "blueprints" : options.blueprints};
+  RemoteExecutors remote;
+  StreamQuota streams(static_cast<size_t>(std::max(1, options.max_calls / 4)));
+  KernelService kernel_service(kernel_options, **ledger, runs, in_flight, *tokens, remote, streams);
+  ExecutorService executor_service(remote, **ledger, runs, in_flight, *tokens, streams);
+  PipelineService pipeline_service(options.state_dir, **ledger, in_flight, *tokens, streams);
   HealthService health(in_flight);
   health.set("", false);
   health.set("warden.v1.Ledger", false);
@@ -114,19 +164,36 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + options.socket.string(), grpc::InsecureServerCredentials());
+  for (TcpListener& l : *tcp) builder.AddListeningPort(l.address(), l.credentials, &l.selected_port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a second server on our port is refused
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(options.max_message_bytes, INT32_MAX)));
+  grpc::ResourceQuota quota("warden-serve");
+  quota.SetMaxThreads(options.max_calls + 8);  // the server's own pollers need a few
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);  // a silent connection is dropped
   builder.RegisterService(&health);
-  builder.RegisterService(ledger->get());
+  builder.RegisterService(&ledger_service);
+  if (preflight.ok) {
+    builder.RegisterService(&kernel_service);
+    builder.RegisterService(&executor_service);
+    builder.RegisterService(&pipeline_service);
+  }
   // The socket is created with the process umask: 0600 from the start, not chmod'ed after.
   mode_t old_mask = ::umask(0177);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ::umask(old_mask);
-  if (!server) return fail(Errc::io_error, "could not listen on unix:" + options.socket.string());
+  if (!server) {
+    ::unlink(options.socket.c_str());
+    if (tcp->empty()) return fail(Errc::io_error, "could not listen on unix:" + options.socket.string());
+    return std::unexpected(listen_failure(*tcp));
+  }
 
   health.set("warden.v1.Ledger", true);
   health.set("warden.v1.Kernel", preflight.ok);
   health.set("", preflight.ok);
   log << "warden serve: listening on unix:" << options.socket.string() << " (ledger " << options.ledger.string()
       << (options.tokens.empty() ? "; the socket's user only" : "; tokens from " + options.tokens.string()) << ")\n";
+  for (const TcpListener& l : *tcp) log << "warden serve: listening on " << l.host << ":" << l.selected_port << " (" << l.security << ")\n";
   if (!preflight.ok) log << "warden serve: sandbox preflight failed, not serving runs: " << preflight.why << "\n";
   log.flush();
 
@@ -136,6 +203,9 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   log << "warden serve: " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ": stopping\n";
   log.flush();
   health.shutdown();  // every service NOT_SERVING from here on, and Watch streams end
+  // Live runs record `cancelled` (their watchers see that terminal event and end).
+  if (size_t live = runs.stop_all(kRunStopGrace)) log << "warden serve: cancelled " << live << " live run(s)\n";
+  remote.shutdown();  // attached executors' streams end
   // Health already says NOT_SERVING; the calls running get up to kShutdownGrace to finish,
   // then Shutdown refuses new ones and cancels any left (in_flight.h says why the grace is
   // not Shutdown's own deadline).

@@ -1,5 +1,6 @@
 // The kernel service process: `warden serve`. One server over one state directory, on a unix
-// socket (mode 0600, in the state directory) by default.
+// socket (mode 0600, in the state directory), and on TCP ports when asked
+// (service/tcp_listeners.h: TLS, mutual TLS, plaintext on loopback only).
 //
 // Health (grpc.health.v1, service/health_service.h): "warden.v1.Ledger" is SERVING once the ledger is open,
 // "warden.v1.Kernel" once the sandbox preflight has passed too, and "" (the server as a
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "service/tcp_listeners.h"
 
 namespace warden::service {
 
@@ -21,12 +23,22 @@ struct ServeOptions {
   std::filesystem::path socket;     // default <state_dir>/warden.sock
   std::string sandbox_profile = "default";
   std::filesystem::path tokens;     // service/tokens.h; none: the socket's own user only
+  std::filesystem::path blueprints; // StartRun's named blueprints: DIR/<name>/blueprint.json (default STATE/blueprints)
+  TcpListenOptions tcp;             // none by default; any needs `tokens`
+  // The largest message a client may send (a proposal, a blueprint): larger ones are refused
+  // with RESOURCE_EXHAUSTED before they are read whole.
+  size_t max_message_bytes = size_t{4} << 20;
+  // Calls served at once (each watch and attached executor holds one): past it, new calls
+  // get RESOURCE_EXHAUSTED instead of a thread each.
+  int max_calls = 256;
+  size_t max_runs = 32;  // runs live at once; past it StartRun is RESOURCE_EXHAUSTED
 };
 
 // Serves until SIGTERM or SIGINT, then stops accepting, lets calls in flight finish (at most
 // 5 s), removes the socket and returns. Blocks both signals in the calling thread before any
 // server thread starts, so it must be called before other threads exist. Errors: the state
-// directory or socket unusable, another server on the socket (already_exists), no ledger.
+// directory or socket unusable, another server on the socket or a TCP port in use
+// (already_exists), no ledger, TCP without tokens or with unusable TLS files (invalid_argument).
 // Progress lines go to `log`.
 Status serve(const ServeOptions& options, std::ostream& log);
 

@@ -3,6 +3,8 @@
 #include <openssl/crypto.h>
 #include <sys/stat.h>
 
+#include <cstring>
+
 #include "common/canonical_json.h"
 #include "common/file.h"
 #include "common/json_reader.h"
@@ -32,7 +34,51 @@ std::string_view role_name(Role role) {
 }
 
 Result<TokenTable> TokenTable::load(const std::filesystem::path& path) {
-  struct stat st;
+  struct stat st {};
+  auto entries = parse(path, st);
+  if (!entries) return std::unexpected(entries.error());
+  TokenTable table;
+  table.watched_ = std::make_shared<Watched>();
+  table.watched_->path = path;
+  table.watched_->seen = st;
+  table.watched_->entries = std::make_shared<const Entries>(std::move(*entries));
+  return table;
+}
+
+namespace {
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+         a.st_mtim.tv_nsec == b.st_mtim.tv_nsec && a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
+}  // namespace
+
+std::shared_ptr<const TokenTable::Entries> TokenTable::current(std::string& broken) const {
+  Watched& w = *watched_;
+  std::lock_guard lock(w.mu);
+  struct stat now {};
+  if (::stat(w.path.c_str(), &now) != 0) {
+    w.entries.reset();
+    w.broken = "the tokens file " + w.path.string() + " is gone";
+    std::memset(&w.seen, 0, sizeof w.seen);
+  } else if (!same_file(now, w.seen)) {
+    struct stat st {};
+    auto entries = parse(w.path, st);
+    w.seen = now;
+    if (entries) {
+      w.entries = std::make_shared<const Entries>(std::move(*entries));
+      w.broken.clear();
+    } else {
+      w.entries.reset();  // fail closed: a revocation must not be undone by a typo
+      w.broken = "the tokens file no longer loads: " + entries.error().message;
+    }
+  }
+  broken = w.broken;
+  return w.entries;
+}
+
+Result<TokenTable::Entries> TokenTable::parse(const std::filesystem::path& path, struct stat& st) {
   if (::stat(path.c_str(), &st) != 0) return std::unexpected(errno_error("--tokens " + path.string(), errno));
   if ((st.st_mode & 022) != 0 || (st.st_uid != ::geteuid() && st.st_uid != 0)) {
     return fail(Errc::invalid_argument, "--tokens " + path.string() +
@@ -45,7 +91,7 @@ Result<TokenTable> TokenTable::load(const std::filesystem::path& path) {
   if (!json) return std::unexpected(json.error());
   if (!json->is_object()) return fail(Errc::invalid_argument, "tokens file " + path.string() + ": must be a JSON object");
   JsonReader reader(*json, "tokens");
-  TokenTable table;
+  Entries table;
   const Json& list = reader.array("tokens");
   std::set<std::string> names;
   std::set<Digest> hashes;
@@ -56,6 +102,7 @@ Result<TokenTable> TokenTable::load(const std::filesystem::path& path) {
     e.digest("sha256", entry.hash);
     std::vector<std::string> roles;
     e.strings("roles", roles);
+    if (e.has("revoked")) e.boolean("revoked", entry.revoked);
     if (!e.ok()) break;
     if (entry.identity.name.empty() || entry.identity.name == "local") {
       e.fail("name", "must be non-empty and not \"local\" (the name of the socket's own user)");
@@ -78,11 +125,11 @@ Result<TokenTable> TokenTable::load(const std::filesystem::path& path) {
       entry.identity.roles.insert(*role);
     }
     if (e.ok() && entry.identity.roles.empty()) e.fail("roles", "must name at least one role");
-    if (e.ok()) table.entries_.push_back(std::move(entry));
+    if (e.ok()) table.push_back(std::move(entry));
   }
   if (Status st = reader.finish(); !st) return std::unexpected(st.error());
   // An empty table would lock every caller out: a mistake, not a policy.
-  if (table.entries_.empty()) return fail(Errc::invalid_argument, "tokens.tokens: must list at least one token");
+  if (table.empty()) return fail(Errc::invalid_argument, "tokens.tokens: must list at least one token");
   return table;
 }
 
@@ -105,14 +152,24 @@ std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context
     denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the authorization header must be `Bearer <token>`");
     return std::nullopt;
   }
+  std::string broken;
+  std::shared_ptr<const Entries> entries = current(broken);
+  if (!entries) {
+    denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, broken);
+    return std::nullopt;
+  }
   Digest presented = sha256(value.substr(kBearer.size()));
   // Every entry is compared, in constant time, so the timing says nothing about which matched.
   const Entry* match = nullptr;
-  for (const auto& entry : entries_) {
+  for (const auto& entry : *entries) {
     if (CRYPTO_memcmp(entry.hash.bytes().data(), presented.bytes().data(), Digest::kSize) == 0) match = &entry;
   }
   if (!match) {
     denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown token");
+    return std::nullopt;
+  }
+  if (match->revoked) {
+    denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "token \"" + match->identity.name + "\" was revoked");
     return std::nullopt;
   }
   if (!match->identity.roles.contains(role) && !match->identity.roles.contains(Role::admin)) {

@@ -9,11 +9,20 @@
 //
 // Without a tokens file the server listens on its 0600 unix socket only, so its one user is
 // trusted with every role (`local`).
+//
+// Revoking a token takes effect on the next call, without a restart: the file is read again
+// whenever it has changed (inode, size, modification time), and an entry may say
+// `"revoked": true` (its calls get UNAUTHENTICATED "revoked") or be removed. A file that no
+// longer loads fails closed: every call is refused until it loads again. Write it with a
+// rename (write a new file, then mv) so no call sees it half-written.
 #pragma once
 
 #include <grpcpp/server_context.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,6 +41,8 @@ struct Identity {
   std::set<Role> roles;
 };
 
+// Thread-safe: authorize() may be called from every gRPC thread at once; a copy shares the
+// file's state with its original.
 class TokenTable {
  public:
   // invalid_argument naming the entry and field for a malformed file; a file another user
@@ -49,9 +60,22 @@ class TokenTable {
   struct Entry {
     Identity identity;
     Digest hash;
+    bool revoked = false;
   };
+  using Entries = std::vector<Entry>;
+  // The file as last read, and whether it has changed since.
+  struct Watched {
+    std::filesystem::path path;
+    std::mutex mu;
+    struct stat seen {};                        // guarded by mu
+    std::shared_ptr<const Entries> entries;     // guarded by mu; null while the file is broken
+    std::string broken;                         // guarded by mu: why the file no longer loads
+  };
+  static Result<Entries> parse(const std::filesystem::path& path, struct stat& st);
+  std::shared_ptr<const Entries> current(std::string& broken) const;
+
   bool open_ = false;  // local_only
-  std::vector<Entry> entries_;
+  std::shared_ptr<Watched> watched_;
 };
 
 std::string_view role_name(Role role);

@@ -30,6 +30,11 @@ class BuildE2ETest : public ::testing::Test {
   ProcessResult build(const std::filesystem::path& blueprint, const std::vector<std::string>& extra = {}) {
     return warden(build_args(blueprint, extra));
   }
+  ProcessResult build_plan(const std::string& digest, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"build", "--plan", digest, "--out", out().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return warden(args);
+  }
   // The hang fixture in the background, once its second step's check hangs in the sandbox.
   Child start_hung_build() {
     std::vector<std::string> argv = {warden_binary()};
@@ -221,6 +226,67 @@ TEST_F(BuildE2ETest, ARefusedPlanIsAPlanningError) {
   EXPECT_TRUE(payloads(records, "decision").empty());
   EXPECT_TRUE(payloads(records, "plan_commit").empty());
   expect_consistent("warden/reasons", {});
+}
+
+// `warden build --plan`: a plan committed earlier is built without its blueprint, into a
+// repository that starts empty. The run records the plan again (re-hashed and re-verified),
+// and an auditor replays it all. A plan is found only by a commit of its digest whose proposal
+// really holds it: a ledger writer who commits a digest over another plan gets no build.
+TEST_F(BuildE2ETest, ACommittedPlanBuildsWithoutItsBlueprint) {
+  const std::string plan_file = (tmp / "plan.json").string();
+  ASSERT_TRUE(warden({"plan", "generate", WARDEN_SOURCE_DIR "/examples/calculator/blueprint.json", "-o", plan_file}).exited_with(0));
+  auto committed = warden({"plan", "commit", plan_file, "--ledger", ledger().string(), "--json"});
+  ASSERT_TRUE(committed.exited_with(0)) << describe(committed);
+  const std::string digest = stdout_json(committed)["plan_sha256"];
+
+  auto r = build_plan(digest, {"--clock", "logical"});
+  ASSERT_TRUE(r.exited_with(0)) << describe(r);
+  EXPECT_NE(r.out.find("5/5 accepted, 6 proposals, 1 refused"), std::string::npos) << r.out;
+  EXPECT_EQ(git_in(repo(), {"log", "--format=%s", "main"}), "seed: (no files)\n");
+  expect_consistent("warden/calculator", {"s1", "s2", "s3", "s4", "s5"});
+  auto records = ledger_records(ledger());
+  auto plan_commits = payloads(records, "plan_commit");
+  ASSERT_EQ(plan_commits.size(), 2u);  // the commit named, and the run's own
+  EXPECT_EQ(plan_commits[1]["plan_sha256"], digest);
+  EXPECT_FALSE(plan_commits[1]["run_id"].is_null());
+  EXPECT_EQ(last_status(records)["status"], "completed");
+  auto replay = warden({"replay", ledger().string(), "--repo", repo().string(), "--key", verifier().string()});
+  EXPECT_TRUE(replay.exited_with(0)) << describe(replay);
+
+  // Refused before anything is recorded: a digest no commit names, a malformed one, no ledger.
+  const size_t size = records.size();
+  auto unknown = build_plan("sha256:" + std::string(64, '0'), {"--repo", (tmp / "r2").string()});
+  EXPECT_TRUE(unknown.exited_with(4)) << describe(unknown);
+  EXPECT_NE(unknown.err.find("is committed to the ledger"), std::string::npos) << unknown.err;
+  EXPECT_TRUE(build_plan("abc", {}).exited_with(3));
+  auto nowhere = warden({"build", "--plan", digest});
+  EXPECT_TRUE(nowhere.exited_with(3)) << describe(nowhere);
+  EXPECT_NE(nowhere.err.find("--ledger"), std::string::npos) << nowhere.err;
+  EXPECT_TRUE(warden({"build", WARDEN_SOURCE_DIR "/examples/calculator/blueprint.json", "--plan", digest}).exited_with(3));
+  EXPECT_EQ(ledger_records(ledger()).size(), size);
+
+  // A forged commit: a proposal that names the digest but holds a plan of one step (every
+  // later step dropped), committed under that digest. It is the newest commit of the digest,
+  // and its plan does not hash to it: corrupt, and no run starts.
+  json forged_proposal;
+  for (const json& rec : records) {
+    if (rec["kind"] == "plan_proposal") forged_proposal = rec["payload"];
+  }
+  forged_proposal["plan"]["steps"] = json::array({forged_proposal["plan"]["steps"][0]});
+  auto append = [&](const std::string& kind, const json& payload) {
+    write_file(tmp / "payload.json", payload.dump());
+    auto a = warden({"ledger", "append", ledger().string(), "--kind", kind, "--payload", (tmp / "payload.json").string(), "--json"});
+    EXPECT_TRUE(a.exited_with(0)) << describe(a);
+    return stdout_json(a)["seq"].get<uint64_t>();
+  };
+  const uint64_t proposal_seq = append("plan_proposal", forged_proposal);
+  json forged_commit = plan_commits[0];
+  forged_commit["proposal_seq"] = proposal_seq;
+  append("plan_commit", forged_commit);
+  auto refused = build_plan(digest, {"--repo", (tmp / "r3").string()});
+  EXPECT_FALSE(refused.exited_with(0)) << describe(refused);
+  EXPECT_NE(refused.err.find("holds a plan that hashes to"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "r3"));
 }
 
 TEST_F(BuildE2ETest, TheWatchdogEndsAHungCheck) {

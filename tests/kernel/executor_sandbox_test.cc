@@ -165,5 +165,28 @@ TEST(ProposalRecordSandbox, PresentOnlyForProgramsAndStrict) {
   EXPECT_FALSE(kernel::ProposalRecord::from_json(damaged));
 }
 
+// Who answered is recorded only when an executor's transport names someone (a remote
+// executor), so every other record and the golden ledgers are unchanged; read back strictly.
+TEST(ProposalRecordIdentity, OmittedWhenAbsentAndStrict) {
+  kernel::ProposalRecord record;
+  record.run_id = "run-1";
+  record.step_id = "s1";
+  record.attempt = 1;
+  record.executor = "remote:calc";
+  EXPECT_FALSE(record.to_json().contains("executor_identity"));
+  auto plain = kernel::ProposalRecord::from_json(record.to_json());
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_FALSE(plain->executor_identity);
+  record.executor_identity = "alice";
+  auto again = kernel::ProposalRecord::from_json(record.to_json());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->executor_identity, "alice");
+  for (const json& bad : {json(""), json(7), json(nullptr)}) {
+    json damaged = record.to_json();
+    damaged["executor_identity"] = bad;
+    EXPECT_FALSE(kernel::ProposalRecord::from_json(damaged)) << bad.dump();
+  }
+}
+
 }  // namespace
 }  // namespace warden::test

@@ -34,7 +34,7 @@ class SeededRepository : public ::testing::Test {
 };
 
 TEST_F(SeededRepository, IsCleanWithOneCommit) {
-  auto opened = open_or_seed_repository(repo, seed, clock);
+  auto opened = open_or_seed_repository(repo, RepositorySeed{seed}, clock);
   ASSERT_TRUE(opened) << opened.error().message;
   EXPECT_TRUE(opened->seeded);
 
@@ -47,13 +47,30 @@ TEST_F(SeededRepository, IsCleanWithOneCommit) {
 }
 
 TEST_F(SeededRepository, OpeningItAgainChangesNothing) {
-  ASSERT_TRUE(open_or_seed_repository(repo, seed, clock));
+  ASSERT_TRUE(open_or_seed_repository(repo, RepositorySeed{seed}, clock));
   std::string head = git({"rev-parse", "HEAD"});
-  auto again = open_or_seed_repository(repo, seed, clock);
+  auto again = open_or_seed_repository(repo, RepositorySeed{seed}, clock);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_FALSE(again->seeded);
   EXPECT_EQ(git({"rev-parse", "HEAD"}), head);
   EXPECT_EQ(git({"status", "--porcelain"}), "");
+}
+
+// A plan built without its blueprint has no seed: its repository starts at one empty commit,
+// and a directory that is not empty is still left alone.
+TEST_F(SeededRepository, NoSeedFilesIsOneEmptyCommit) {
+  auto opened = open_or_seed_repository(repo, RepositorySeed{}, clock);
+  ASSERT_TRUE(opened) << opened.error().message;
+  EXPECT_TRUE(opened->seeded);
+  EXPECT_EQ(git({"log", "--format=%s"}), "seed: (no files)\n");
+  EXPECT_EQ(git({"ls-files"}), "");
+
+  auto refused = open_or_seed_repository(seed, RepositorySeed{}, clock);  // full of files
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::already_exists);
+  auto missing = open_or_seed_repository(tmp / "nothing", std::nullopt, clock);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, Errc::not_found);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "ledger/ledger.h"
 #include "ledger/merkle.h"
 #include "ledger/note.h"
+#include "tests/service/serve_fixture.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -33,73 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// grpc.health.v1.Health/Check: 1 SERVING, 2 NOT_SERVING; a negative gRPC status code when
-// the call itself failed.
-int health_status(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
-  auto health = grpc::health::v1::Health::NewStub(channel);
-  grpc::health::v1::HealthCheckRequest request;
-  request.set_service(service);
-  grpc::health::v1::HealthCheckResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + 5s);
-  grpc::Status status = health->Check(&context, request, &response);
-  if (!status.ok()) return -static_cast<int>(status.error_code());
-  return response.status();
-}
-
-class Serve : public ::testing::Test {
- protected:
-  TempDir tmp;
-  fs::path state = tmp / "state";
-  fs::path ledger = state / "ledger";
-  fs::path socket = state / "warden.sock";
-  std::string verifier;
-
-  void SetUp() override {
-    fs::create_directory(state);
-    fs::permissions(state, fs::perms::owner_all, fs::perm_options::replace);
-    auto init = warden({"ledger", "init", ledger.string(), "--json"});
-    ASSERT_TRUE(init.exited_with(0)) << describe(init);
-    verifier = stdout_json(init).value("verifier_key", "");
-    ASSERT_FALSE(verifier.empty()) << init.out;
-    for (int i = 0; i < 5; ++i) {
-      fs::path payload = tmp / ("p" + std::to_string(i) + ".json");
-      write_file(payload, "{\"n\":" + std::to_string(i) + "}");
-      auto appended = warden({"ledger", "append", ledger.string(), "--kind", i % 2 ? "odd" : "even", "--payload",
-                              payload.string()});
-      ASSERT_TRUE(appended.exited_with(0)) << describe(appended);
-    }
-    auto cp = warden({"ledger", "checkpoint", ledger.string()});
-    ASSERT_TRUE(cp.exited_with(0)) << describe(cp);
-  }
-
-  Child start(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv{warden_binary(), "serve", "--state", state.string()};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return Child::spawn(argv);
-  }
-
-  std::shared_ptr<grpc::Channel> channel() { return grpc::CreateChannel("unix:" + socket.string(), grpc::InsecureChannelCredentials()); }
-
-  // Until health says SERVING (the server is up and ready), or 30 s.
-  void wait_serving(Child& server) {
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (fs::exists(socket)) {
-        auto ch = channel();
-        if (health_status(ch, "") == 1) return;
-      }
-      server.pump(std::chrono::steady_clock::now() + 50ms);
-      ASSERT_TRUE(server.output_open()) << "the server exited: " << server.err();
-    }
-    FAIL() << "not SERVING after 30 s: " << server.err();
-  }
-
-  ProcessResult stop(Child& server) {
-    server.kill(SIGTERM);
-    return server.wait();
-  }
-};
+class Serve : public ServeFixture {};
 
 TEST_F(Serve, HealthAndLedgerRecordsProofsAndCheckpoints) {
   Child server = start();
@@ -212,11 +147,10 @@ TEST_F(Serve, BadRequestsGetTheStatusThatSaysWhy) {
   v1::LedgerRecord r;
   EXPECT_FALSE(reader->Read(&r));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
-  // What the proto declares and this server does not serve yet says so.
-  auto kernel = v1::Kernel::NewStub(channel());
-  v1::ListRunsResponse runs;
-  grpc::ClientContext kernel_context;
-  EXPECT_EQ(kernel->ListRuns(&kernel_context, {}, &runs).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  auto pipeline = v1::Pipeline::NewStub(channel());
+  v1::PipelineRunResponse ran;
+  grpc::ClientContext pipeline_context;
+  EXPECT_EQ(pipeline->Run(&pipeline_context, {}, &ran).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(stop(server).exited_with(0));
 }
 
@@ -266,6 +200,50 @@ TEST_F(Serve, ThePythonClient) {
 
 // With a tokens file every call but health needs a token that hashes to an entry with the
 // call's role; the file holds hashes only.
+// Revoking a token takes effect on the next call, without a restart: an entry marked revoked
+// or removed is refused at once, and a file that no longer loads refuses everyone.
+TEST_F(Serve, ARevokedTokenIsRefusedAtItsNextCall) {
+  fs::path tokens = tmp / "tokens.json";
+  auto publish = [&](const std::string& text) {  // as an admin should: a new file, renamed over
+    fs::path next = tmp / "tokens.json.new";
+    write_file(next, text);
+    fs::permissions(next, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    fs::rename(next, tokens);
+  };
+  auto entry = [](const std::string& name, const std::string& secret, bool revoked = false) {
+    return "{\"name\": \"" + name + "\", \"sha256\": \"" + sha256(secret).str() + "\", \"roles\": [\"observer\"]" +
+           (revoked ? ", \"revoked\": true" : "") + "}";
+  };
+  publish("{\"tokens\": [" + entry("a", "secret-a") + ", " + entry("b", "secret-b") + "]}");
+  Child server = start({"--tokens", tokens.string()});
+  wait_serving(server);
+  auto ledger_client = v1::Ledger::NewStub(channel());
+  auto call = [&](const std::string& token, std::string* message = nullptr) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + token);
+    v1::Checkpoint cp;
+    grpc::Status st = ledger_client->GetCheckpoint(&context, {}, &cp);
+    if (message) *message = st.error_message();
+    return st.error_code();
+  };
+  EXPECT_EQ(call("secret-a"), grpc::StatusCode::OK);
+  EXPECT_EQ(call("secret-b"), grpc::StatusCode::OK);
+  publish("{\"tokens\": [" + entry("a", "secret-a", true) + ", " + entry("b", "secret-b") + "]}");
+  std::string why;
+  EXPECT_EQ(call("secret-a", &why), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(why.find("revoked"), std::string::npos) << why;
+  EXPECT_EQ(call("secret-b"), grpc::StatusCode::OK);
+  publish("{\"tokens\": [" + entry("a", "secret-a", true) + "]}");
+  EXPECT_EQ(call("secret-b"), grpc::StatusCode::UNAUTHENTICATED) << "a removed entry";
+  publish("{\"tokens\": [");  // half an edit: everyone is refused, nobody revoked comes back
+  EXPECT_EQ(call("secret-a"), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(call("secret-b", &why), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(why.find("no longer loads"), std::string::npos) << why;
+  publish("{\"tokens\": [" + entry("b", "secret-b") + "]}");
+  EXPECT_EQ(call("secret-b"), grpc::StatusCode::OK);
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
 TEST_F(Serve, TokensDecideWhoMayCallWhat) {
   fs::path tokens = tmp / "tokens.json";
   write_file(tokens, "{\"tokens\": [{\"name\": \"auditor\", \"sha256\": \"" + sha256("observer-secret").str() +

@@ -549,7 +549,7 @@ Scenario calculator_scenario(const fs::path& work, const fs::path& source_dir) {
   // The seeded first commit `warden build` would make, made once with the kernel's own code.
   s.template_repo = s.dir / "template";
   warden::LogicalClock clock(1'700'000'000'000, 1000);
-  auto seeded = warden::kernel::open_or_seed_repository(s.template_repo, s.blueprint_dir / *s.blueprint.seed, clock);
+  auto seeded = warden::kernel::open_or_seed_repository(s.template_repo, warden::kernel::RepositorySeed{s.blueprint_dir / *s.blueprint.seed}, clock);
   if (!seeded) die(seeded.error().message);
   return s;
 }

@@ -15,34 +15,12 @@
 #include "common/sha256.h"
 #include "ledger/note.h"
 #include "runner/check_spec.h"
+#include "tools/warden/json_lines.h"
 
 namespace warden::cli {
 
 // The action a parsed subcommand runs; returns the exit code.
 using Action = std::function<int()>;
-
-// Every --json stream is JSON Lines (README, "JSON Lines"): one object per line, each with
-// a "type"; events first (kernel/event_stream.h), then exactly one line that ends the stream:
-// the result, or the error.
-
-// Prints "warden: error: ..." on stderr and, with --json, the stream's last line on stdout:
-// {"type": "error", "error": {"code", "message", "exit_code"}}. Returns the exit code:
-// exit_code_for(error.code) (common/exit_codes.h, the documented exit codes) unless the
-// command documents its own.
-int report_error(const Error& error, bool json);
-int report_error(const Error& error, bool json, int exit_code);
-// The error line alone: `code` is an errc_name() or "usage" (a bad command line).
-void print_error_line(std::string_view code, const std::string& message, int exit_code);
-// The stream's result line: `fields` (an object without a "type" of its own) and
-// "type": "result".
-void print_json(const Json& fields);
-// One line of a listing (a record, a run), `type` first: listed items come before the
-// command's result line.
-void print_item(std::string_view type, const Json& fields);
-// The text of one JSON Lines line ("\n"-ended) of `type` with `fields` (an object).
-std::string json_line(std::string_view type, const Json& fields);
-// One event line (kernel/event_stream.h's schema), flushed so a reader sees it as it happens.
-void print_event(const Json& event);
 
 // A verifier key given as the key string itself or as a file holding it.
 Result<NoteVerifier> load_verifier(const std::string& arg);
@@ -73,7 +51,7 @@ void add_replay_commands(CLI::App& app, Action& action);
 void add_propose_commands(CLI::App& app, Action& action);
 void add_run_commands(CLI::App& app, Action& action);
 void add_runs_commands(CLI::App& app, Action& action);
-// status and cancel, under `run` (cmd_run.cc calls it).
+// status, watch, cancel and recover, under `run` (cmd_run.cc calls it).
 void add_run_control_commands(CLI::App& run, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);
 void add_serve_commands(CLI::App& app, Action& action);

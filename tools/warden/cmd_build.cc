@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/clock.h"
 #include "kernel/build_loop.h"
-#include "kernel/event_stream.h"
+#include "kernel/committed_plan.h"
 #include "kernel/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/run_view.h"
 #include "tools/warden/signer_keys.h"
 #include "tools/warden/working_line.h"
 
@@ -21,114 +23,98 @@ namespace warden::cli {
 namespace {
 
 struct BuildArgs {
-  std::string blueprint, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id;
+  std::string blueprint, plan_sha256, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id;
   double step_timeout_s = 0;
+  std::optional<int> executor_channel;
   bool json = false;
   ExecutorSandboxOptions executor_sandbox;
 };
 
-
-// Human progress, one line per thing that happened.
-class Progress {
- public:
-  void operator()(const kernel::RunEvent& ev) {
-    using kernel::RunEventType;
-    const Json& d = ev.data;
-    switch (ev.type) {
-      case RunEventType::step_started:
-        std::cout << "[" << d.value("steps_completed", 0) + 1 << "/" << d.value("steps_total", 0) << "] " << d.value("step_id", "") << " " << d.value("action", "");
-        for (const auto& t : d.value("targets", Json::array())) std::cout << " " << t.get<std::string>();
-        std::cout << std::endl;
-        break;
-      case RunEventType::tool_output:
-        if (d.contains("base_checkout_attributes")) {
-          for (const auto& a : d["base_checkout_attributes"]) {
-            std::cout << "      note: the base's " << a.value("path", "") << ":" << a.value("line", 0) << " `" << a.value("text", "")
-                      << "` sets " << a.value("attribute", "") << ": a checkout of what is accepted may differ from the bytes tested"
-                      << std::endl;
-          }
-        } else if (ev.tool && *ev.tool == "kernel") {
-          std::cout << "      attempt " << d.value("attempt", 0) << ": ";
-          if (d.value("accepted", false)) {
-            std::cout << "accepted";
-          } else {
-            std::cout << "refused:";
-            for (const auto& r : d.value("reasons", Json::array())) std::cout << " " << r.get<std::string>();
-          }
-          std::cout << std::endl;
-        } else if (d.contains("base_checkout_discarded")) {
-          const Json& b = d["base_checkout_discarded"];
-          std::cout << "      warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
-                    << b.value("reason", "") << std::endl;
-        } else if (d.contains("checks")) {
-          std::cout << "      attempt " << d.value("attempt", 0) << " checks:";
-          for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();
-          std::cout << std::endl;
-        }
-        break;
-      case RunEventType::replan_triggered:
-        std::cout << "      retries exhausted for " << d.value("failed_step", "") << ": asking the executor for a new plan"
-                  << std::endl;
-        break;
-      case RunEventType::timeout_error:
-        std::cout << "      watchdog: " << d.value("error", "") << std::endl;
-        break;
-      case RunEventType::run_cancelled:
-        std::cout << "cancelled: " << d.value("error", "") << std::endl;
-        break;
-      default:
-        break;
-    }
-  }
+// What the run builds: a blueprint's generated plan, or a plan committed to the ledger earlier.
+struct BuildTarget {
+  std::optional<kernel::BlueprintSpec> blueprint;
+  std::optional<kernel::BuildPlan> plan;  // --plan
+  std::string name;                       // the blueprint's or the plan's
+  std::filesystem::path dir;              // where the blueprint's relative paths resolve
 };
 
-void print_summary(const kernel::BuildSummary& s, const std::filesystem::path& repo, const std::filesystem::path& ledger) {
-  std::cout << "\nrun        " << s.run_id << "  " << kernel::run_status_name(s.status);
-  if (s.error_type) std::cout << "  " << kernel::error_type_name(*s.error_type) << ": " << s.error;
-  std::cout << "\nsteps      " << s.steps_completed << "/" << s.steps_total << " accepted";
-  int64_t refused = 0;
-  for (const auto& v : s.verdicts) refused += v.verdict.accepted ? 0 : 1;
-  std::cout << ", " << s.verdicts.size() << " proposals, " << refused << " refused";
-  if (s.replans) std::cout << ", " << s.replans << " replans";
-  std::cout << "\nverdicts  ";
-  for (const auto& v : s.verdicts) {
-    std::cout << " " << v.step_id << "#" << v.attempt << "=" << (v.verdict.accepted ? "accepted" : "refused");
+Result<BuildTarget> load_target(const BuildArgs& a, std::filesystem::path& ledger) {
+  if (a.blueprint.empty() == a.plan_sha256.empty()) {
+    return fail(Errc::invalid_argument, "give a BLUEPRINT or --plan SHA256 (a plan committed to the ledger), not both");
   }
-  std::cout << "\nrepository " << repo.string() << "  " << s.branch;
-  std::cout << "\ncommit     " << s.commit << "\ntree       " << s.tree;
-  std::cout << "\nplan       " << s.plan_sha256.str() << "\npolicy     " << s.policy_sha256.str();
-  std::cout << "\nledger     " << ledger.string() << "  " << s.ledger_size << " records  root " << s.root_hex;
-  std::cout << "\ncheckpoint\n" << s.checkpoint;
+  BuildTarget target;
+  if (!a.blueprint.empty()) {
+    auto blueprint = kernel::BlueprintSpec::load(a.blueprint);
+    if (!blueprint) return std::unexpected(blueprint.error());
+    target.name = blueprint->name;
+    target.dir = std::filesystem::path(a.blueprint).parent_path();
+    target.blueprint = std::move(*blueprint);
+    return target;
+  }
+  // The plan is found in the ledger it was committed to, so that ledger must be named.
+  if (ledger.empty()) return fail(Errc::invalid_argument, "--plan: name the ledger that holds the committed plan (--ledger or --out)");
+  auto digest = Digest::parse(a.plan_sha256);
+  if (!digest) return fail(Errc::invalid_argument, "--plan: " + a.plan_sha256 + " is not a SHA-256 digest (64 hex digits)");
+  if (std::error_code ec; !std::filesystem::exists(ledger / "data.mdb", ec)) {
+    return fail(Errc::not_found, "--plan: no ledger at " + ledger.string() + " to find plan " + a.plan_sha256 + " in");
+  }
+  LogicalClock clock;
+  auto opened = Ledger::open(ledger, Ledger::Mode::read_only, clock);
+  if (!opened) return std::unexpected(opened.error());
+  auto plan = kernel::find_committed_plan(*opened, *digest);
+  if (!plan) return std::unexpected(plan.error());
+  target.name = plan->name;
+  target.dir = std::filesystem::current_path();
+  target.plan = std::move(*plan);
+  return target;
 }
 
 int run(const BuildArgs& a) {
-  auto blueprint = kernel::BlueprintSpec::load(a.blueprint);
-  if (!blueprint) return report_error(blueprint.error(), a.json);
-  const std::filesystem::path out = a.out.empty() ? std::filesystem::path("warden-out") / blueprint->name : std::filesystem::path(a.out);
+  std::filesystem::path ledger = !a.ledger.empty() ? std::filesystem::path(a.ledger)
+                                 : !a.out.empty()  ? std::filesystem::path(a.out) / "ledger"
+                                                   : std::filesystem::path();
+  auto target = load_target(a, ledger);
+  if (!target) return report_error(target.error(), a.json);
+  const std::filesystem::path out = a.out.empty() ? std::filesystem::path("warden-out") / target->name : std::filesystem::path(a.out);
   const std::filesystem::path repo = a.repo.empty() ? out / "repo" : std::filesystem::path(a.repo);
-  const std::filesystem::path ledger = a.ledger.empty() ? out / "ledger" : std::filesystem::path(a.ledger);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) return report_error(Error{Errc::io_error, "creating " + out.string() + ": " + ec.message()}, a.json);
+  if (ledger.empty()) ledger = out / "ledger";
+  // The out directory is made only when something goes in it: a build given its repository
+  // and ledger (as `warden serve` gives its runs) leaves no empty warden-out/ behind.
+  if (a.repo.empty() || a.ledger.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) return report_error(Error{Errc::io_error, "creating " + out.string() + ": " + ec.message()}, a.json);
+  }
+
+  // A committed plan is built under the policy named here, else its own, else its language's.
+  std::optional<kernel::Policy> plan_policy;
+  if (target->plan) {
+    const std::string name = !a.policy.empty()                ? a.policy
+                             : !target->plan->policy.empty()  ? target->plan->policy
+                                                              : std::string(kernel::default_policy_for(target->plan->language));
+    auto loaded = kernel::Policy::load(name);
+    if (!loaded) return report_error(loaded.error().with_context("policy " + name), a.json);
+    plan_policy = std::move(*loaded);
+  }
 
   auto sources = make_sources(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
   // The executor's sandbox passes its preflight before the ledger's directory or key is made.
-  auto proposer = make_proposer(a.executor, std::filesystem::path(a.blueprint).parent_path(), a.executor_sandbox);
+  auto proposer = make_proposer(a.executor, target->dir, a.executor_sandbox, a.executor_channel);
   if (!proposer) return report_error(proposer.error(), a.json);
-  auto signer = signer_for_ledger(ledger, a.key, "warden.local/" + blueprint->name, "--key");
+  auto signer = signer_for_ledger(ledger, a.key, "warden.local/" + target->name, "--key");
   if (!signer) return report_error(signer.error(), a.json);
 
   kernel::BuildOptions options;
   options.repo_dir = repo;
   options.ledger_dir = ledger;
-  options.blueprint_dir = std::filesystem::path(a.blueprint).parent_path();
+  options.blueprint_dir = target->dir;
+  options.create_empty_repo = target->plan.has_value();  // a plan has no seed
   options.policy = a.policy;
   if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(std::clamp(a.step_timeout_s, 0.001, 86400.0) * 1000);
   options.run_id = a.run_id;
 
   CancelOnSignal cancel;
-  Progress progress;
   std::optional<kernel::RunRegistration> registration;
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
@@ -139,21 +125,18 @@ int run(const BuildArgs& a) {
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(ledger, ev.run_id)) registration.emplace(std::move(*r));
     }
-    if (a.json) {
-      print_event(kernel::stream_event_json(ev));
-      return;
-    }
-    if (ev.type == kernel::RunEventType::run_started) {
-      std::cout << "warden build: " << blueprint->name << "  run " << ev.run_id << "  executor " << (*proposer)->name();
+    if (ev.type == kernel::RunEventType::run_started && !a.json) {
+      BuildHeader header{target->name, ev.run_id, (*proposer)->name(), std::nullopt, repo.string(), ledger.string()};
       if (auto sandbox = (*proposer)->confinement()) {
-        std::cout << "\n  executor sandbox: profile " << sandbox->profile << " " << sandbox->profile_sha256.str()
-                  << ", network " << (sandbox->network ? "on" : "off");
+        header.executor_sandbox = "profile " + sandbox->profile + " " + sandbox->profile_sha256.str() + ", network " +
+                                  (sandbox->network ? "on" : "off");
       }
-      std::cout << "\n  repository " << repo.string() << "\n  ledger     " << ledger.string() << std::endl;
+      print_build_header(header);
     }
-    progress(ev);
+    print_build_event(ev, a.json);
   };
-  auto summary = kernel::run_build(*blueprint, options, session, **proposer);
+  auto summary = target->plan ? kernel::run_plan(*target->plan, *plan_policy, options, session, **proposer)
+                              : kernel::run_build(*target->blueprint, options, session, **proposer);
   if (!summary) return report_error(summary.error(), a.json);
   // The run's end is durable (the summary exists only after it was recorded and signed).
   if (registration) registration->ended();
@@ -161,7 +144,7 @@ int run(const BuildArgs& a) {
   if (a.json) {
     print_json(summary->to_json());
   } else {
-    print_summary(*summary, repo, ledger);
+    print_build_summary(summary->to_json(), repo.string(), ledger.string());
   }
   return run_exit_code(summary->status);
 }
@@ -174,7 +157,11 @@ void add_build_commands(CLI::App& app, Action& action) {
       "build",
       "Build a blueprint: generate and commit its plan, then for every step have the executor propose a diff, run the "
       "checks in the sandbox, decide, and commit what is accepted to git and the ledger");
-  cmd->add_option("blueprint", a->blueprint, "BlueprintSpec JSON (e.g. examples/calculator/blueprint.json)")->required();
+  cmd->add_option("blueprint", a->blueprint, "BlueprintSpec JSON (e.g. examples/calculator/blueprint.json)");
+  cmd->add_option("--plan", a->plan_sha256,
+                  "Instead of a blueprint: build the plan with this SHA-256 that `warden plan commit` (or an earlier "
+                  "build) committed to the ledger (--ledger, or --out's); it is re-hashed, re-verified and recorded in "
+                  "the run. The repository starts empty unless --repo names one");
   cmd->add_option("--out", a->out, "Where the repository and ledger go by default (default warden-out/<name>)");
   cmd->add_option("--repo", a->repo, "Git repository to build in (default <out>/repo; created from the blueprint's seed)");
   cmd->add_option("--ledger", a->ledger, "Ledger directory (default <out>/ledger; created when missing, with its parents)");
@@ -182,8 +169,11 @@ void add_build_commands(CLI::App& app, Action& action) {
                   "Signer key file (default: the ledger's LEDGER/signer.key, generated with a new ledger; a new ledger "
                   "keeps a copy of a given key there, and LEDGER/signer.pub either way)");
   cmd->add_option("--executor", a->executor,
-                  "Who proposes: 'plan' (the plan's own content, no AI) or 'command:CMD' (CMD reads the step as JSON "
-                  "on stdin, writes a Diff JSON or a git patch)");
+                  "Who proposes: 'plan' (the plan's own content, no AI), 'command:CMD' (CMD reads the step as JSON "
+                  "on stdin, writes a Diff JSON or a git patch) or 'remote:LABEL' (with --executor-channel)");
+  cmd->add_option("--executor-channel", a->executor_channel,
+                  "FD of a connected unix stream socket to a remote executor's relay: how `warden serve` runs builds "
+                  "for executors attached over gRPC (JSON Lines; executor/channel_proposer.h). Not for direct use");
   cmd->add_option("--executor-profile", a->executor_sandbox.profile,
                   "Sandbox profile a command executor runs in: a built-in name or a JSON file (default executor: an "
                   "empty private workspace, the files its command names read-only, no network; recorded with every "
@@ -199,8 +189,11 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line (README: JSON Lines)");
-  cmd->footer("Exit: 0 completed, 1 failed (a refused plan, retries exhausted, an execution error), 124 timeout "
-              "(watchdog), 130 cancelled, 3/4/5 bad input, missing file, I/O error.");
+  cmd->footer("Exit: 0 completed, 1 failed (a refused plan, retries exhausted, an execution error, a branch already past "
+              "the base), 124 timeout "
+              "(watchdog), 130 cancelled, 3/4/5 bad input, missing file, I/O error.\nWith --server ADDR [--token FILE]: "
+              "the server builds (BLUEPRINT a name it serves or a self-contained file) and this prints its events and "
+              "summary as here (warden-grpc client build --help lists the options).");
   cmd->callback([a, &action] { action = [a] { return run(*a); }; });
 }
 

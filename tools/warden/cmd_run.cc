@@ -1,6 +1,6 @@
 // warden run: materialize a base revision, apply a diff, run checks in the sandbox and print
 // the RunResult (from the result cache when the same tree, checks, profile and toolchain ran
-// before). The same command holds the kernel runs' status, cancel and recover subcommands
+// before). The same command holds the kernel runs' status, watch, cancel and recover subcommands
 // (cmd_run_status.cc); its help says both, and the runner's options stand in their own group.
 #include <unistd.h>
 
@@ -158,11 +158,11 @@ void add_run_commands(CLI::App& app, Action& action) {
   auto* run = app.add_subcommand(
       "run", "Two uses. (1) The sandboxed runner: warden run --repo R --base REV --check CMD [runner options] checks "
              "out a base revision (cached), applies a diff in an overlay, runs the checks in the sandbox and prints the "
-             "RunResult. (2) Kernel runs: warden run status|cancel|recover RUN_ID --ledger DIR follows, stops or "
+             "RunResult. (2) Kernel runs: warden run status|watch|cancel|recover RUN_ID --ledger DIR follows, stops or "
              "closes a build or propose run (warden runs list DIR lists them); each subcommand has its own --help.");
   run->footer("Runner exit: 0 every check passed, 1 one did not (or the diff does not apply), 2 no --repo or --base, 3 "
               "the diff is malformed, 4 the repository or revision is missing, 5 the sandbox cannot prove itself or could "
-              "not run a check.\nSubcommands: see warden run status --help, warden run cancel --help, warden run recover "
+              "not run a check.\nSubcommands: see warden run status --help, warden run watch --help, warden run cancel --help, warden run recover "
               "--help.");
   // Not ->required(): the subcommands take none of these, so run_run checks them itself.
   const std::string runner = "Runner options (warden run --repo R --base REV ...)";

@@ -1,15 +1,16 @@
-// `warden run status RUN_ID`, `warden run cancel RUN_ID` and `warden run recover [RUN_ID...]`:
+// `warden run status RUN_ID`, `warden run watch RUN_ID`, `warden run cancel RUN_ID` and
+// `warden run recover [RUN_ID...]`:
 // a build's state as its ledger records it, a way to stop it from another shell, and a way to
 // record the end of runs whose process died. The ledger is the source: a run whose process
 // died (kernel/run_registry.h tells) before recording an end is shown `interrupted`, with the
 // last status it managed to record; recover records that end (kernel/run_recovery.h). Cancel
 // sends the live process SIGTERM, which the build treats like Ctrl-C, and waits for the ledger
-// to say the run ended. Status --follow polls the ledger and prints each event as it lands.
+// to say the run ended. Status --follow (and watch, without the state) polls the ledger and
+// prints each event as it lands.
 // A pipeline run's id gets its status line and the `warden pipeline show` command.
 #include <signal.h>
 
 #include <chrono>
-#include <ctime>
 #include <iostream>
 #include <thread>
 
@@ -22,73 +23,29 @@
 #include "tools/warden/cli.h"
 #include "kernel/run_report.h"
 #include "tools/warden/kernel_cli.h"
+#include "tools/warden/run_view.h"
 
 namespace warden::cli {
 
 namespace {
 
+constexpr const char* kServerHelp =
+    "With --server ADDR [--token FILE] instead of --ledger: the same against `warden serve` (warden-grpc client "
+    "run-status|run-cancel|run-watch --help lists the options).";
+
 struct ControlArgs {
   std::string run_id, ledger, repo;
   std::vector<std::string> run_ids;
   double wait_s = 30;
+  uint64_t from_seq = 0;
   bool json = false, follow = false;
 };
-
-// A recorded timestamp as UTC, to the second (ISO 8601).
-std::string utc(int64_t ms) {
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  if (!::gmtime_r(&seconds, &tm)) return std::to_string(ms) + " ms";
-  char text[32];
-  return std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) ? std::string(text) : std::to_string(ms) + " ms";
-}
-
-void print_report(const kernel::RunReport& r, bool live) {
-  std::cout << "run        " << r.run_id << "  " << r.status << (live ? "  (live)" : "") << "\n";
-  std::cout << "kind       " << r.kind << ", started " << utc(r.started_ms) << "\n";
-  if (!r.error_type.empty()) std::cout << "error      " << r.error_type << ": " << r.error << "\n";
-  std::cout << "steps      " << r.steps_completed << "/" << r.steps_total << " accepted";
-  if (!r.current_step.empty() && !r.terminal()) std::cout << "; on " << r.current_step;
-  std::cout << "\n";
-  std::cout << "attempts   " << r.attempts << ", " << r.refused << " refused\n";
-  if (!r.last_commit.empty()) std::cout << "commit     " << r.last_commit << "  " << r.branch << "\n";
-}
-
-// One recorded event as a line for people: when, what, which step, and what it says.
-void print_event(const kernel::RunEvent& ev) {
-  const Json& d = ev.data;
-  std::cout << utc(ev.timestamp_ms) << "  " << kernel::run_event_type_name(ev.type) << (ev.tool ? " (" + *ev.tool + ")" : "");
-  if (ev.step_index) std::cout << "  step " << *ev.step_index + 1;
-  if (d.contains("step_id") && d["step_id"].is_string()) std::cout << " " << d["step_id"].get<std::string>();
-  if (d.contains("attempt")) std::cout << "  attempt " << d["attempt"].dump();
-  if (d.contains("accepted")) {
-    std::cout << (d["accepted"] == true ? "  accepted" : "  refused");
-    if (d.contains("reasons")) {
-      for (const auto& r : d["reasons"]) std::cout << " " << (r.is_string() ? r.get<std::string>() : r.dump());
-    }
-  }
-  if (d.contains("checks") && d["checks"].is_object()) {
-    for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << (verdict.is_string() ? verdict.get<std::string>() : verdict.dump());
-  }
-  if (d.contains("error") && d["error"].is_string()) std::cout << "  " << d["error"].get<std::string>();
-  std::cout << std::endl;
-}
 
 // A pipeline run named to `run status`: its one line, and where its details are.
 int pipeline_status(const ControlArgs& a, const Error& not_build) {
   auto entry = kernel::find_run(a.ledger, a.run_id);
   if (!entry || entry->kind != "pipeline") return report_error(not_build, a.json);
-  const std::string show = "warden pipeline show " + a.run_id + " --ledger " + a.ledger;
-  if (a.json) {
-    Json j = entry->to_json();
-    j["show_command"] = show;
-    print_json(j);
-    return kOk;
-  }
-  std::cout << "run        " << entry->run_id << "  " << entry->status << (entry->detail.empty() ? "" : ": " + entry->detail) << "\n"
-            << "kind       pipeline, started " << utc(entry->started_ms) << "\n"
-            << "steps      " << entry->steps_done << " executed\n"
-            << "details    " << show << "\n";
+  print_pipeline_run(entry->to_json(), "warden pipeline show " + a.run_id + " --ledger " + a.ledger, a.json);
   return kOk;
 }
 
@@ -109,23 +66,10 @@ int print_status(const ControlArgs& a, kernel::RunReport& report, bool live) {
   const bool interrupted = !live && !report.terminal();
   const std::string recorded = report.status;
   if (interrupted) report.status = "interrupted";
-  if (a.json) {
-    Json j = report.to_json();
-    j["live"] = live;
-    if (interrupted) j["recorded_status"] = recorded;
-    // After --follow's event lines the state is one more line: the stream stays JSON Lines.
-    if (a.follow) {
-      std::cout << j.dump() << std::endl;
-    } else {
-      print_json(j);
-    }
-  } else {
-    print_report(report, live);
-    if (interrupted) {
-      std::cout << "note       its process is gone; the ledger's last status is " << recorded
-                << " (warden run recover " << a.run_id << " --ledger " << a.ledger << " records the end)\n";
-    }
-  }
+  Json j = report.to_json();
+  j["live"] = live;
+  if (interrupted) j["recorded_status"] = recorded;
+  print_run_state(j, a.json, a.follow, "warden run recover " + a.run_id + " --ledger " + a.ledger);
   return kOk;
 }
 
@@ -141,11 +85,7 @@ int run_status(const ControlArgs& a) {
   for (;;) {
     for (const auto& [seq, ev] : seen.report->events) {
       if (seq < printed) continue;
-      if (a.json) {
-        std::cout << ev.to_json().dump() << std::endl;
-      } else {
-        print_event(ev);
-      }
+      print_followed_event(ev, a.json);
       printed = seq + 1;
     }
     if (seen.report->terminal() || !seen.live) break;
@@ -155,6 +95,29 @@ int run_status(const ControlArgs& a) {
   }
   if (!a.json) std::cout << "\n";
   return print_status(a, *seen.report, seen.live);
+}
+
+// Every event from --from-seq on as it is recorded, until the terminal one; a run whose
+// process is gone without recording an end stops the watch with an error.
+int run_watch(const ControlArgs& a) {
+  uint64_t next = a.from_seq;
+  for (;;) {
+    auto seen = observe(a);
+    if (!seen.report) return report_error(seen.report.error(), a.json);
+    for (const auto& [seq, ev] : seen.report->events) {
+      if (seq < next) continue;
+      print_followed_event(ev, a.json);
+      next = seq + 1;
+    }
+    if (seen.report->terminal()) return kOk;
+    if (!seen.live) {
+      return report_error(Error{Errc::verification_failed, "run " + a.run_id +
+                                                               " has no live process and no recorded end: `warden run recover " +
+                                                               a.run_id + " --ledger " + a.ledger + "` records it"},
+                          a.json);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 int run_recover(const ControlArgs& a) {
@@ -205,7 +168,7 @@ int run_cancel(const ControlArgs& a) {
       if (a.json) {
         print_json(report->to_json());
       } else {
-        print_report(*report, false);
+        print_run_report(report->to_json());
       }
       return report->status == "cancelled" ? kOk : kVerificationFailed;
     }
@@ -233,17 +196,30 @@ void add_run_control_commands(CLI::App& run, Action& action) {
   status->add_flag("--follow,-f", a->follow, "Print every event recorded so far and then each new one as it lands, until "
                                              "the run ends or its process is gone; then the state");
   status->add_flag("--json", a->json, "Print JSON (with --follow: one event per line first, the state last)");
-  status->footer("Exit: 0 the run exists (whatever its state), 4 no such run or ledger.");
+  status->footer("Exit: 0 the run exists (whatever its state), 4 no such run or ledger.\n" + std::string(kServerHelp));
   status->callback([a, &action] { action = [a] { return run_status(*a); }; });
 
   auto* cancel = run.add_subcommand(
       "cancel", "Cancel a live build run: its process stops its sandboxes and records the run as cancelled");
   cancel->add_option("RUN_ID", a->run_id, "The run's id")->required();
   cancel->add_option("--ledger", a->ledger, "Ledger directory")->required();
-  cancel->add_option("--wait", a->wait_s, "Seconds to wait for the run to end")->check(CLI::PositiveNumber)->capture_default_str();
+  cancel->add_option("--wait", a->wait_s, "Seconds to wait for the run to end (0: ask, and do not wait)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cancel->add_flag("--json", a->json, "Print the run's final state as JSON");
   cancel->footer("Exit: 0 cancelled, 1 the run ended otherwise first, 4 no live process drives the run, 124 the run "
-                 "had not ended within --wait.");
+                 "had not ended within --wait.\n" + std::string(kServerHelp));
+
+  auto* watch = run.add_subcommand(
+      "watch", "Print a build or propose run's events as they are recorded (as run status --follow does), until its "
+               "terminal one");
+  watch->add_option("RUN_ID", a->run_id, "The run's id")->required();
+  watch->add_option("--ledger", a->ledger, "Ledger directory")->required();
+  watch->add_option("--from-seq", a->from_seq, "Start at this ledger seq (the last one seen + 1 resumes a watch)");
+  watch->add_flag("--json", a->json, "Print each event as its recorded JSON, one per line");
+  watch->footer("Exit: 0 the run ended, 1 it has no live process and no recorded end, 4 no such run or ledger.\n" +
+                std::string(kServerHelp));
+  watch->callback([a, &action] { action = [a] { return run_watch(*a); }; });
   cancel->callback([a, &action] { action = [a] { return run_cancel(*a); }; });
 
   auto* recover = run.add_subcommand(

@@ -1,27 +1,24 @@
 #include "tools/warden/kernel_cli.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 
+#include "executor/channel_proposer.h"
 #include "executor/command_proposer.h"
 #include "executor/plan_proposer.h"
 #include "runner/sandboxed_launcher.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {
-
-int run_exit_code(kernel::RunStatus status) {
-  switch (status) {
-    case kernel::RunStatus::completed: return kOk;
-    case kernel::RunStatus::timeout: return kTimedOut;
-    case kernel::RunStatus::cancelled: return kCancelled;
-    default: return kVerificationFailed;
-  }
-}
 
 void print_recovered(const std::vector<kernel::RecoveredRun>& runs) {
   for (const auto& r : runs) {
@@ -64,8 +61,58 @@ Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSa
   return std::shared_ptr<CommandLauncher>(std::move(*launcher));
 }
 
+namespace {
+
+// A remote executor's label: what follows "remote:" in the recorded executor name.
+bool valid_remote_label(std::string_view label) {
+  return !label.empty() && label.size() <= 64 && std::ranges::all_of(label, [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+// `fd` as the remote executor's channel: an open, connected unix stream socket, made
+// close-on-exec before anything else can run so no sandbox or check inherits it.
+Result<UniqueFd> adopt_channel(int fd) {
+  const std::string what = "--executor-channel " + std::to_string(fd);
+  // Standard streams carry the build's own output (--json lines): never the protocol's.
+  if (fd <= STDERR_FILENO) return fail(Errc::invalid_argument, what + " is a standard stream, not a channel");
+  if (::fcntl(fd, F_GETFD) < 0) return fail(Errc::invalid_argument, what + " is not an open file descriptor");
+  if (::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) return fail(Errc::io_error, what + ": cannot make it close-on-exec");
+  struct stat st{};
+  int type = 0;
+  socklen_t type_len = sizeof type;
+  sockaddr_storage addr{}, peer{};
+  socklen_t addr_len = sizeof addr, peer_len = sizeof peer;
+  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+      ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0 || addr.ss_family != AF_UNIX ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) {
+    return fail(Errc::invalid_argument,
+                what + " is not a connected unix stream socket (it is the channel `warden serve` passes)");
+  }
+  return UniqueFd(fd);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& dir,
-                                                         const ExecutorSandboxOptions& sandbox) {
+                                                         const ExecutorSandboxOptions& sandbox,
+                                                         std::optional<int> channel) {
+  constexpr std::string_view kRemote = "remote:";
+  if (spec.starts_with(kRemote)) {
+    if (!channel) {
+      return fail(Errc::invalid_argument, "--executor " + spec + " needs --executor-channel: remote executors attach "
+                                          "through `warden serve`, which runs the build with the channel");
+    }
+    const std::string label = spec.substr(kRemote.size());
+    if (!valid_remote_label(label)) {
+      return fail(Errc::invalid_argument, "--executor remote:LABEL needs a LABEL of 1 to 64 letters, digits, '.', '_' or '-'");
+    }
+    auto socket = adopt_channel(*channel);
+    if (!socket) return std::unexpected(socket.error());
+    return std::make_unique<executor::ChannelProposer>(label, std::move(*socket));
+  }
+  if (channel) return fail(Errc::invalid_argument, "--executor-channel is only for --executor remote:LABEL");
   if (spec == "plan") return std::make_unique<executor::PlanProposer>();
   constexpr std::string_view kCommand = "command:";
   if (spec.starts_with(kCommand) && spec.size() > kCommand.size()) {
@@ -74,7 +121,7 @@ Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spe
     return std::make_unique<executor::CommandProposer>(spec.substr(kCommand.size()), dir.empty() ? "." : dir,
                                                        std::move(*launcher));
   }
-  return fail(Errc::invalid_argument, "--executor must be plan or command:CMD, not \"" + spec + "\"");
+  return fail(Errc::invalid_argument, "--executor must be plan, command:CMD or remote:LABEL, not \"" + spec + "\"");
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -16,14 +17,9 @@
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/run_recovery.h"
+#include "tools/warden/run_view.h"
 
 namespace warden::cli {
-
-inline constexpr int kTimedOut = 124;   // the watchdog ended the run
-inline constexpr int kCancelled = 130;  // Ctrl-C or `warden run cancel`
-
-// A finished run's exit code: 0 completed, 124 timeout, 130 cancelled, 1 failed.
-int run_exit_code(kernel::RunStatus status);
 
 // One line per dead run whose end was recorded (kernel/run_recovery.h), on stderr.
 void print_recovered(const std::vector<kernel::RecoveredRun>& runs);
@@ -51,10 +47,14 @@ struct ExecutorSandboxOptions {
 Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSandboxOptions& options,
                                                                 bool preflight = true);
 
-// "plan" or "command:CMD" (CMD's relative paths are relative to `dir`; it runs confined as
-// `sandbox` says).
+// "plan", "command:CMD" (CMD's relative paths are relative to `dir`; it runs confined as
+// `sandbox` says) or "remote:LABEL" with `channel`, the fd of the unix stream socket `warden
+// serve` passes (executor/channel_proposer.h), adopted and made close-on-exec here. An Error
+// (invalid_argument) when the spec is none of those, `channel` is missing for remote: or given
+// for anything else, or the fd is not an open unix stream socket.
 Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& dir,
-                                                         const ExecutorSandboxOptions& sandbox);
+                                                         const ExecutorSandboxOptions& sandbox,
+                                                         std::optional<int> channel = std::nullopt);
 
 // While alive, SIGINT and SIGTERM request a stop on token() instead of killing the process
 // (a dedicated thread waits for them; the signals are blocked in every other thread).

@@ -5,12 +5,14 @@
 #include <string_view>
 
 #include "tools/warden/cli.h"
+#include "tools/warden/warden_grpc_exec.h"
 
 namespace {
 
 constexpr const char* kFooter = R"(Exit codes:
   0   success
-  1   verification failed: a ledger, proof, signature or note does not hold
+  1   verification failed: a ledger, proof, signature or note does not hold, or a precondition
+      (a branch already past the run's base)
   2   usage error: bad flags or arguments
   3   invalid input: malformed JSON, hash, key or file, or a size limit exceeded
   4   not found: no such ledger, record, file or key
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
   // command's, not Warden's.
   char** words_end = std::find_if(argv + 1, argv + argc, [](const char* arg) { return std::string_view(arg) == "--"; });
   const bool json = std::any_of(argv + 1, words_end, [](const char* arg) { return std::string_view(arg) == "--json"; });
+  // build and run status|cancel|watch with --server are clients of `warden serve`.
+  if (auto client = warden::cli::server_client_arguments(argc, argv)) return warden::cli::exec_warden_grpc(*client, json);
   // Only the named command's options are built: the whole tree (hundreds of options) costs
   // more than a short command's work. `warden --help`, an unknown command or none gets every
   // command, for the listing and the error.

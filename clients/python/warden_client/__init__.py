@@ -9,4 +9,6 @@ built (CMake target python_client); nothing comes from another package registry.
 """
 
 from warden_client.errors import WardenError  # noqa: F401
-from warden_client.kernel import Checkpoint, ConsistencyProof, InclusionProof, Kernel, Record  # noqa: F401
+from warden_client.executor import Executor  # noqa: F401
+from warden_client.kernel import (  # noqa: F401
+    Checkpoint, ConsistencyProof, InclusionProof, Kernel, Record, RunEvent, RunSummary, Verdict)

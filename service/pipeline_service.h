@@ -1,0 +1,42 @@
+// warden.v1.Pipeline: state-machine runs (executor/) over gRPC. Run and Resume are the CLI's
+// `warden pipeline run|resume` in a child process over the server's ledger, answered when
+// the run ends or pauses on an interrupt; Watch streams a run's records from the ledger.
+//
+// Roles: Run and Resume need executor, and admin when the config has a command stage (a
+// program of the caller's choosing run on this host, in the executor sandbox); Watch needs
+// observer. Thread-safe: every call works on its own request and the shared ledger.
+#pragma once
+
+#include <warden.grpc.pb.h>  // generated from proto/warden.proto
+
+#include <filesystem>
+
+#include "service/in_flight.h"
+#include "service/shared_ledger.h"
+#include "service/stream_quota.h"
+#include "service/tokens.h"
+
+namespace warden::service {
+
+class PipelineService final : public v1::Pipeline::Service {
+ public:
+  // Borrows everything; all must outlive it. Configs are kept under state_dir/pipelines.
+  PipelineService(std::filesystem::path state_dir, SharedLedger& ledger, InFlight& in_flight, const TokenTable& tokens,
+                  StreamQuota& streams);
+
+  grpc::Status Run(grpc::ServerContext* context, const v1::PipelineRunRequest*, v1::PipelineRunResponse*) override;
+  grpc::Status Resume(grpc::ServerContext* context, const v1::PipelineResumeRequest*, v1::PipelineRunResponse*) override;
+  // The run's records (transitions, interrupts, its start and end) with ledger_seq >=
+  // from_seq, as events whose type is the record's kind; ends once the run has ended or
+  // waits on an interrupt.
+  grpc::Status Watch(grpc::ServerContext* context, const v1::WatchRunRequest*, grpc::ServerWriter<v1::RunEvent>*) override;
+
+ private:
+  std::filesystem::path state_dir_;
+  SharedLedger& ledger_;
+  InFlight& in_flight_;
+  const TokenTable& tokens_;
+  StreamQuota& streams_;  // Watch's share per caller
+};
+
+}  // namespace warden::service

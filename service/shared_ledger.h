@@ -1,0 +1,88 @@
+// The server's one handle on its ledger, shared by every service. LMDB allows one open
+// environment per process, so the Ledger and Kernel services read through this, and the
+// runs the server starts (child processes) write with handles of their own.
+//
+// Read-only: the server process never appends; its runs do. Thread-safe: a Ledger is for
+// one thread at a time, so every use goes through mu_; a snapshot taken here is then used by
+// its caller's thread alone (the environment is opened MDB_NOTLS).
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "ledger/ledger.h"
+
+namespace warden::service {
+
+class SharedLedger {
+ public:
+  // not_found (with the command that creates one) when `dir` holds no ledger.
+  static Result<std::unique_ptr<SharedLedger>> open(const std::filesystem::path& dir) {
+    auto clock = std::make_unique<SystemClock>();
+    auto ledger = Ledger::open(dir, Ledger::Mode::read_only, *clock);
+    if (!ledger) {
+      if (ledger.error().code == Errc::not_found) {
+        return fail(Errc::not_found, "no ledger at " + dir.string() + ": create one with `warden ledger init " +
+                                         dir.string() + "`, or point --ledger at one");
+      }
+      return std::unexpected(ledger.error());
+    }
+    return std::unique_ptr<SharedLedger>(new SharedLedger(std::move(clock), std::move(*ledger)));
+  }
+
+  Result<LedgerSnapshot> snapshot() {
+    std::lock_guard lock(mu_);
+    return ledger_.snapshot();
+  }
+  // Calls fn(const Ledger&) under the lock, for readers that take their own snapshots.
+  template <typename Fn>
+  auto with(Fn&& fn) {
+    std::lock_guard lock(mu_);
+    return std::forward<Fn>(fn)(std::as_const(ledger_));
+  }
+  // One run's records from one snapshot: visit(seq, record) for each record of `run_id` (its
+  // top-level "run_id" or "run", ledger.h) with seq >= `from`, in seq order, until visit says
+  // false. Returns the seq to read from next time, and whether the run has any record at
+  // all. Errors are the ledger's, or the first one visit returns.
+  struct RunRead {
+    uint64_t next = 0;
+    bool known = false;
+  };
+  using RunRecordVisitor = std::function<Result<bool>(uint64_t seq, const RecordView& record, LedgerSnapshot& snapshot)>;
+  Result<RunRead> read_run(const std::string& run_id, uint64_t from, const RunRecordVisitor& visit) {
+    auto snap = snapshot();
+    if (!snap) return std::unexpected(snap.error());
+    auto seqs = snap->run_records(run_id);
+    if (!seqs) return std::unexpected(seqs.error());
+    RunRead read{from, !seqs->empty()};
+    for (auto it = std::lower_bound(seqs->begin(), seqs->end(), from); it != seqs->end(); ++it) {
+      auto record = snap->record_view(*it);
+      if (!record) return std::unexpected(record.error());
+      read.next = *it + 1;
+      auto go_on = visit(*it, *record, *snap);
+      if (!go_on) return std::unexpected(go_on.error());
+      if (!*go_on) break;
+    }
+    return read;
+  }
+
+  // Fixed when the ledger was created: safe to read without the lock.
+  const std::filesystem::path& dir() const { return ledger_.dir(); }
+  const std::string& origin() const { return ledger_.origin(); }
+  const std::string& verifier_key() const { return ledger_.verifier_key(); }
+
+ private:
+  SharedLedger(std::unique_ptr<SystemClock> clock, Ledger ledger) : clock_(std::move(clock)), ledger_(std::move(ledger)) {}
+
+  std::unique_ptr<SystemClock> clock_;  // the ledger keeps a reference; read-only, never used to stamp
+  std::mutex mu_;
+  Ledger ledger_;  // guarded by mu_ (its fixed fields excepted)
+};
+
+}  // namespace warden::service

@@ -1,0 +1,43 @@
+// The server's way to run the `warden` CLI for the few things it does by the CLI's own code in
+// a process of its own: writing to the ledger (a new checkpoint, a receipt's checkpoint, the
+// recorded end of interrupted runs, a fresh ledger). The server process holds its ledger
+// read-only (service/shared_ledger.h), so every write it causes goes through these children,
+// which LMDB serializes with the runs' writes.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/canonical_json.h"
+#include "common/error.h"
+
+namespace warden::service {
+
+// The `warden` binary beside this one.
+std::filesystem::path warden_binary();
+
+// How a `warden` command ended.
+struct CliRun {
+  int exit_code = -1;  // -1: it did not exit (killed, timed out)
+  std::string out, err;
+};
+
+// Runs `warden ARGS...` (output capped) to its end, at most `timeout`. Errors only when it
+// could not be started.
+Result<CliRun> run_warden_to_end(const std::vector<std::string>& args, std::chrono::milliseconds timeout);
+
+// The Error a failed command's exit code names (common/exit_codes.h), with the command's own
+// message from its standard error.
+Error cli_error(const CliRun& run, const std::string& command);
+
+// The result line of a --json command (its last line, of type "result"), or the command's
+// own error (cli_error).
+Result<Json> result_line(const CliRun& run, const std::string& command);
+
+// run_warden_to_end (at most 2 minutes) for commands whose output matters only on success:
+// their standard output, or cli_error().
+Result<std::string> run_warden(const std::vector<std::string>& args);
+
+}  // namespace warden::service

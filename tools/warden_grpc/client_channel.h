@@ -1,0 +1,55 @@
+// What every `warden-grpc client` command shares: where the server is, how to reach it, the
+// bearer token, and the server's errors as the CLI's. `warden build|run status|run cancel|run
+// watch --server ADDR` run these commands (tools/warden/server_client.h).
+//
+// A Connection is one channel to one server, used from one thread; contexts it prepares carry
+// the token. Errors are for the caller to report: a token file others can read, an address
+// that names nothing, a server that does not answer.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+
+namespace warden::grpc_client {
+
+struct ConnectOptions {
+  // A unix socket path, unix:PATH, or HOST:PORT (TCP: TLS with --tls-ca, else plaintext,
+  // which a token is never sent over unless HOST is a loopback address).
+  std::string server;
+  std::string token_file;                    // the bearer token's file, mode 0600 or stricter
+  std::string tls_ca, tls_cert, tls_key;     // PEM files: the server's CA; the client's own
+};
+
+class Connection {
+ public:
+  // Reads the token and TLS files and waits up to `timeout` for the channel to be ready.
+  // not_found: a socket path that does not exist; io_error: nothing answers (or the TLS
+  // handshake fails); invalid_argument: a token file others can read, or a bad address.
+  static Result<Connection> open(const ConnectOptions& options, std::chrono::seconds timeout = std::chrono::seconds(10));
+
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  // Sets the token's metadata and, when given, a deadline from now.
+  void prepare(grpc::ClientContext& context, std::optional<std::chrono::seconds> deadline) const;
+  const std::string& address() const { return address_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::string address_;  // as the user gave it
+  std::string token_;
+};
+
+// A failed call reported as the CLI reports errors: "warden: error: MESSAGE" on stderr and,
+// with `json`, the stream's error line. Returns the exit code for it: INVALID_ARGUMENT 3,
+// NOT_FOUND 4, UNAVAILABLE 5, ALREADY_EXISTS 6, RESOURCE_EXHAUSTED 3, FAILED_PRECONDITION and
+// ABORTED 1 (the run is not in a state for it), DATA_LOSS 1, UNAUTHENTICATED and
+// PERMISSION_DENIED 2 (the credentials given on the command line do not do), DEADLINE_EXCEEDED
+// 124, CANCELLED 130, anything else 5 (the service failed).
+int report_status(const grpc::Status& status, bool json);
+
+}  // namespace warden::grpc_client
