@@ -264,6 +264,7 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
   record.attempt = number;
   record.executor = ctx.proposer.name();
   record.executor_sandbox = ctx.proposer.confinement();
+  record.executor_identity = ctx.proposer.answered_by();
   record.evidence_blob = Digest::parse(*blob).value();
   if (out.diff) record.diff_sha256 = out.diff->digest();
   record.error = std::move(executor_error);
@@ -419,15 +420,19 @@ Result<Committed> commit(const StepContext& ctx, const Attempt& attempt) {
   GitRepo& repo = ctx.workspace.repo();
   auto before = repo.branch_tip(ctx.plan.branch);
   if (!before) return std::unexpected(stage_error("reading the branch: " + before.error().message()));
+  // Another writer on the same repository (a second run) moving the branch is the run's
+  // precondition failing, not Warden failing: both say branch_moved.
   if (*before && !(**before == ctx.head)) {
-    return std::unexpected(stage_error("the branch " + record.branch + " is at " + (*before)->hex() +
-                                       ", not at the step's base " + ctx.head.hex() + ": another writer moved it"));
+    return std::unexpected(Error{Errc::failed_precondition, "branch_moved: the branch " + record.branch + " is at " +
+                                                                (*before)->hex() + ", not at the step's base " +
+                                                                ctx.head.hex() + ": another writer moved it"});
   }
   if (auto intent = ctx.rec.record_now(CommitIntentRecord{record}); !intent) {
     return std::unexpected(intent.error().with_context("recording the commit intent (the branch was not moved)"));
   }
   if (auto moved = repo.move_branch(ctx.plan.branch, *before, *made); !moved) {
-    return std::unexpected(stage_error("moving the branch: " + moved.error().message()));
+    Errc code = moved.error().code == RefusalCode::branch_moved ? Errc::failed_precondition : Errc::internal;
+    return std::unexpected(Error{code, "moving the branch: " + moved.error().message()});
   }
   auto rec = ctx.rec.record_now(record);
   if (!rec) {

@@ -1,9 +1,11 @@
 #include "runner/git_repo.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <thread>
 
 namespace warden {
 namespace {
@@ -370,33 +372,51 @@ Checked<void> GitRepo::move_branch(const std::string& branch, const std::optiona
   if (branch.empty() || git_reference_is_valid_name(ref_name.c_str()) != 1) {
     return refuse(RefusalCode::invalid_branch, branch, "not a valid branch name");
   }
-  auto tip = ref_tip(repo_.get(), ref_name);
-  if (!tip) return std::unexpected(tip.error());
-  if (*tip == to) return {};
-  auto where = [](const std::optional<ObjectId>& id) { return id ? id->hex() : std::string("(no branch)"); };
-  if (*tip != from) {
-    return refuse(RefusalCode::branch_moved, branch, "the branch is at " + where(*tip) + ", not at " + where(from));
-  }
-  if (!to) {
-    // libgit2 has no compare-and-delete; the tip was checked just above, and deleting only
-    // ever undoes this process's own first commit on a branch it created.
-    git_reference* raw = nullptr;
-    if (git_reference_lookup(&raw, repo_.get(), ref_name.c_str()) != 0) return git_failure("reading " + ref_name);
-    ReferencePtr ref(raw);
-    if (git_reference_delete(ref.get()) != 0) return git_failure("deleting " + ref_name);
-    return {};
-  }
-  // Compare-and-swap: another writer may have moved the branch since it was read.
-  git_reference* moved = nullptr;
-  int rc = from ? git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &to->oid, 1, &from->oid,
+  // Another writer (a second run on the same repository) holds the ref's lock file only while
+  // it moves the branch, for milliseconds. A lost race is then read back as what it is, the
+  // branch moved, not as a repository failure; a lock that stays is a stale one, named.
+  constexpr int kLockTries = 200;
+  constexpr auto kLockPause = std::chrono::milliseconds(10);
+  for (int attempt = 1;; ++attempt) {
+    auto tip = ref_tip(repo_.get(), ref_name);
+    if (!tip) return std::unexpected(tip.error());
+    if (*tip == to) return {};
+    auto where = [](const std::optional<ObjectId>& id) { return id ? id->hex() : std::string("(no branch)"); };
+    if (*tip != from) {
+      return refuse(RefusalCode::branch_moved, branch, "the branch is at " + where(*tip) + ", not at " + where(from));
+    }
+    int rc = 0;
+    if (!to) {
+      // libgit2 has no compare-and-delete; the tip was checked just above, and deleting only
+      // ever undoes this process's own first commit on a branch it created.
+      git_reference* raw = nullptr;
+      if (git_reference_lookup(&raw, repo_.get(), ref_name.c_str()) != 0) return git_failure("reading " + ref_name);
+      ReferencePtr ref(raw);
+      rc = git_reference_delete(ref.get());
+    } else {
+      // Compare-and-swap: another writer may have moved the branch since it was read.
+      git_reference* moved = nullptr;
+      rc = from ? git_reference_create_matching(&moved, repo_.get(), ref_name.c_str(), &to->oid, 1, &from->oid,
                                                 "warden: commit")
                 : git_reference_create(&moved, repo_.get(), ref_name.c_str(), &to->oid, 0, "warden: commit");
-  ReferencePtr moved_ref(moved);
-  if (rc == GIT_EEXISTS || rc == GIT_EMODIFIED) {
-    return refuse(RefusalCode::branch_moved, branch, "another writer moved the branch first");
+      ReferencePtr moved_ref(moved);
+    }
+    if (rc == 0) return {};
+    if (rc == GIT_EEXISTS || rc == GIT_EMODIFIED) {
+      return refuse(RefusalCode::branch_moved, branch, "another writer moved the branch first");
+    }
+    if (rc == GIT_ELOCKED && attempt < kLockTries) {
+      std::this_thread::sleep_for(kLockPause);
+      continue;
+    }
+    if (rc == GIT_ELOCKED) {
+      return refuse(RefusalCode::repository_error, branch,
+                    ref_name + " stayed locked for " + std::to_string(kLockTries * kLockPause.count()) +
+                                       " ms: another writer holds it, or a crashed one left its .lock file (remove "
+                                       "it only when no writer runs)");
+    }
+    return git_failure((to ? "moving " : "deleting ") + ref_name);
   }
-  if (rc != 0) return git_failure("moving " + ref_name);
-  return {};
 }
 
 Checked<ObjectId> GitRepo::commit_root(const std::vector<ResolvedFile>& files, const CommitRequest& request) {
