@@ -1,0 +1,638 @@
+#include "tests/store/state_store_conformance.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace warden::store::test {
+
+void StateStoreConformance::SetUp() {
+  backing_ = GetParam().make();
+  auto opened = backing_->open();
+  ASSERT_TRUE(opened) << opened.error().message;
+  store_ = std::move(*opened);
+}
+
+void StateStoreConformance::reopen() {
+  store_.reset();
+  auto opened = backing_->open();
+  ASSERT_TRUE(opened) << opened.error().message;
+  store_ = std::move(*opened);
+}
+
+namespace {
+
+constexpr int64_t kLease = 1000;
+const ClaimFilter kAny{};
+
+AgentRecord agent(std::string id, std::string state) {
+  AgentRecord r;
+  r.id = std::move(id);
+  r.role = "executor";
+  r.labels = {{"zone", "a"}, {"arch", "x86_64"}};
+  r.state = std::move(state);
+  r.last_heartbeat_ms = 42;
+  r.details = R"({"pid":7})";
+  return r;
+}
+
+Task task(std::string id, int64_t priority, std::string kind = "build") {
+  return Task{id, priority, std::move(kind), "payload of " + id};
+}
+
+// Claims until the queue is empty, acking each; the ids in claim order.
+std::vector<std::string> drain(StateStore& store, int64_t now_ms) {
+  std::vector<std::string> ids;
+  for (;;) {
+    auto c = store.claim("drainer", now_ms, kLease, kAny);
+    EXPECT_TRUE(c) << c.error().message;
+    if (!c || !*c) return ids;
+    ids.push_back((*c)->task.id);
+    auto acked = store.ack((*c)->ref(), now_ms);
+    EXPECT_TRUE(acked) << acked.error().message;
+  }
+}
+
+// ---- Agents ----
+
+TEST_P(StateStoreConformance, CreateOnlyWithVersionZero) {
+  auto v = store().put_agent(agent("a1", "Idle"), 0);
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(*v, 1u);
+
+  auto again = store().put_agent(agent("a1", "Working"), 0);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::already_exists);
+
+  auto got = store().get_agent("a1");
+  ASSERT_TRUE(got) << got.error().message;
+  ASSERT_TRUE(got->has_value());
+  AgentRecord expected = agent("a1", "Idle");
+  expected.version = 1;
+  EXPECT_EQ(**got, expected);
+}
+
+TEST_P(StateStoreConformance, CompareAndSetSucceedsOnlyAtTheStoredVersion) {
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0));
+  auto v2 = store().put_agent(agent("a1", "Assigned"), 1);
+  ASSERT_TRUE(v2) << v2.error().message;
+  EXPECT_EQ(*v2, 2u);
+
+  // A writer that read version 1 loses.
+  auto stale = store().put_agent(agent("a1", "Working"), 1);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().code, Errc::failed_precondition);
+  auto ahead = store().put_agent(agent("a1", "Working"), 7);
+  ASSERT_FALSE(ahead);
+  EXPECT_EQ(ahead.error().code, Errc::failed_precondition);
+
+  auto got = store().get_agent("a1");
+  ASSERT_TRUE(got && got->has_value());
+  EXPECT_EQ((*got)->state, "Assigned");
+  EXPECT_EQ((*got)->version, 2u);
+}
+
+TEST_P(StateStoreConformance, UpdateOfAMissingAgentIsNotFound) {
+  auto v = store().put_agent(agent("ghost", "Idle"), 3);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error().code, Errc::not_found);
+  auto got = store().get_agent("ghost");
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(got->has_value());
+}
+
+TEST_P(StateStoreConformance, ConcurrentWritersAtOneVersionHaveOneWinner) {
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0));
+  std::atomic<int> won{0}, lost{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto v = store().put_agent(agent("a1", "writer" + std::to_string(i)), 1);
+      if (v) {
+        ++won;
+      } else if (v.error().code == Errc::failed_precondition) {
+        ++lost;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(won.load(), 1);
+  EXPECT_EQ(lost.load(), 7);
+  auto got = store().get_agent("a1");
+  ASSERT_TRUE(got && got->has_value());
+  EXPECT_EQ((*got)->version, 2u);
+}
+
+TEST_P(StateStoreConformance, ListIsInIdOrderAndRemoveComparesVersions) {
+  ASSERT_TRUE(store().put_agent(agent("b", "Idle"), 0));
+  ASSERT_TRUE(store().put_agent(agent("a", "Idle"), 0));
+  ASSERT_TRUE(store().put_agent(agent("c", "Idle"), 0));
+  ASSERT_TRUE(store().put_agent(agent("c", "Working"), 1));
+
+  auto all = store().list_agents();
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].id, "a");
+  EXPECT_EQ((*all)[1].id, "b");
+  EXPECT_EQ((*all)[2].id, "c");
+  EXPECT_EQ((*all)[2].state, "Working");
+  EXPECT_EQ((*all)[2].version, 2u);
+
+  auto wrong = store().remove_agent("c", 1);
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().code, Errc::failed_precondition);
+  ASSERT_TRUE(store().remove_agent("c", 2));
+  auto gone = store().remove_agent("c", 2);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, Errc::not_found);
+
+  all = store().list_agents();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  // Removed, the id may be created again from version 0.
+  auto again = store().put_agent(agent("c", "Idle"), 0);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, 1u);
+}
+
+TEST_P(StateStoreConformance, DetailsAreOpaqueBytes) {
+  AgentRecord r = agent("bin", "Idle");
+  r.details = std::string("\0\xff\x01{not json", 12);
+  r.labels.clear();
+  r.last_heartbeat_ms = -5;
+  ASSERT_TRUE(store().put_agent(r, 0));
+  auto got = store().get_agent("bin");
+  ASSERT_TRUE(got && got->has_value());
+  EXPECT_EQ((*got)->details, r.details);
+  EXPECT_TRUE((*got)->labels.empty());
+  EXPECT_EQ((*got)->last_heartbeat_ms, -5);
+}
+
+TEST_P(StateStoreConformance, EmptyIdsAreInvalid) {
+  auto a = store().put_agent(agent("", "Idle"), 0);
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().code, Errc::invalid_argument);
+  auto t = store().enqueue(task("", 1));
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, Errc::invalid_argument);
+  auto c = store().claim("", 0, kLease, kAny);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, Errc::invalid_argument);
+  ASSERT_TRUE(store().enqueue(task("t", 1)));
+  auto zero = store().claim("a", 0, 0, kAny);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code, Errc::invalid_argument);
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 1u);
+}
+
+// ---- The task queue ----
+
+TEST_P(StateStoreConformance, ClaimsByPriorityThenFifo) {
+  ASSERT_TRUE(store().enqueue(task("low-1", -3)));
+  ASSERT_TRUE(store().enqueue(task("mid-1", 5)));
+  ASSERT_TRUE(store().enqueue(task("high-1", 100)));
+  ASSERT_TRUE(store().enqueue(task("mid-2", 5)));
+  ASSERT_TRUE(store().enqueue(task("zero", 0)));
+  ASSERT_TRUE(store().enqueue(task("mid-3", 5)));
+  ASSERT_TRUE(store().enqueue(task("low-2", -3)));
+  ASSERT_TRUE(store().enqueue(task("high-2", 100)));
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 8u);
+
+  EXPECT_EQ(drain(store(), 10),
+            (std::vector<std::string>{"high-1", "high-2", "mid-1", "mid-2", "mid-3", "zero", "low-1", "low-2"}));
+  auto empty = store().claim("a", 10, kLease, kAny);
+  ASSERT_TRUE(empty);
+  EXPECT_FALSE(empty->has_value());
+  length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 0u);
+}
+
+TEST_P(StateStoreConformance, AClaimCarriesTheTaskAndItsLease) {
+  Task t{"t1", 4, "runner", std::string("\0payload", 8)};
+  ASSERT_TRUE(store().enqueue(t));
+  auto c = store().claim("agent-1", 500, 250, kAny);
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->has_value());
+  EXPECT_EQ((*c)->task, t);
+  EXPECT_EQ((*c)->agent_id, "agent-1");
+  EXPECT_EQ((*c)->attempt, 1u);
+  EXPECT_EQ((*c)->expires_ms, 750);
+  EXPECT_NE((*c)->token, 0u);
+  EXPECT_EQ((*c)->ref(), (ClaimRef{"t1", "agent-1", (*c)->token}));
+}
+
+TEST_P(StateStoreConformance, DuplicateEnqueueIsRefusedAndChangesNothing) {
+  ASSERT_TRUE(store().enqueue(Task{"t1", 1, "build", "first"}));
+  auto dup = store().enqueue(Task{"t1", 99, "build", "second"});
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().code, Errc::already_exists);
+
+  auto c = store().claim("a", 0, kLease, kAny);
+  ASSERT_TRUE(c && c->has_value());
+  EXPECT_EQ((*c)->task.payload, "first");
+  EXPECT_EQ((*c)->task.priority, 1);
+  // Claimed, it is still in the queue.
+  auto while_claimed = store().enqueue(Task{"t1", 1, "build", "third"});
+  ASSERT_FALSE(while_claimed);
+  EXPECT_EQ(while_claimed.error().code, Errc::already_exists);
+  ASSERT_TRUE(store().ack((*c)->ref(), 1));
+  // Acked, the id is free again.
+  ASSERT_TRUE(store().enqueue(Task{"t1", 1, "build", "fourth"}));
+  auto next = store().claim("a", 2, kLease, kAny);
+  ASSERT_TRUE(next && next->has_value());
+  EXPECT_EQ((*next)->task.payload, "fourth");
+  EXPECT_EQ((*next)->attempt, 1u);
+}
+
+TEST_P(StateStoreConformance, FilterTakesTheBestMatchingKind) {
+  ASSERT_TRUE(store().enqueue(task("build-hi", 9, "build")));
+  ASSERT_TRUE(store().enqueue(task("test-lo", 1, "test")));
+  ASSERT_TRUE(store().enqueue(task("lint", 5, "lint")));
+  ASSERT_TRUE(store().enqueue(task("test-hi", 7, "test")));
+
+  auto c = store().claim("tester", 0, kLease, ClaimFilter{{"test"}});
+  ASSERT_TRUE(c && c->has_value());
+  EXPECT_EQ((*c)->task.id, "test-hi");
+  c = store().claim("tester", 0, kLease, ClaimFilter{{"lint", "test"}});
+  ASSERT_TRUE(c && c->has_value());
+  EXPECT_EQ((*c)->task.id, "lint");
+  c = store().claim("tester", 0, kLease, ClaimFilter{{"deploy"}});
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->has_value());
+  c = store().claim("any", 0, kLease, kAny);
+  ASSERT_TRUE(c && c->has_value());
+  EXPECT_EQ((*c)->task.id, "build-hi");
+}
+
+TEST_P(StateStoreConformance, ThreadsClaimEachTaskExactlyOnce) {
+  constexpr int kTasks = 200, kThreads = 4;
+  for (int i = 0; i < kTasks; ++i) ASSERT_TRUE(store().enqueue(task("t" + std::to_string(i), i % 7)));
+
+  std::vector<std::vector<std::string>> claimed(kThreads);
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      const std::string me = "worker-" + std::to_string(w);
+      for (;;) {
+        auto c = store().claim(me, 0, 1'000'000, kAny);
+        if (!c) {
+          ++errors;
+          return;
+        }
+        if (!*c) return;
+        claimed[w].push_back((*c)->task.id);
+        if (!store().ack((*c)->ref(), 1)) ++errors;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  std::multiset<std::string> all;
+  for (const auto& ids : claimed) all.insert(ids.begin(), ids.end());
+  ASSERT_EQ(all.size(), size_t{kTasks});
+  for (int i = 0; i < kTasks; ++i) EXPECT_EQ(all.count("t" + std::to_string(i)), 1u) << i;
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 0u);
+}
+
+TEST_P(StateStoreConformance, AnExpiredClaimReturnsTheTaskInItsPlace) {
+  ASSERT_TRUE(store().enqueue(task("first", 1)));
+  ASSERT_TRUE(store().enqueue(task("second", 1)));
+  auto dead = store().claim("dead-agent", 0, 100, kAny);
+  ASSERT_TRUE(dead && dead->has_value());
+  EXPECT_EQ((*dead)->task.id, "first");
+
+  // Before the lease ends the next claim gets the next task...
+  auto live = store().claim("b", 99, 100, kAny);
+  ASSERT_TRUE(live && live->has_value());
+  EXPECT_EQ((*live)->task.id, "second");
+  auto none = store().claim("b", 99, 100, kAny);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+
+  // ...and at the expiry the dead agent's task comes back, as a new attempt.
+  ASSERT_TRUE(store().release((*live)->ref(), 99));
+  auto retry = store().claim("c", 100, 100, kAny);
+  ASSERT_TRUE(retry && retry->has_value());
+  EXPECT_EQ((*retry)->task.id, "first");  // enqueued before "second": its place is kept
+  EXPECT_EQ((*retry)->attempt, 2u);
+  EXPECT_EQ((*retry)->agent_id, "c");
+  EXPECT_EQ((*retry)->expires_ms, 200);
+  EXPECT_NE((*retry)->token, (*dead)->token);
+}
+
+TEST_P(StateStoreConformance, OnlyExpiredLeasesReturn) {
+  ASSERT_TRUE(store().enqueue(task("short", 1)));
+  ASSERT_TRUE(store().enqueue(task("long", 1)));
+  auto s = store().claim("a", 0, 100, kAny);
+  auto l = store().claim("b", 0, 300, kAny);
+  ASSERT_TRUE(s && s->has_value() && l && l->has_value());
+  ASSERT_EQ((*s)->task.id, "short");
+
+  auto back = store().claim("c", 200, 1000, kAny);
+  ASSERT_TRUE(back && back->has_value());
+  EXPECT_EQ((*back)->task.id, "short");
+  EXPECT_EQ((*back)->attempt, 2u);
+  auto held = store().claim("c", 299, 1000, kAny);
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(held->has_value());
+  ASSERT_TRUE(store().ack((*l)->ref(), 299));  // live until 300
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 1u);
+}
+
+TEST_P(StateStoreConformance, ALateAckOfAnExpiredClaimIsRefused) {
+  ASSERT_TRUE(store().enqueue(task("t", 1)));
+  auto first = store().claim("slow", 0, 100, kAny);
+  ASSERT_TRUE(first && first->has_value());
+
+  // Expired, even before anyone claims it again.
+  auto at_expiry = store().ack((*first)->ref(), 100);
+  ASSERT_FALSE(at_expiry);
+  EXPECT_EQ(at_expiry.error().code, Errc::failed_precondition);
+
+  auto second = store().claim("fast", 150, 100, kAny);
+  ASSERT_TRUE(second && second->has_value());
+  auto late = store().ack((*first)->ref(), 160);
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::failed_precondition);
+
+  // The same agent claiming again gets a new token; the old one stays dead.
+  ASSERT_TRUE(store().release((*second)->ref(), 170));
+  auto third = store().claim("slow", 180, 100, kAny);
+  ASSERT_TRUE(third && third->has_value());
+  EXPECT_EQ((*third)->attempt, 3u);
+  auto stale_token = store().ack((*first)->ref(), 190);
+  ASSERT_FALSE(stale_token);
+  EXPECT_EQ(stale_token.error().code, Errc::failed_precondition);
+
+  ASSERT_TRUE(store().ack((*third)->ref(), 190));
+  auto after = store().ack((*second)->ref(), 195);
+  ASSERT_FALSE(after);
+  EXPECT_EQ(after.error().code, Errc::not_found);
+}
+
+TEST_P(StateStoreConformance, AckByAnotherAgentIsRefused) {
+  ASSERT_TRUE(store().enqueue(task("t", 1)));
+  auto c = store().claim("owner", 0, kLease, kAny);
+  ASSERT_TRUE(c && c->has_value());
+  ClaimRef forged = (*c)->ref();
+  forged.agent_id = "intruder";
+  auto refused = store().ack(forged, 1);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::failed_precondition);
+  auto refused_release = store().release(forged, 1);
+  ASSERT_FALSE(refused_release);
+  EXPECT_EQ(refused_release.error().code, Errc::failed_precondition);
+
+  ASSERT_TRUE(store().ack((*c)->ref(), 2));
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 0u);
+}
+
+TEST_P(StateStoreConformance, ReleaseReturnsTheTaskAtOnce) {
+  ASSERT_TRUE(store().enqueue(task("a", 1)));
+  ASSERT_TRUE(store().enqueue(task("b", 1)));
+  auto c = store().claim("x", 0, kLease, kAny);
+  ASSERT_TRUE(c && c->has_value());
+  ASSERT_EQ((*c)->task.id, "a");
+  ASSERT_TRUE(store().release((*c)->ref(), 5));
+  auto again = store().release((*c)->ref(), 5);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::failed_precondition);
+
+  auto next = store().claim("y", 6, kLease, kAny);
+  ASSERT_TRUE(next && next->has_value());
+  EXPECT_EQ((*next)->task.id, "a");
+  EXPECT_EQ((*next)->attempt, 2u);
+  auto old = store().ack((*c)->ref(), 7);
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().code, Errc::failed_precondition);
+}
+
+TEST_P(StateStoreConformance, RenewExtendsALiveClaimOnly) {
+  ASSERT_TRUE(store().enqueue(task("long", 1)));
+  auto c = store().claim("worker", 0, 100, kAny);
+  ASSERT_TRUE(c && c->has_value());
+  auto renewed = store().renew((*c)->ref(), 90, 100);
+  ASSERT_TRUE(renewed) << renewed.error().message;
+  EXPECT_EQ(*renewed, 190);
+
+  // Past the first expiry the task is still held.
+  auto other = store().claim("other", 150, 100, kAny);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->has_value());
+  ASSERT_TRUE(store().ack((*c)->ref(), 189));
+
+  ASSERT_TRUE(store().enqueue(task("lapsed", 1)));
+  auto d = store().claim("worker", 200, 100, kAny);
+  ASSERT_TRUE(d && d->has_value());
+  auto too_late = store().renew((*d)->ref(), 300, 100);
+  ASSERT_FALSE(too_late);
+  EXPECT_EQ(too_late.error().code, Errc::failed_precondition);
+}
+
+// ---- The event stream ----
+
+TEST_P(StateStoreConformance, EventSequenceNumbersAreDense) {
+  auto empty_last = store().last_seq();
+  ASSERT_TRUE(empty_last);
+  EXPECT_EQ(*empty_last, 0u);
+  for (uint64_t i = 1; i <= 5; ++i) {
+    auto seq = store().append("event-" + std::to_string(i));
+    ASSERT_TRUE(seq) << seq.error().message;
+    EXPECT_EQ(*seq, i);
+  }
+  auto last = store().last_seq();
+  ASSERT_TRUE(last);
+  EXPECT_EQ(*last, 5u);
+
+  auto all = store().read(0, 100);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 5u);
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ((*all)[i], (Event{i + 1, "event-" + std::to_string(i + 1)}));
+  auto middle = store().read(3, 2);
+  ASSERT_TRUE(middle);
+  EXPECT_EQ(*middle, (std::vector<Event>{{3, "event-3"}, {4, "event-4"}}));
+  auto past = store().read(6, 10);
+  ASSERT_TRUE(past);
+  EXPECT_TRUE(past->empty());
+  auto none = store().read(1, 0);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(StateStoreConformance, ConcurrentAppendsLeaveNoGaps) {
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kEach; ++i) {
+        if (!store().append(std::to_string(w) + ":" + std::to_string(i))) ++errors;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  auto all = store().read(1, 1000);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), size_t{kThreads * kEach});
+  std::set<std::string> bodies;
+  for (size_t i = 0; i < all->size(); ++i) {
+    EXPECT_EQ((*all)[i].seq, i + 1);
+    bodies.insert((*all)[i].bytes);
+  }
+  EXPECT_EQ(bodies.size(), size_t{kThreads * kEach});
+}
+
+TEST_P(StateStoreConformance, ConsumerPositionsAreKeptApart) {
+  auto unset = store().position("indexer");
+  ASSERT_TRUE(unset);
+  EXPECT_EQ(*unset, 0u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(store().append("e"));
+
+  ASSERT_TRUE(store().set_position("indexer", 3));
+  ASSERT_TRUE(store().set_position("notifier", 1));
+  auto past = store().set_position("indexer", 5);
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.error().code, Errc::invalid_argument);
+
+  auto indexer = store().position("indexer");
+  auto notifier = store().position("notifier");
+  ASSERT_TRUE(indexer && notifier);
+  EXPECT_EQ(*indexer, 3u);
+  EXPECT_EQ(*notifier, 1u);
+
+  // A rewind is a replay, and allowed.
+  ASSERT_TRUE(store().set_position("indexer", 0));
+  indexer = store().position("indexer");
+  ASSERT_TRUE(indexer);
+  EXPECT_EQ(*indexer, 0u);
+}
+
+// ---- Sharing and durability ----
+
+TEST_P(StateStoreConformance, ReopeningKeepsEverything) {
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Working"), 1));
+  ASSERT_TRUE(store().enqueue(task("held", 5)));
+  ASSERT_TRUE(store().enqueue(task("waiting-1", 1)));
+  ASSERT_TRUE(store().enqueue(task("waiting-2", 1)));
+  auto held = store().claim("a1", 0, kLease, kAny);
+  ASSERT_TRUE(held && held->has_value());
+  ASSERT_TRUE(store().append("one"));
+  ASSERT_TRUE(store().append("two"));
+  ASSERT_TRUE(store().set_position("c", 2));
+
+  reopen();
+  ASSERT_TRUE(store_);
+
+  auto a = store().get_agent("a1");
+  ASSERT_TRUE(a && a->has_value());
+  EXPECT_EQ((*a)->state, "Working");
+  EXPECT_EQ((*a)->version, 2u);
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 3u);
+  // The claim made before the restart is still the one that may ack.
+  ASSERT_TRUE(store().ack((*held)->ref(), 1));
+  auto next = store().claim("a2", 2, kLease, kAny);
+  ASSERT_TRUE(next && next->has_value());
+  EXPECT_EQ((*next)->task.id, "waiting-1");
+  EXPECT_GT((*next)->token, (*held)->token);  // tokens never repeat across a restart
+  auto seq = store().append("three");
+  ASSERT_TRUE(seq);
+  EXPECT_EQ(*seq, 3u);
+  auto events = store().read(1, 10);
+  ASSERT_TRUE(events);
+  EXPECT_EQ(*events, (std::vector<Event>{{1, "one"}, {2, "two"}, {3, "three"}}));
+  auto pos = store().position("c");
+  ASSERT_TRUE(pos);
+  EXPECT_EQ(*pos, 2u);
+  auto dup = store().enqueue(task("waiting-2", 1));
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().code, Errc::already_exists);
+}
+
+// A worker in another process: claims and acks until the queue is empty, recording each
+// claim as an event "<name>:<task id>". Its exit status is 0 when every call succeeded.
+int drain_in_child(StoreBacking& backing, const std::string& name) {
+  auto opened = backing.open();
+  if (!opened) return 2;
+  StateStore& store = **opened;
+  for (;;) {
+    auto c = store.claim(name, 0, 1'000'000, ClaimFilter{});
+    if (!c) return 3;
+    if (!*c) return 0;
+    if (!store.append(name + ":" + (*c)->task.id)) return 4;
+    if (!store.ack((*c)->ref(), 1)) return 5;
+  }
+}
+
+TEST_P(StateStoreConformance, TwoProcessesShareOneQueue) {
+  constexpr int kTasks = 60;
+  for (int i = 0; i < kTasks; ++i) ASSERT_TRUE(store().enqueue(task("t" + std::to_string(i), i % 3)));
+
+  std::vector<pid_t> children;
+  for (const char* name : {"child-a", "child-b"}) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    // The child never returns into the test: _exit skips destructors that belong to the parent.
+    if (pid == 0) ::_exit(drain_in_child(*backing_, name));
+    children.push_back(pid);
+  }
+  // The parent drains alongside through its own handle.
+  int parent_claims = 0;
+  for (;;) {
+    auto c = store().claim("parent", 0, 1'000'000, kAny);
+    ASSERT_TRUE(c) << c.error().message;
+    if (!*c) break;
+    ASSERT_TRUE(store().append("parent:" + (*c)->task.id));
+    ASSERT_TRUE(store().ack((*c)->ref(), 1));
+    ++parent_claims;
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+
+  auto events = store().read(1, 1000);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), size_t{kTasks});
+  std::map<std::string, int> claims_of_task;
+  int parent_events = 0;
+  for (size_t i = 0; i < events->size(); ++i) {
+    const Event& e = (*events)[i];
+    EXPECT_EQ(e.seq, i + 1);
+    std::string claimer = e.bytes.substr(0, e.bytes.find(':'));
+    if (claimer == "parent") ++parent_events;
+    ++claims_of_task[e.bytes.substr(e.bytes.find(':') + 1)];
+  }
+  EXPECT_EQ(parent_events, parent_claims);
+  ASSERT_EQ(claims_of_task.size(), size_t{kTasks});
+  for (const auto& [id, n] : claims_of_task) EXPECT_EQ(n, 1) << id;
+  auto length = store().queue_length();
+  ASSERT_TRUE(length);
+  EXPECT_EQ(*length, 0u);
+}
+
+}  // namespace
+}  // namespace warden::store::test
