@@ -1,0 +1,53 @@
+// What the supervisor did to the fleet, as typed records: an agent registered, a task
+// assigned or delivered, an agent failed (missed heartbeats, a crash, a refused report), a
+// restart decided, a circuit that changed state, an agent given up on, drained or forgotten.
+// The supervisor appends each to the StateStore's event stream (one canonical JSON object per
+// event), where operators and the ledger writer read them; decide() never does.
+//
+// Plain values; every function is safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace warden::supervisor {
+
+enum class FleetEventType {
+  registered,
+  assigned,
+  started,
+  delivered,
+  failed,      // the agent failed; `reason` says how, `task_id` names the task it held
+  restart,     // a restart was decided: `delay_ms` of backoff, `attempt`
+  given_up,    // past the restart intensity: never assigned again
+  circuit,     // the agent's circuit breaker moved to `circuit`
+  drained,     // an operator took the agent out of assignment
+  forgotten,   // an operator removed the agent
+};
+
+std::string_view to_string(FleetEventType type);
+std::optional<FleetEventType> parse_fleet_event_type(std::string_view name);
+
+struct FleetEvent {
+  FleetEventType type = FleetEventType::registered;
+  std::string agent_id{};
+  int64_t at_ms = 0;
+  std::string task_id{};   // assigned, started, delivered, failed (when it held one)
+  uint32_t attempt = 0;  // assigned: the claim's attempt; restart: the backoff's attempt
+  int64_t delay_ms = 0;  // restart
+  std::string circuit{};   // circuit: "closed", "open", "half_open"
+  std::string reason{};    // failed, given_up, drained
+
+  bool operator==(const FleetEvent&) const = default;
+};
+
+// One canonical JSON object; fields that do not apply to the type are left out.
+std::string encode(const FleetEvent& event);
+// The inverse; invalid_argument for anything encode() would not have written.
+Result<FleetEvent> decode_fleet_event(std::string_view bytes);
+
+}  // namespace warden::supervisor

@@ -1,0 +1,437 @@
+#include "supervisor/supervisor.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "common/canonical_json.h"
+#include "common/json_reader.h"
+
+namespace warden::supervisor {
+namespace {
+
+constexpr int kCasTries = 16;
+constexpr size_t kMaxAgentIdBytes = 128;
+
+bool valid_agent_id(std::string_view id) {
+  if (id.empty() || id.size() > kMaxAgentIdBytes) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+}
+
+// What the supervisor keeps in AgentRecord::details: the task an agent holds and its flags.
+std::string encode_details(const AgentView& view) {
+  Json json = {{"down", view.down}, {"drained", view.drained}};
+  if (!view.task_id.empty()) {
+    json["task"] = view.task_id;
+    json["token"] = view.claim_token;
+  }
+  return canonicalize(json).value_or(json.dump());
+}
+
+Status decode_into(const store::AgentRecord& record, AgentView& view) {
+  auto state = parse_agent_state(record.state);
+  if (!state) return fail(Errc::corrupt, "agent " + record.id + ": unknown state \"" + record.state + "\"");
+  view.state = *state;
+  if (record.details.empty()) return {};
+  auto json = parse_json(record.details, "agent " + record.id + " details");
+  if (!json) return std::unexpected(Error{Errc::corrupt, json.error().message});
+  JsonReader r(*json, "agent " + record.id + " details", JsonDialect::null_is_value, Errc::corrupt);
+  r.boolean("down", view.down);
+  r.boolean("drained", view.drained);
+  r.string("task", view.task_id, false);
+  r.unsigned_integer("token", view.claim_token, 0, std::numeric_limits<uint64_t>::max(), false);
+  return r.finish();
+}
+
+// The claim the agent holds, for the store's ack and release.
+store::ClaimRef held_claim(const AgentView& view) {
+  return store::ClaimRef{view.task_id, view.record.id, view.claim_token};
+}
+
+bool same_claim(const AgentView& view, const store::ClaimRef& claim) {
+  return !view.task_id.empty() && view.task_id == claim.task_id && view.claim_token == claim.token &&
+         claim.agent_id == view.record.id;
+}
+
+}  // namespace
+
+Status validate(const SupervisorConfig& config) {
+  if (config.heartbeat_interval_ms <= 0) return fail(Errc::invalid_argument, "heartbeat_interval_ms: must be positive");
+  if (config.missed_heartbeats == 0) return fail(Errc::invalid_argument, "missed_heartbeats: must be at least 1");
+  if (config.detection_slack_ms < 0) return fail(Errc::invalid_argument, "detection_slack_ms: must not be negative");
+  if (config.visibility_timeout_ms <= 0) return fail(Errc::invalid_argument, "visibility_timeout_ms: must be positive");
+  if (config.heartbeat_interval_ms > std::numeric_limits<int32_t>::max() ||
+      config.detection_slack_ms > std::numeric_limits<int32_t>::max() || config.missed_heartbeats > 1000) {
+    return fail(Errc::invalid_argument, "heartbeat settings: out of range");
+  }
+  return validate(config.restart);
+}
+
+Result<std::unique_ptr<Supervisor>> Supervisor::create(store::StateStore& store, Clock& clock, RandomSource& random,
+                                                       SupervisorConfig config) {
+  if (auto ok = validate(config); !ok) return std::unexpected(ok.error().with_context("supervisor config"));
+  return std::unique_ptr<Supervisor>(new Supervisor(store, clock, random, std::move(config)));
+}
+
+int64_t Supervisor::stale_after_ms() const {
+  return config_.heartbeat_interval_ms * static_cast<int64_t>(config_.missed_heartbeats) + config_.detection_slack_ms;
+}
+
+RestartPolicy& Supervisor::policy_locked(const std::string& agent_id) {
+  auto it = policies_.find(agent_id);
+  if (it == policies_.end()) {
+    // The config was validated in create(), so this cannot fail.
+    it = policies_.emplace(agent_id, *RestartPolicy::create(config_.restart)).first;
+  }
+  return it->second;
+}
+
+AgentView Supervisor::view_locked(store::AgentRecord record, int64_t now) {
+  AgentView view;
+  view.record = std::move(record);
+  auto it = policies_.find(view.record.id);
+  if (it != policies_.end()) {
+    view.given_up = it->second.given_up();
+    view.breaker = it->second.breaker().state(now);
+  }
+  return view;
+}
+
+Status Supervisor::emit(FleetEvent event) {
+  auto seq = store_.append(encode(event));
+  if (!seq) return std::unexpected(seq.error().with_context("recording the fleet event"));
+  return {};
+}
+
+Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
+                                     const std::function<Status(AgentView&)>& change) {
+  for (int attempt = 0; attempt < kCasTries; ++attempt) {
+    auto stored = store_.get_agent(agent_id);
+    if (!stored) return std::unexpected(stored.error());
+    if (!*stored) return fail(Errc::not_found, "no agent " + std::string(agent_id));
+    AgentView view = view_locked(std::move(**stored), now);
+    if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    const uint64_t version = view.record.version;
+    if (auto changed = change(view); !changed) return std::unexpected(changed.error());
+    view.record.state = std::string(to_string(view.state));
+    view.record.details = encode_details(view);
+    auto put = store_.put_agent(view.record, version);
+    if (put) {
+      view.record.version = *put;
+      return view;
+    }
+    if (put.error().code != Errc::failed_precondition) return std::unexpected(put.error());
+  }
+  return fail(Errc::failed_precondition, "agent " + std::string(agent_id) + " kept changing under the supervisor");
+}
+
+Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
+  if (!valid_agent_id(spec.id)) {
+    return fail(Errc::invalid_argument, "agent id \"" + spec.id + "\": 1-128 bytes of letters, digits, '.', '_', '-'");
+  }
+  if (spec.role.empty()) return fail(Errc::invalid_argument, "agent " + spec.id + ": the role is empty");
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  policy_locked(spec.id);
+  for (int attempt = 0; attempt < kCasTries; ++attempt) {
+    auto stored = store_.get_agent(spec.id);
+    if (!stored) return std::unexpected(stored.error());
+    AgentView view = view_locked(store::AgentRecord{}, now);
+    uint64_t expected = 0;
+    if (*stored) {
+      AgentView old = view_locked(**stored, now);
+      if (auto decoded = decode_into(old.record, old); !decoded) return std::unexpected(decoded.error());
+      expected = old.record.version;
+      // A registering process holds nothing: whatever its previous life held goes back.
+      if (!old.task_id.empty()) (void)store_.release(held_claim(old), now);
+      view.drained = old.drained;
+    }
+    view.record.id = spec.id;
+    view.record.role = spec.role;
+    view.record.labels = spec.labels;
+    view.record.last_heartbeat_ms = now;
+    view.state = AgentState::idle;
+    view.record.state = std::string(to_string(view.state));
+    view.record.details = encode_details(view);
+    auto put = store_.put_agent(view.record, expected);
+    if (put) {
+      view.record.version = *put;
+      if (auto e = emit({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}); !e) {
+        return std::unexpected(e.error());
+      }
+      return view;
+    }
+    if (put.error().code != Errc::failed_precondition && put.error().code != Errc::already_exists) {
+      return std::unexpected(put.error());
+    }
+  }
+  return fail(Errc::failed_precondition, "agent " + spec.id + " kept changing while it registered");
+}
+
+Status Supervisor::heartbeat(std::string_view agent_id) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto done = update(agent_id, now, [&](AgentView& view) -> Status {
+    // Heartbeats carry no clock of the agent's: the supervisor's reading is the one compared.
+    view.record.last_heartbeat_ms = std::max(view.record.last_heartbeat_ms, now);
+    view.down = false;
+    return {};
+  });
+  if (!done) return std::unexpected(done.error());
+  return {};
+}
+
+Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std::string_view reason, bool down,
+                                                int64_t now) {
+  RestartPolicy& policy = policy_locked(agent_id);
+  // Held out of assignment from this moment until the decision below replaces the sentinel:
+  // an assign() between the failure and the decision cannot pick the agent.
+  policy.mark_failing();
+  std::string held_task;
+  auto failed = update(agent_id, now, [&](AgentView& view) -> Status {
+    // A heartbeat failure re-checked on the record it writes: a heartbeat that landed since
+    // the agent was listed (here or at another supervisor) wins.
+    if (down && (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms())) {
+      return fail(Errc::failed_precondition, "agent " + agent_id + " is not stale any more");
+    }
+    auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::agent_failed);
+    if (!next) return std::unexpected(next.error().to_error());
+    if (!view.task_id.empty()) {
+      // Released in the store before the record says idle; a release refused because the
+      // claim already expired is fine: the task is back in the queue either way.
+      auto released = store_.release(held_claim(view), now);
+      if (!released && released.error().code != Errc::failed_precondition && released.error().code != Errc::not_found) {
+        return std::unexpected(released.error());
+      }
+      held_task = view.task_id;
+    }
+    view.state = next->state;
+    view.task_id.clear();
+    view.claim_token = 0;
+    if (down) view.down = true;
+    return {};
+  });
+  if (!failed) {
+    policy.unmark_failing();
+    return std::unexpected(failed.error());
+  }
+  const BreakerState before = policy.breaker().state(now);
+  RestartDecision decision = policy.on_failure(now, random_);
+  std::vector<FleetEvent> events;
+  events.push_back({.type = FleetEventType::failed, .agent_id = agent_id, .at_ms = now, .task_id = held_task,
+                    .reason = std::string(reason)});
+  if (decision.action == RestartAction::give_up) {
+    events.push_back({.type = FleetEventType::given_up, .agent_id = agent_id, .at_ms = now, .reason = decision.reason});
+  } else {
+    events.push_back({.type = FleetEventType::restart, .agent_id = agent_id, .at_ms = now, .attempt = decision.attempt,
+                      .delay_ms = decision.delay_ms});
+  }
+  if (decision.breaker != before) {
+    events.push_back({.type = FleetEventType::circuit, .agent_id = agent_id, .at_ms = now,
+                      .circuit = std::string(to_string(decision.breaker))});
+  }
+  for (FleetEvent& event : events) {
+    if (auto e = emit(std::move(event)); !e) return std::unexpected(e.error());
+  }
+  return decision;
+}
+
+Result<RestartDecision> Supervisor::fail_agent(std::string_view agent_id, std::string_view reason) {
+  std::lock_guard lock(mu_);
+  return fail_locked(std::string(agent_id), reason, false, clock_.now_ms());
+}
+
+Result<std::vector<std::string>> Supervisor::detect_failures() {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto listed = store_.list_agents();
+  if (!listed) return std::unexpected(listed.error());
+  std::vector<std::string> failed;
+  for (store::AgentRecord& record : *listed) {
+    AgentView view = view_locked(std::move(record), now);
+    if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    if (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms()) continue;
+    std::string reason = "no heartbeat for " + std::to_string(now - view.record.last_heartbeat_ms) + " ms (at most " +
+                         std::to_string(stale_after_ms()) + ")";
+    auto decided = fail_locked(view.record.id, reason, true, now);
+    if (!decided) {
+      // Another supervisor got there first, or the agent heartbeat in between: not ours.
+      if (decided.error().code == Errc::failed_precondition || decided.error().code == Errc::not_found) continue;
+      return std::unexpected(decided.error());
+    }
+    failed.push_back(view.record.id);
+  }
+  return failed;
+}
+
+Result<std::vector<Assignment>> Supervisor::assign() {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto listed = store_.list_agents();
+  if (!listed) return std::unexpected(listed.error());
+  std::vector<Assignment> made;
+  const size_t n = listed->size();
+  if (n == 0) return made;
+  const size_t start = next_start_ % n;
+  next_start_ = start + 1;
+  for (size_t k = 0; k < n; ++k) {
+    store::AgentRecord& record = (*listed)[(start + k) % n];
+    AgentView view = view_locked(record, now);
+    if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    if (view.state != AgentState::idle || view.down || view.drained) continue;
+    RestartPolicy& policy = policy_locked(view.record.id);
+    if (!policy.may_assign(now)) continue;
+    auto claimed = store_.claim(view.record.id, now, config_.visibility_timeout_ms, store::ClaimFilter{{view.record.role}});
+    if (!claimed) return std::unexpected(claimed.error());
+    if (!*claimed) continue;
+    const store::Claim claim = **claimed;
+    auto moved = update(view.record.id, now, [&](AgentView& current) -> Status {
+      // Another supervisor may have assigned or failed the agent since it was listed.
+      if (current.down || current.drained) return fail(Errc::failed_precondition, "agent no longer available");
+      auto next = apply(AgentSnapshot{current.state, current.state, std::nullopt, current.record.version},
+                        AgentEvent::task_assigned);
+      if (!next) return std::unexpected(next.error().to_error());
+      current.state = next->state;
+      current.task_id = claim.task.id;
+      current.claim_token = claim.token;
+      return {};
+    });
+    if (!moved) {
+      (void)store_.release(claim.ref(), now);
+      if (moved.error().code == Errc::failed_precondition || moved.error().code == Errc::not_found) continue;
+      return std::unexpected(moved.error());
+    }
+    policy.try_assign(now);  // takes a half-open breaker's one probe
+    if (auto e = emit({.type = FleetEventType::assigned, .agent_id = view.record.id, .at_ms = now,
+                       .task_id = claim.task.id, .attempt = claim.attempt});
+        !e) {
+      return std::unexpected(e.error());
+    }
+    made.push_back(Assignment{view.record.id, claim});
+  }
+  return made;
+}
+
+Status Supervisor::started(std::string_view agent_id, const store::ClaimRef& claim) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
+    if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
+    auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::work_started);
+    if (!next) return std::unexpected(next.error().to_error());
+    view.state = next->state;
+    return {};
+  });
+  if (!moved) return std::unexpected(moved.error());
+  return emit({.type = FleetEventType::started, .agent_id = std::string(agent_id), .at_ms = now, .task_id = claim.task_id});
+}
+
+Status Supervisor::output_ready(std::string_view agent_id, const store::ClaimRef& claim) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
+    if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
+    auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::output_ready);
+    if (!next) return std::unexpected(next.error().to_error());
+    view.state = next->state;
+    return {};
+  });
+  if (!moved) return std::unexpected(moved.error());
+  return {};
+}
+
+Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& claim) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto current = store_.get_agent(agent_id);
+  if (!current) return std::unexpected(current.error());
+  if (!*current) return fail(Errc::not_found, "no agent " + std::string(agent_id));
+  AgentView view = view_locked(std::move(**current), now);
+  if (auto decoded = decode_into(view.record, view); !decoded) return decoded;
+  if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
+  auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::output_delivered);
+  if (!next) return std::unexpected(next.error().to_error());
+  // The ack is the one gate to a decision: the store refuses it for an expired or re-claimed
+  // task. It comes first and once; the record below only follows it.
+  if (auto acked = store_.ack(claim, now); !acked) return std::unexpected(acked.error());
+  auto moved = update(agent_id, now, [&](AgentView& latest) -> Status {
+    if (!same_claim(latest, claim)) return {};  // another supervisor failed it meanwhile: keep its word
+    latest.state = AgentState::idle;
+    latest.task_id.clear();
+    latest.claim_token = 0;
+    return {};
+  });
+  if (!moved) return std::unexpected(moved.error().with_context("the task was acked; recording the agent idle"));
+  RestartPolicy& policy = policy_locked(std::string(agent_id));
+  const BreakerState before = policy.breaker().state(now);
+  policy.on_success();
+  if (auto e = emit({.type = FleetEventType::delivered, .agent_id = std::string(agent_id), .at_ms = now,
+                     .task_id = claim.task_id});
+      !e) {
+    return e;
+  }
+  if (before != BreakerState::closed) {
+    return emit({.type = FleetEventType::circuit, .agent_id = std::string(agent_id), .at_ms = now, .circuit = "closed"});
+  }
+  return {};
+}
+
+Status Supervisor::drain(std::string_view agent_id, bool drained) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
+    view.drained = drained;
+    return {};
+  });
+  if (!moved) return std::unexpected(moved.error());
+  return emit({.type = FleetEventType::drained, .agent_id = std::string(agent_id), .at_ms = now,
+               .reason = drained ? "drained" : "undrained"});
+}
+
+Status Supervisor::forget(std::string_view agent_id) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto stored = store_.get_agent(agent_id);
+  if (!stored) return std::unexpected(stored.error());
+  if (!*stored) return fail(Errc::not_found, "no agent " + std::string(agent_id));
+  AgentView view = view_locked(**stored, now);
+  if (auto decoded = decode_into(view.record, view); !decoded) return decoded;
+  if (view.state != AgentState::idle) {
+    return fail(Errc::failed_precondition, "agent " + std::string(agent_id) + " is " +
+                                               std::string(to_string(view.state)) + ": drain it and wait, or fail it");
+  }
+  if (auto removed = store_.remove_agent(agent_id, view.record.version); !removed) return removed;
+  policies_.erase(std::string(agent_id));
+  return emit({.type = FleetEventType::forgotten, .agent_id = std::string(agent_id), .at_ms = now});
+}
+
+Result<std::vector<AgentView>> Supervisor::agents() {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto listed = store_.list_agents();
+  if (!listed) return std::unexpected(listed.error());
+  std::vector<AgentView> out;
+  out.reserve(listed->size());
+  for (store::AgentRecord& record : *listed) {
+    AgentView view = view_locked(std::move(record), now);
+    if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
+Result<std::optional<AgentView>> Supervisor::agent(std::string_view agent_id) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto stored = store_.get_agent(agent_id);
+  if (!stored) return std::unexpected(stored.error());
+  if (!*stored) return std::optional<AgentView>();
+  AgentView view = view_locked(std::move(**stored), now);
+  if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+  return std::optional<AgentView>(std::move(view));
+}
+
+}  // namespace warden::supervisor

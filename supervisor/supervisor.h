@@ -1,0 +1,154 @@
+// The agent supervisor (DESIGN.md, "Agent supervisor"; issue 16): the fleet's control over a
+// StateStore. Agents (executors, runners) register and heartbeat; the supervisor detects the
+// ones whose heartbeats stopped, assigns queued tasks to idle agents of the task's kind, moves
+// each agent through the pure state machine (supervisor/agent_state.h), and on every failure
+// decides with the agent's RestartPolicy (backoff, restart intensity, circuit breaker,
+// cooldown) when it may work again. Every step is a FleetEvent on the store's event stream.
+//
+// Several supervisors (several `warden serve` processes on one Redis) may share one store:
+// a task is claimed atomically in the store, and an agent moves only by compare-and-set on its
+// record's version, so two supervisors never assign one task twice nor one agent two tasks.
+// Restart policies are this process's own (an agent's backoff and breaker live with the
+// supervisor that watches it).
+//
+// Delivery is at least once: a task whose agent fails or whose claim expires goes back to the
+// queue and runs again. Decisions are exactly once: only the current claim's holder can
+// deliver() (the store refuses a stale claim's ack), and a caller records a decision only
+// after deliver() succeeded.
+//
+// Time and randomness come from the Clock and RandomSource given at creation; the supervisor
+// reads nothing else and starts no thread: the caller's loop calls detect_failures() and
+// assign() (service/, tools/bench/supervisor_bench).
+//
+// Ownership: a Supervisor borrows its store, clock and random source; they must outlive it.
+// Thread safety: every method may be called from any thread; mu_ serializes this process's
+// decisions (the cooldown sentinel relies on it), the store serializes everyone's.
+// Errors: not_found (no such agent), failed_precondition (the agent is not in a state that
+// allows the call, or the claim is no longer the agent's), invalid_argument (bad config or
+// spec), and whatever the store returned (io_error, corrupt).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/random_source.h"
+#include "store/state_store.h"
+#include "supervisor/agent_state.h"
+#include "supervisor/fleet_event.h"
+#include "supervisor/restart_policy.h"
+
+namespace warden::supervisor {
+
+struct SupervisorConfig {
+  int64_t heartbeat_interval_ms = 1000;  // how often agents are told to heartbeat
+  uint32_t missed_heartbeats = 2;        // failed after this many intervals without one...
+  int64_t detection_slack_ms = 100;      // ...plus this slack (network, scheduling)
+  int64_t visibility_timeout_ms = 60000; // an assigned task returns to the queue after this
+  RestartPolicyConfig restart;
+};
+
+// invalid_argument naming the first bad field.
+Status validate(const SupervisorConfig& config);
+
+struct AgentSpec {
+  std::string id;    // non-empty, at most 128 bytes of [A-Za-z0-9._-]
+  std::string role;  // the task kind it takes ("runner", "executor"); non-empty
+  std::map<std::string, std::string> labels;
+};
+
+// An agent as the store holds it, decoded.
+struct AgentView {
+  store::AgentRecord record;
+  AgentState state = AgentState::idle;
+  std::string task_id;     // the task it holds, if any
+  uint64_t claim_token = 0;
+  bool down = false;       // failed for missed heartbeats; a heartbeat brings it back
+  bool drained = false;    // taken out of assignment by an operator
+  bool given_up = false;   // past the restart intensity (this supervisor's view)
+  BreakerState breaker = BreakerState::closed;  // this supervisor's view
+};
+
+struct Assignment {
+  std::string agent_id;
+  store::Claim claim;
+};
+
+class Supervisor {
+ public:
+  // invalid_argument if `config` is not valid.
+  static Result<std::unique_ptr<Supervisor>> create(store::StateStore& store, Clock& clock, RandomSource& random,
+                                                    SupervisorConfig config);
+
+  // Registers the agent idle, heartbeating now. An agent registering again under its id
+  // (a restarted process) keeps its restart policy but drops what it held: its task goes
+  // back to the queue.
+  Result<AgentView> register_agent(const AgentSpec& spec);
+  // Records a heartbeat now; an agent that was down is up again.
+  Status heartbeat(std::string_view agent_id);
+
+  // Fails every agent that is not already down and whose last heartbeat is older than
+  // stale_after_ms(): agent_failed, its task released to the queue, a restart decision.
+  // Returns their ids, in id order.
+  Result<std::vector<std::string>> detect_failures();
+  // One assignment pass: every idle agent that is up, not drained and allowed by its policy
+  // (cooldown over, breaker closed or probing, not given up) gets the highest-priority
+  // claimable task of its role, if there is one. Agents are visited from a rotating start,
+  // so no agent is always first.
+  Result<std::vector<Assignment>> assign();
+
+  // The agent began the task of `claim` (assigned -> working).
+  Status started(std::string_view agent_id, const store::ClaimRef& claim);
+  // The agent has output for `claim` (working -> reporting).
+  Status output_ready(std::string_view agent_id, const store::ClaimRef& claim);
+  // The output was taken: the task is acked (failed_precondition if the claim expired or is
+  // not the agent's: then record no decision) and the agent is idle with its breaker closed.
+  Status delivered(std::string_view agent_id, const store::ClaimRef& claim);
+  // The agent failed (crashed, sent something refused, timed out): agent_failed, its task
+  // released, and the restart decision, which the caller acts on for agents it spawned.
+  Result<RestartDecision> fail_agent(std::string_view agent_id, std::string_view reason);
+
+  // Takes the agent out of assignment (its current task finishes); undrain puts it back.
+  Status drain(std::string_view agent_id, bool drained = true);
+  // Removes an idle agent's record and policy.
+  Status forget(std::string_view agent_id);
+
+  Result<std::vector<AgentView>> agents();
+  Result<std::optional<AgentView>> agent(std::string_view agent_id);
+
+  // heartbeat_interval_ms * missed_heartbeats + detection_slack_ms.
+  int64_t stale_after_ms() const;
+  const SupervisorConfig& config() const { return config_; }
+
+ private:
+  Supervisor(store::StateStore& store, Clock& clock, RandomSource& random, SupervisorConfig config)
+      : store_(store), clock_(clock), random_(random), config_(std::move(config)) {}
+
+  // Re-reads the agent and applies `change` to it until the compare-and-set on its version
+  // holds (bounded: another writer winning every time is failed_precondition). An error from
+  // `change` writes nothing and is returned.
+  Result<AgentView> update(std::string_view agent_id, int64_t now, const std::function<Status(AgentView&)>& change);
+  RestartPolicy& policy_locked(const std::string& agent_id);
+  AgentView view_locked(store::AgentRecord record, int64_t now);
+  Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, int64_t now);
+  Status emit(FleetEvent event);
+
+  store::StateStore& store_;
+  Clock& clock_;
+  RandomSource& random_;
+  const SupervisorConfig config_;
+
+  std::mutex mu_;
+  std::map<std::string, RestartPolicy> policies_;  // guarded by mu_
+  size_t next_start_ = 0;                           // guarded by mu_: assign()'s rotation
+};
+
+}  // namespace warden::supervisor

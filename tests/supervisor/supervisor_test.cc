@@ -1,0 +1,340 @@
+// The Supervisor over a real LMDB StateStore on a clock the test sets: registration,
+// assignment by role and priority, the state machine's path through started / output_ready /
+// delivered, heartbeat failure detection at exactly the stated bound, a failed agent's task
+// returning to the queue, backoff and the circuit breaker holding an agent out, restart
+// intensity giving up, a stale claim that cannot deliver (one decision per task), and two
+// supervisors on one store assigning each task once.
+#include "supervisor/supervisor.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "common/random_source.h"
+#include "store/lmdb_state_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace warden::supervisor {
+namespace {
+
+class ManualClock final : public Clock {
+ public:
+  int64_t now_ms() override { return now_; }
+  void set(int64_t t) { now_ = t; }
+  void advance(int64_t d) { now_ += d; }
+
+ private:
+  int64_t now_ = 1000;
+};
+
+SupervisorConfig test_config() {
+  SupervisorConfig config;
+  config.heartbeat_interval_ms = 1000;
+  config.missed_heartbeats = 2;
+  config.detection_slack_ms = 100;
+  config.visibility_timeout_ms = 10000;
+  config.restart.backoff = {100, 2.0, 1000, 0.0};  // no jitter: exact delays
+  config.restart.intensity = {3, 60000};
+  config.restart.breaker = {2, 5000};
+  return config;
+}
+
+struct Fleet {
+  test::TempDir dir;
+  std::unique_ptr<store::StateStore> store;
+  ManualClock clock;
+  SeededRandomSource random{7};
+  std::unique_ptr<Supervisor> sup;
+
+  explicit Fleet(SupervisorConfig config = test_config()) {
+    auto opened = store::open_lmdb_state_store(dir.path() / "store", {.sync = false});
+    if (!opened) throw std::runtime_error(opened.error().message);
+    store = std::move(*opened);
+    auto made = Supervisor::create(*store, clock, random, config);
+    if (!made) throw std::runtime_error(made.error().message);
+    sup = std::move(*made);
+  }
+  void task(const std::string& id, int64_t priority, const std::string& kind = "runner") {
+    ASSERT_TRUE(store->enqueue(store::Task{id, priority, kind, "payload " + id}));
+  }
+  std::vector<FleetEvent> events() {
+    std::vector<FleetEvent> out;
+    auto read = store->read(1, 1000);
+    EXPECT_TRUE(read);
+    for (const auto& e : *read) {
+      auto decoded = decode_fleet_event(e.bytes);
+      EXPECT_TRUE(decoded) << decoded.error().message;
+      if (decoded) out.push_back(*decoded);
+    }
+    return out;
+  }
+  AgentView view(const std::string& id) {
+    auto v = sup->agent(id);
+    EXPECT_TRUE(v && *v);
+    return **v;
+  }
+};
+
+std::vector<FleetEventType> types(const std::vector<FleetEvent>& events) {
+  std::vector<FleetEventType> out;
+  for (const auto& e : events) out.push_back(e.type);
+  return out;
+}
+
+TEST(FleetEvents, RoundTripAsCanonicalJsonAndUnknownTypesAreRefused) {
+  FleetEvent event;
+  event.type = FleetEventType::restart;
+  event.agent_id = "r1";
+  event.at_ms = 42;
+  event.attempt = 3;
+  event.delay_ms = 800;
+  EXPECT_EQ(encode(event), R"({"agent":"r1","at_ms":42,"attempt":3,"delay_ms":800,"type":"restart"})");
+  auto back = decode_fleet_event(encode(event));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, event);
+  EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":1,"type":"promoted"})"));
+  EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":1,"type":"failed","extra":1})"));
+  EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":-1,"type":"failed"})"));
+}
+
+TEST(Supervisor, ConfigAndSpecsAreValidated) {
+  test::TempDir dir;
+  auto store = store::open_lmdb_state_store(dir.path() / "s", {.sync = false});
+  ASSERT_TRUE(store);
+  ManualClock clock;
+  SeededRandomSource random(1);
+  SupervisorConfig bad = test_config();
+  bad.missed_heartbeats = 0;
+  auto made = Supervisor::create(**store, clock, random, bad);
+  ASSERT_FALSE(made);
+  EXPECT_EQ(made.error().code, Errc::invalid_argument);
+  EXPECT_NE(made.error().message.find("missed_heartbeats"), std::string::npos) << made.error().message;
+
+  Fleet fleet;
+  EXPECT_EQ(fleet.sup->register_agent({"", "runner", {}}).error().code, Errc::invalid_argument);
+  EXPECT_EQ(fleet.sup->register_agent({"a/b", "runner", {}}).error().code, Errc::invalid_argument);
+  EXPECT_EQ(fleet.sup->register_agent({"a", "", {}}).error().code, Errc::invalid_argument);
+  EXPECT_EQ(fleet.sup->heartbeat("nobody").error().code, Errc::not_found);
+  EXPECT_EQ(fleet.sup->stale_after_ms(), 2100);
+}
+
+TEST(Supervisor, AssignsByRoleAndPriorityAndWalksTheStateMachineToDelivery) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {{"zone", "a"}}}));
+  ASSERT_TRUE(fleet.sup->register_agent({"e1", "executor", {}}));
+  fleet.task("low", 1);
+  fleet.task("high", 9);
+  fleet.task("exec", 5, "executor");
+
+  auto made = fleet.sup->assign();
+  ASSERT_TRUE(made) << made.error().message;
+  ASSERT_EQ(made->size(), 2u);
+  std::map<std::string, std::string> by_agent;
+  for (const auto& a : *made) by_agent[a.agent_id] = a.claim.task.id;
+  EXPECT_EQ(by_agent["r1"], "high");
+  EXPECT_EQ(by_agent["e1"], "exec");
+  EXPECT_EQ(fleet.view("r1").state, AgentState::assigned);
+  EXPECT_EQ(fleet.view("r1").task_id, "high");
+
+  // A busy agent gets nothing more; the low task waits.
+  auto again = fleet.sup->assign();
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->empty());
+
+  store::ClaimRef ref;
+  for (const auto& a : *made) {
+    if (a.agent_id == "r1") ref = a.claim.ref();
+  }
+  // Out of order: delivering before starting is refused and changes nothing.
+  EXPECT_EQ(fleet.sup->delivered("r1", ref).error().code, Errc::failed_precondition);
+  ASSERT_TRUE(fleet.sup->started("r1", ref));
+  EXPECT_EQ(fleet.view("r1").state, AgentState::working);
+  ASSERT_TRUE(fleet.sup->output_ready("r1", ref));
+  EXPECT_EQ(fleet.view("r1").state, AgentState::reporting);
+  ASSERT_TRUE(fleet.sup->delivered("r1", ref));
+  EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
+  EXPECT_TRUE(fleet.view("r1").task_id.empty());
+  // Delivered once: the same claim cannot deliver again.
+  EXPECT_FALSE(fleet.sup->delivered("r1", ref));
+
+  auto next = fleet.sup->assign();
+  ASSERT_TRUE(next);
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_EQ((*next)[0].claim.task.id, "low");
+  EXPECT_EQ(types(fleet.events()),
+            (std::vector<FleetEventType>{FleetEventType::registered, FleetEventType::registered, FleetEventType::assigned,
+                                         FleetEventType::assigned, FleetEventType::started, FleetEventType::delivered,
+                                         FleetEventType::assigned}));
+}
+
+TEST(Supervisor, AnAgentIsFailedExactlyPastTheHeartbeatBoundAndItsTaskRunsElsewhere) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  fleet.task("t", 1);
+  auto made = fleet.sup->assign();
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->size(), 1u);
+  ASSERT_TRUE(fleet.sup->register_agent({"r2", "runner", {}}));
+
+  fleet.clock.advance(2100);  // exactly the bound: not yet
+  ASSERT_TRUE(fleet.sup->heartbeat("r2"));
+  auto none = fleet.sup->detect_failures();
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  fleet.clock.advance(1);  // one millisecond past it
+  auto failed = fleet.sup->detect_failures();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(*failed, std::vector<std::string>{"r1"});
+  AgentView r1 = fleet.view("r1");
+  EXPECT_TRUE(r1.down);
+  EXPECT_EQ(r1.state, AgentState::idle);
+  EXPECT_TRUE(r1.task_id.empty());
+  // Failed once, not again on the next pass.
+  auto twice = fleet.sup->detect_failures();
+  ASSERT_TRUE(twice);
+  EXPECT_TRUE(twice->empty());
+
+  // The task went back to the queue and goes to the live agent, as a second attempt.
+  auto moved = fleet.sup->assign();
+  ASSERT_TRUE(moved);
+  ASSERT_EQ(moved->size(), 1u);
+  EXPECT_EQ((*moved)[0].agent_id, "r2");
+  EXPECT_EQ((*moved)[0].claim.task.id, "t");
+  EXPECT_EQ((*moved)[0].claim.attempt, 2u);
+  // The dead agent's old claim can decide nothing.
+  EXPECT_FALSE(fleet.sup->delivered("r1", (*made)[0].claim.ref()));
+
+  // A heartbeat brings r1 back.
+  ASSERT_TRUE(fleet.sup->heartbeat("r1"));
+  EXPECT_FALSE(fleet.view("r1").down);
+  auto events = fleet.events();
+  auto failed_event = std::find_if(events.begin(), events.end(), [](const FleetEvent& e) { return e.type == FleetEventType::failed; });
+  ASSERT_NE(failed_event, events.end());
+  EXPECT_EQ(failed_event->agent_id, "r1");
+  EXPECT_EQ(failed_event->task_id, "t");
+  EXPECT_NE(failed_event->reason.find("no heartbeat for 2101 ms"), std::string::npos) << failed_event->reason;
+}
+
+TEST(Supervisor, BackoffAndTheBreakerHoldAFailingAgentOutAndIntensityGivesUp) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  for (int i = 0; i < 6; ++i) fleet.task("t" + std::to_string(i), 1);
+
+  auto made = fleet.sup->assign();
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->size(), 1u);
+  auto first = fleet.sup->fail_agent("r1", "crashed");
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->action, RestartAction::restart);
+  EXPECT_EQ(first->delay_ms, 100);
+  // In its backoff: nothing assigned until 100 ms have passed.
+  fleet.clock.advance(99);
+  EXPECT_TRUE(fleet.sup->assign()->empty());
+  fleet.clock.advance(1);
+  ASSERT_EQ(fleet.sup->assign()->size(), 1u);
+
+  // The second failure in a row opens the breaker (threshold 2): held out for its cool-off
+  // (5,000 ms), longer than the backoff (200 ms).
+  auto second = fleet.sup->fail_agent("r1", "crashed again");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->breaker, BreakerState::open);
+  EXPECT_EQ(second->not_before_ms, fleet.clock.now_ms() + 5000);
+  EXPECT_EQ(fleet.view("r1").breaker, BreakerState::open);
+  fleet.clock.advance(4999);
+  EXPECT_TRUE(fleet.sup->assign()->empty());
+  fleet.clock.advance(1);
+  // Half-open: one probe task, and only one.
+  auto probe = fleet.sup->assign();
+  ASSERT_TRUE(probe);
+  ASSERT_EQ(probe->size(), 1u);
+  const store::ClaimRef ref = (*probe)[0].claim.ref();
+  ASSERT_TRUE(fleet.sup->started("r1", ref));
+  ASSERT_TRUE(fleet.sup->output_ready("r1", ref));
+  ASSERT_TRUE(fleet.sup->delivered("r1", ref));
+  EXPECT_EQ(fleet.view("r1").breaker, BreakerState::closed);
+
+  // Intensity: at most 3 restarts in 60 s; this is the third and fourth failure in the window.
+  ASSERT_EQ(fleet.sup->assign()->size(), 1u);
+  auto third = fleet.sup->fail_agent("r1", "crash 3");
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->action, RestartAction::restart);
+  fleet.clock.advance(10000);
+  ASSERT_EQ(fleet.sup->assign()->size(), 1u);
+  auto fourth = fleet.sup->fail_agent("r1", "crash 4");
+  ASSERT_TRUE(fourth);
+  EXPECT_EQ(fourth->action, RestartAction::give_up);
+  EXPECT_TRUE(fleet.view("r1").given_up);
+  fleet.clock.advance(120000);
+  EXPECT_TRUE(fleet.sup->assign()->empty()) << "an agent given up on is never assigned again";
+  auto events = types(fleet.events());
+  EXPECT_EQ(std::count(events.begin(), events.end(), FleetEventType::given_up), 1);
+  EXPECT_EQ(std::count(events.begin(), events.end(), FleetEventType::circuit), 2);  // open, closed
+}
+
+TEST(Supervisor, DrainedAgentsGetNoWorkAndOnlyIdleAgentsAreForgotten) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  fleet.task("t", 1);
+  ASSERT_TRUE(fleet.sup->drain("r1"));
+  EXPECT_TRUE(fleet.sup->assign()->empty());
+  ASSERT_TRUE(fleet.sup->drain("r1", false));
+  auto made = fleet.sup->assign();
+  ASSERT_EQ(made->size(), 1u);
+  EXPECT_EQ(fleet.sup->forget("r1").error().code, Errc::failed_precondition);
+  ASSERT_TRUE(fleet.sup->fail_agent("r1", "stopped"));
+  ASSERT_TRUE(fleet.sup->forget("r1"));
+  auto gone = fleet.sup->agent("r1");
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(gone->has_value());
+  EXPECT_EQ(fleet.store->queue_length().value(), 1u) << "the forgotten agent's task is still queued";
+}
+
+TEST(Supervisor, ARegisteringAgentGivesBackWhatItsPreviousLifeHeld) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  fleet.task("t", 1);
+  ASSERT_EQ(fleet.sup->assign()->size(), 1u);
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));  // the process restarted
+  EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
+  auto again = fleet.sup->assign();
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].claim.attempt, 2u);
+}
+
+TEST(Supervisor, TwoSupervisorsOnOneStoreAssignEachTaskOnce) {
+  Fleet fleet;
+  auto second = Supervisor::create(*fleet.store, fleet.clock, fleet.random, test_config());
+  ASSERT_TRUE(second);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(fleet.sup->register_agent({"a" + std::to_string(i), "runner", {}}));
+  for (int i = 0; i < 200; ++i) fleet.task("t" + std::to_string(i), i % 7);
+
+  std::multiset<std::string> assigned;
+  std::mutex mu;
+  auto worker = [&](Supervisor& sup) {
+    for (int round = 0; round < 200; ++round) {
+      auto made = sup.assign();
+      ASSERT_TRUE(made) << made.error().message;
+      for (const auto& a : *made) {
+        {
+          std::lock_guard lock(mu);
+          assigned.insert(a.claim.task.id);
+        }
+        // Either supervisor may drive the agent on; only one of them delivers each claim.
+        if (!sup.started(a.agent_id, a.claim.ref())) continue;
+        if (!sup.output_ready(a.agent_id, a.claim.ref())) continue;
+        (void)sup.delivered(a.agent_id, a.claim.ref());
+      }
+    }
+  };
+  std::thread t1(worker, std::ref(*fleet.sup));
+  std::thread t2(worker, std::ref(**second));
+  t1.join();
+  t2.join();
+  EXPECT_EQ(assigned.size(), 200u);
+  for (const auto& id : assigned) EXPECT_EQ(assigned.count(id), 1u) << id << " was assigned twice";
+  EXPECT_EQ(fleet.store->queue_length().value(), 0u);
+}
+
+}  // namespace
+}  // namespace warden::supervisor
