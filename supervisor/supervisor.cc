@@ -315,32 +315,29 @@ Result<std::vector<Assignment>> Supervisor::assign() {
   return made;
 }
 
-Status Supervisor::started(std::string_view agent_id, const store::ClaimRef& claim) {
-  std::lock_guard lock(mu_);
-  const int64_t now = clock_.now_ms();
+Status Supervisor::advance_locked(std::string_view agent_id, const store::ClaimRef& claim, AgentEvent event,
+                                  int64_t now) {
   auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
     if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
-    auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::work_started);
-    if (!next) return std::unexpected(next.error().to_error());
-    view.state = next->state;
-    return {};
-  });
-  if (!moved) return std::unexpected(moved.error());
-  return emit({.type = FleetEventType::started, .agent_id = std::string(agent_id), .at_ms = now, .task_id = claim.task_id});
-}
-
-Status Supervisor::output_ready(std::string_view agent_id, const store::ClaimRef& claim) {
-  std::lock_guard lock(mu_);
-  const int64_t now = clock_.now_ms();
-  auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
-    if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
-    auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::output_ready);
+    auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, event);
     if (!next) return std::unexpected(next.error().to_error());
     view.state = next->state;
     return {};
   });
   if (!moved) return std::unexpected(moved.error());
   return {};
+}
+
+Status Supervisor::started(std::string_view agent_id, const store::ClaimRef& claim) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  if (auto moved = advance_locked(agent_id, claim, AgentEvent::work_started, now); !moved) return moved;
+  return emit({.type = FleetEventType::started, .agent_id = std::string(agent_id), .at_ms = now, .task_id = claim.task_id});
+}
+
+Status Supervisor::output_ready(std::string_view agent_id, const store::ClaimRef& claim) {
+  std::lock_guard lock(mu_);
+  return advance_locked(agent_id, claim, AgentEvent::output_ready, clock_.now_ms());
 }
 
 Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& claim) {

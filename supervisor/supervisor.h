@@ -136,6 +136,8 @@ class Supervisor {
   // holds (bounded: another writer winning every time is failed_precondition). An error from
   // `change` writes nothing and is returned.
   Result<AgentView> update(std::string_view agent_id, int64_t now, const std::function<Status(AgentView&)>& change);
+  // Moves the agent holding `claim` by `event` (started, output_ready).
+  Status advance_locked(std::string_view agent_id, const store::ClaimRef& claim, AgentEvent event, int64_t now);
   RestartPolicy& policy_locked(const std::string& agent_id);
   AgentView view_locked(store::AgentRecord record, int64_t now);
   Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, int64_t now);
