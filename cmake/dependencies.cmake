@@ -6,7 +6,7 @@
 # resolves a few hundred symbols instead of ~7,500, so a `warden` process starts in ~1.3 ms
 # instead of ~5 ms (tools/bench/diff_bench prints the figure). The cost: a security update of one of these
 # libraries reaches Warden when Warden is rebuilt, not when the package is upgraded.
-option(WARDEN_STATIC_DEPS "Link libgit2, OpenSSL, LMDB, RE2, pugixml, libseccomp and zlib statically" ON)
+option(WARDEN_STATIC_DEPS "Link libgit2, OpenSSL, LMDB, RE2, pugixml, libseccomp, hiredis and zlib statically" ON)
 
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
@@ -21,7 +21,7 @@ function(warden_archive name)
                         INTERFACE_LINK_LIBRARIES "${A_DEPENDS}")
 endfunction()
 
-foreach(lib git2 crypto lmdb re2 pugixml seccomp zlib)
+foreach(lib git2 crypto lmdb re2 pugixml seccomp zlib hiredis)
   add_library(warden::${lib} INTERFACE IMPORTED GLOBAL)
 endforeach()
 
@@ -29,6 +29,7 @@ pkg_check_modules(LIBGIT2 REQUIRED libgit2)
 pkg_check_modules(LMDB REQUIRED lmdb)
 pkg_check_modules(RE2 REQUIRED re2)
 pkg_check_modules(LIBSECCOMP REQUIRED libseccomp)
+pkg_check_modules(HIREDIS REQUIRED hiredis)  # the Redis StateStore (store/redis_state_store.cc)
 find_package(OpenSSL 3 REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(pugixml REQUIRED)
@@ -51,6 +52,7 @@ if(WARDEN_STATIC_DEPS)
   warden_archive(re2 DEPENDS Threads::Threads)
   warden_archive(pugixml)
   warden_archive(seccomp)
+  warden_archive(hiredis)
 
   target_include_directories(warden::crypto INTERFACE ${OPENSSL_INCLUDE_DIR})
   target_link_libraries(warden::crypto INTERFACE warden_archive::crypto)
@@ -79,6 +81,7 @@ if(WARDEN_STATIC_DEPS)
   target_link_libraries(warden::pugixml INTERFACE warden_archive::pugixml)
   target_include_directories(warden::seccomp INTERFACE ${LIBSECCOMP_INCLUDE_DIRS})
   target_link_libraries(warden::seccomp INTERFACE warden_archive::seccomp)
+  target_link_libraries(warden::hiredis INTERFACE warden_archive::hiredis)
   if(NOT WARDEN_SANITIZE AND NOT WARDEN_FUZZ)
     # The sanitizers replace operator new and the allocator: they need the shared libstdc++.
     add_link_options(-static-libstdc++ -static-libgcc)
@@ -95,6 +98,8 @@ else()
   target_link_libraries(warden::pugixml INTERFACE pugixml::pugixml)
   pkg_check_modules(LIBSECCOMP_SHARED REQUIRED IMPORTED_TARGET libseccomp)
   target_link_libraries(warden::seccomp INTERFACE PkgConfig::LIBSECCOMP_SHARED)
+  pkg_check_modules(HIREDIS_SHARED REQUIRED IMPORTED_TARGET hiredis)
+  target_link_libraries(warden::hiredis INTERFACE PkgConfig::HIREDIS_SHARED)
 endif()
 
 # gRPC and protobuf, for the kernel service (service/, `warden-grpc`): only that binary links

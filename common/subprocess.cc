@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/file.h"
+#include "common/sigpipe_guard.h"
 
 namespace warden {
 namespace {
@@ -24,33 +25,6 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr std::chrono::milliseconds kDrainGrace{2'000};
 // Without a pidfd, how often to check whether the program has exited.
 constexpr int kExitPollMs = 10;
-
-// Blocks SIGPIPE on this thread for its lifetime, and discards one raised meanwhile: a
-// write to a child that closed its stdin then fails with EPIPE instead of killing us.
-// (A signal a write raises is directed at the writing thread, so others are unaffected.)
-class SigpipeGuard {
- public:
-  SigpipeGuard() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~SigpipeGuard() {
-    sigset_t pending;
-    sigpending(&pending);
-    if (sigismember(&pending, SIGPIPE) && !sigismember(&old_, SIGPIPE)) {
-      timespec zero{0, 0};
-      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SigpipeGuard(const SigpipeGuard&) = delete;
-  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-
- private:
-  sigset_t pipe_{}, old_{};
-};
 
 // A child spawned in its own process group. Owns it: the destructor kills the group and
 // reaps the child unless drive() already did.

@@ -1,0 +1,246 @@
+// supervisor_bench: what the agent supervisor costs, in one run on one machine.
+//
+//   assignments/s   the whole path per task: enqueue, Supervisor::assign (the store's atomic
+//                   claim and the agent's compare-and-set to assigned), started, output_ready,
+//                   delivered (the store's ack and the agent back to idle), with every fleet
+//                   event appended; 16 agents, on the embedded LMDB store (fsync per commit,
+//                   and without) and on a real Redis server this bench starts (a unix socket
+//                   in a private directory, appendfsync everysec, stopped at exit).
+//   bare Redis      the Redis commands one task's path issues (EVALSHA of the store's scripts
+//                   aside), as plain commands in a loop over one connection: the floor the
+//                   Redis figure is compared with.
+//   detection       failure-detection latency on the system clock: an agent heartbeats every
+//                   interval, then stops; a loop calls detect_failures every 10 ms; the time
+//                   from the agent's last heartbeat to its failure, against two intervals plus
+//                   100 ms.
+//
+// Targets (issue 16): LMDB at least 20,000 assignments/s; Redis at least 5,000/s and within
+// 2x of its bare primitives; detection within two heartbeat intervals plus 100 ms.
+//
+// Usage:
+//   cmake --build build --target supervisor_bench && build/supervisor_bench [--tasks N] [--json]
+//   build/supervisor_bench --quick       CI smoke run: small counts, always exits 0
+// Exit status: 0; 1 when a full run misses a target; 2 when a step cannot run at all.
+#include <hiredis/hiredis.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/random_source.h"
+#include "store/lmdb_state_store.h"
+#include "store/redis_state_store.h"
+#include "supervisor/supervisor.h"
+#include "tests/support/redis_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using warden::store::StateStore;
+using warden::supervisor::Supervisor;
+using warden::supervisor::SupervisorConfig;
+
+[[noreturn]] void die(const std::string& what) {
+  std::cerr << "supervisor_bench: " << what << "\n";
+  std::exit(2);
+}
+
+constexpr int kAgents = 16;
+
+// Drives `tasks` tasks through the whole path on `store`; returns tasks per second.
+double assignments_per_second(StateStore& store, int tasks) {
+  warden::SystemClock clock;
+  warden::SeededRandomSource random(1);
+  SupervisorConfig config;
+  config.visibility_timeout_ms = 600'000;
+  auto made = Supervisor::create(store, clock, random, config);
+  if (!made) die(made.error().message);
+  Supervisor& sup = **made;
+  for (int a = 0; a < kAgents; ++a) {
+    if (auto r = sup.register_agent({"agent-" + std::to_string(a), "runner", {}}); !r) die(r.error().message);
+  }
+  int done = 0;
+  int next = 0;
+  const auto start = Clock::now();
+  while (done < tasks) {
+    for (int a = 0; a < kAgents && next < tasks; ++a, ++next) {
+      if (auto q = store.enqueue({"task-" + std::to_string(next), next % 5, "runner", "check"}); !q) die(q.error().message);
+    }
+    auto assigned = sup.assign();
+    if (!assigned) die(assigned.error().message);
+    if (assigned->empty()) die("an assignment pass assigned nothing");
+    for (const auto& a : *assigned) {
+      const auto ref = a.claim.ref();
+      if (auto s = sup.started(a.agent_id, ref); !s) die(s.error().message);
+      if (auto s = sup.output_ready(a.agent_id, ref); !s) die(s.error().message);
+      if (auto s = sup.delivered(a.agent_id, ref); !s) die(s.error().message);
+      ++done;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return tasks / seconds;
+}
+
+// The commands of one task's path as plain Redis commands, over one connection: enqueue
+// (HSET + ZADD), claim (ZRANGE + ZREM + ZADD lease + HSET), the agent's record written four
+// times (HSET), ack (ZREM + DEL), four events (XADD).
+double bare_redis_per_second(const std::string& socket, int tasks) {
+  redisContext* c = redisConnectUnix(socket.c_str());
+  if (!c || c->err) die("connecting to redis");
+  std::unique_ptr<redisContext, decltype(&redisFree)> conn(c, redisFree);
+  auto cmd = [&](const std::vector<std::string>& argv) {
+    std::vector<const char*> args;
+    std::vector<size_t> lens;
+    for (const auto& a : argv) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* reply = static_cast<redisReply*>(redisCommandArgv(conn.get(), static_cast<int>(args.size()), args.data(), lens.data()));
+    if (!reply) die("redis command failed");
+    freeReplyObject(reply);
+  };
+  const auto start = Clock::now();
+  for (int i = 0; i < tasks; ++i) {
+    const std::string id = "task-" + std::to_string(i);
+    cmd({"HSET", "bare:task:" + id, "payload", "check", "kind", "runner"});
+    cmd({"ZADD", "bare:ready", std::to_string(i), id});
+    cmd({"ZRANGE", "bare:ready", "0", "0"});
+    cmd({"ZREM", "bare:ready", id});
+    cmd({"ZADD", "bare:leases", std::to_string(i + 600000), id});
+    cmd({"HSET", "bare:task:" + id, "token", std::to_string(i + 1)});
+    for (int w = 0; w < 4; ++w) cmd({"HSET", "bare:agent:a", "state", "s" + std::to_string(w), "version", std::to_string(i * 4 + w)});
+    cmd({"ZREM", "bare:leases", id});
+    cmd({"DEL", "bare:task:" + id});
+    for (int e = 0; e < 4; ++e) cmd({"XADD", "bare:events", "*", "e", "assigned"});
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return tasks / seconds;
+}
+
+struct Detection {
+  double median_ms = 0;
+  double max_ms = 0;
+  double bound_ms = 0;
+};
+
+Detection detection_latency(const fs::path& dir, int trials) {
+  auto opened = warden::store::open_lmdb_state_store(dir / "detect", {.sync = false});
+  if (!opened) die(opened.error().message);
+  warden::SystemClock clock;
+  warden::SystemRandomSource random;
+  SupervisorConfig config;
+  config.heartbeat_interval_ms = 100;
+  config.missed_heartbeats = 2;
+  config.detection_slack_ms = 50;
+  auto made = Supervisor::create(**opened, clock, random, config);
+  if (!made) die(made.error().message);
+  Supervisor& sup = **made;
+  std::vector<double> latencies;
+  for (int t = 0; t < trials; ++t) {
+    const std::string id = "agent-" + std::to_string(t);
+    if (auto r = sup.register_agent({id, "runner", {}}); !r) die(r.error().message);
+    // A few heartbeats, then silence: the agent died right after its last one.
+    for (int h = 0; h < 3; ++h) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(config.heartbeat_interval_ms));
+      if (auto b = sup.heartbeat(id); !b) die(b.error().message);
+    }
+    const auto died = Clock::now();
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      auto failed = sup.detect_failures();
+      if (!failed) die(failed.error().message);
+      if (std::find(failed->begin(), failed->end(), id) != failed->end()) break;
+    }
+    latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - died).count());
+  }
+  std::sort(latencies.begin(), latencies.end());
+  return {latencies[latencies.size() / 2], latencies.back(), 2.0 * config.heartbeat_interval_ms + 100};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int tasks = 20000;
+  bool quick = false;
+  bool json = false;
+  int trials = 5;
+  CLI::App app{"What the agent supervisor costs: assignments per second on LMDB and Redis, failure detection"};
+  app.add_option("--tasks", tasks, "Tasks driven through the whole path per store")->check(CLI::Range(100, 10'000'000));
+  app.add_option("--trials", trials, "Failure-detection trials")->check(CLI::Range(1, 100));
+  app.add_flag("--quick", quick, "Small counts; always exits 0 unless a step fails");
+  app.add_flag("--json", json, "Print one JSON object instead of a table");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    tasks = 500;
+    trials = 2;
+  }
+
+  char tmpl[] = "/tmp/supervisor-bench-XXXXXX";
+  if (!::mkdtemp(tmpl)) die("mkdtemp");
+  const fs::path work(tmpl);
+
+  double lmdb_nosync = 0, lmdb_sync = 0, redis = 0, bare = 0;
+  {
+    auto store = warden::store::open_lmdb_state_store(work / "lmdb-nosync", {.sync = false});
+    if (!store) die(store.error().message);
+    lmdb_nosync = assignments_per_second(**store, tasks);
+  }
+  {
+    auto store = warden::store::open_lmdb_state_store(work / "lmdb-sync", {.sync = true});
+    if (!store) die(store.error().message);
+    lmdb_sync = assignments_per_second(**store, std::max(100, tasks / 50));
+  }
+  {
+    // A server of the bench's own; everysec, as a fleet that can lose a second to an OS
+    // crash would run it (appendfsync always makes every figure the disk's fsync rate).
+    warden::test::RedisServer server(work / "redis", "everysec");
+    if (auto started = server.start(); !started) die(started.error().message);
+    auto store = warden::store::open_redis_state_store(server.address());
+    if (!store) die(store.error().message);
+    redis = assignments_per_second(**store, tasks);
+    bare = bare_redis_per_second(server.address().path, tasks);
+  }
+  const Detection detect = detection_latency(work, trials);
+  std::error_code ec;
+  fs::remove_all(work, ec);
+
+  const bool lmdb_ok = lmdb_nosync >= 20000;
+  const bool redis_ok = redis >= 5000 && redis * 2 >= bare;
+  const bool detect_ok = detect.max_ms <= detect.bound_ms;
+  if (json) {
+    nlohmann::json out = {{"tasks", tasks},
+                          {"lmdb_assignments_per_s", lmdb_nosync},
+                          {"lmdb_fsync_assignments_per_s", lmdb_sync},
+                          {"redis_assignments_per_s", redis},
+                          {"bare_redis_paths_per_s", bare},
+                          {"detection_median_ms", detect.median_ms},
+                          {"detection_max_ms", detect.max_ms},
+                          {"detection_bound_ms", detect.bound_ms}};
+    std::cout << out.dump() << "\n";
+  } else {
+    auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
+    std::printf("%d tasks, %d agents, the whole path per task\n\n", tasks, kAgents);
+    std::printf("%-44s %10.0f /s  (target >= 20,000)  %s\n", "LMDB store (no fsync per commit)", lmdb_nosync, verdict(lmdb_ok));
+    std::printf("%-44s %10.0f /s  (context: the disk's fsync rate)\n", "LMDB store (fsync per commit)", lmdb_sync);
+    std::printf("%-44s %10.0f /s  (target >= 5,000 and >= half the bare rate)  %s\n", "Redis store (unix socket)", redis,
+                verdict(redis_ok));
+    std::printf("%-44s %10.0f /s  (the same commands, plain, one connection)\n", "bare Redis primitives per task path", bare);
+    std::printf("%-44s %7.1f ms median, %.1f ms max  (target <= %.0f ms)  %s\n", "failure detection after the last heartbeat",
+                detect.median_ms, detect.max_ms, detect.bound_ms, verdict(detect_ok));
+  }
+  if (quick) return 0;
+  return lmdb_ok && redis_ok && detect_ok ? 0 : 1;
+}
