@@ -350,7 +350,7 @@ class LmdbStateStore final : public StateStore {
  public:
   LmdbStateStore(lmdb::Env env, Dbis dbis) : env_(std::move(env)), dbis_(dbis) {}
 
-  Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version) override;
+  Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) override;
   Result<std::optional<AgentRecord>> get_agent(std::string_view id) override;
   Result<std::vector<AgentRecord>> list_agents() override;
   Status remove_agent(std::string_view id, uint64_t expected_version) override;
@@ -370,6 +370,9 @@ class LmdbStateStore final : public StateStore {
   Result<uint64_t> position(std::string_view consumer) override;
 
  private:
+  // Appends to the event stream inside `txn` (append() and put_agent's event).
+  Result<uint64_t> append_in(lmdb::Txn& txn, std::string_view bytes);
+
   // Both fixed at construction: the object is safe to share between threads because every
   // call works in its own LMDB transaction.
   lmdb::Env env_;
@@ -378,7 +381,7 @@ class LmdbStateStore final : public StateStore {
 
 // ---- Agents ----
 
-Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t expected_version) {
+Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) {
   if (Status st = require_id(record.id, "agent id"); !st) return std::unexpected(st.error());
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> {
     auto stored = lookup(txn, dbis_.agents, record.id);
@@ -402,6 +405,9 @@ Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t e
     next.version = expected_version + 1;
     if (Status st = txn.put(dbis_.agents, next.id, encode_agent(next), 0, "storing an agent"); !st) {
       return std::unexpected(st.error());
+    }
+    if (!event.empty()) {
+      if (auto seq = append_in(txn, event); !seq) return std::unexpected(seq.error());
     }
     return next.version;
   });
@@ -535,17 +541,19 @@ Result<uint64_t> LmdbStateStore::queue_length() {
 
 // ---- The event stream ----
 
+Result<uint64_t> LmdbStateStore::append_in(lmdb::Txn& txn, std::string_view bytes) {
+  auto last = stream_end(txn, dbis_);
+  if (!last) return std::unexpected(last.error());
+  const uint64_t seq = *last + 1;
+  // MDB_APPEND: the new key is the largest, so LMDB writes it without a search.
+  if (Status st = txn.put(dbis_.events, lmdb::U64Key(seq).view(), bytes, MDB_APPEND, "appending an event"); !st) {
+    return std::unexpected(st.error());
+  }
+  return seq;
+}
+
 Result<uint64_t> LmdbStateStore::append(std::string_view bytes) {
-  return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> {
-    auto last = stream_end(txn, dbis_);
-    if (!last) return std::unexpected(last.error());
-    const uint64_t seq = *last + 1;
-    // MDB_APPEND: the new key is the largest, so LMDB writes it without a search.
-    if (Status st = txn.put(dbis_.events, lmdb::U64Key(seq).view(), bytes, MDB_APPEND, "appending an event"); !st) {
-      return std::unexpected(st.error());
-    }
-    return seq;
-  });
+  return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> { return append_in(txn, bytes); });
 }
 
 Result<std::vector<Event>> LmdbStateStore::read(uint64_t from_seq, uint64_t max) {

@@ -78,7 +78,8 @@ local function held(key)
 end
 )lua";
 
-// KEYS: agent hash, agents set. ARGV: expected version, new version, id, field, value, ...
+// KEYS: agent hash, agents set, events stream. ARGV: expected version, new version, id,
+// event ('' for none), field, value, ...
 constexpr std::string_view kPutAgent = R"lua(
 local cur = redis.call('HGET', KEYS[1], 'version')
 if ARGV[1] == '0' then
@@ -89,8 +90,11 @@ elseif cur ~= ARGV[1] then
   return {'failed_precondition', cur}
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'version', ARGV[2], unpack(ARGV, 4))
+redis.call('HSET', KEYS[1], 'version', ARGV[2], unpack(ARGV, 5))
 redis.call('ZADD', KEYS[2], 0, ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('XADD', KEYS[3], string.format('%d-0', redis.call('XLEN', KEYS[3]) + 1), 'b', ARGV[4])
+end
 return {'ok'}
 )lua";
 
@@ -438,7 +442,7 @@ class RedisStateStore final : public StateStore {
   // Connects and loads every script, keeping their SHA-1s.
   Status start();
 
-  Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version) override;
+  Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) override;
   Result<std::optional<AgentRecord>> get_agent(std::string_view id) override;
   Result<std::vector<AgentRecord>> list_agents() override;
   Status remove_agent(std::string_view id, uint64_t expected_version) override;
@@ -584,7 +588,8 @@ Status RedisStateStore::start() {
 
 // ---- Agents ----
 
-Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t expected_version) {
+Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t expected_version,
+                                            std::string_view event) {
   if (Status st = require_id(record.id, "agent id"); !st) return std::unexpected(st.error());
   const std::string key = agent_prefix_ + record.id;
   const std::string expected = std::to_string(expected_version), next = std::to_string(expected_version + 1);
@@ -592,14 +597,14 @@ Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t 
   std::vector<std::string> label_fields;
   label_fields.reserve(record.labels.size());
   for (const auto& [name, value] : record.labels) label_fields.push_back(std::string(kLabelPrefix) + name);
-  std::vector<std::string_view> args{expected, next, record.id, "role", record.role, "state", record.state,
+  std::vector<std::string_view> args{expected, next, record.id, event, "role", record.role, "state", record.state,
                                      "heartbeat_ms", heartbeat, "details", record.details};
   size_t i = 0;
   for (const auto& [name, value] : record.labels) {
     args.push_back(label_fields[i++]);
     args.push_back(value);
   }
-  auto r = run(ScriptId::put_agent, {key, agents_}, args, Idempotent::no, "put_agent");
+  auto r = run(ScriptId::put_agent, {key, agents_, events_}, args, Idempotent::no, "put_agent");
   if (!r) return std::unexpected(r.error());
   const std::string agent = "agent \"" + record.id + "\"";
   const std::string& code = (*r)[0];

@@ -110,8 +110,9 @@ class StateStore {
   // Writes `record` (its version field ignored) if the stored version is expected_version:
   // 0 means "must not exist yet" (already_exists if it does); otherwise the agent must exist
   // (not_found) at exactly that version (failed_precondition). Returns the new version,
-  // expected_version + 1.
-  virtual Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version) = 0;
+  // expected_version + 1. A non-empty `event` is appended to the event stream in the same
+  // transaction: recorded exactly when the write is, and never for a refused one.
+  virtual Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) = 0;
   // nullopt if no agent has that id.
   virtual Result<std::optional<AgentRecord>> get_agent(std::string_view id) = 0;
   // Every agent, in id order.

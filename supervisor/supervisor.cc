@@ -107,7 +107,7 @@ Status Supervisor::emit(FleetEvent event) {
 }
 
 Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
-                                     const std::function<Status(AgentView&)>& change) {
+                                     const std::function<Status(AgentView&)>& change, const FleetEvent* event) {
   for (int attempt = 0; attempt < kCasTries; ++attempt) {
     auto stored = store_.get_agent(agent_id);
     if (!stored) return std::unexpected(stored.error());
@@ -118,7 +118,7 @@ Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
     if (auto changed = change(view); !changed) return std::unexpected(changed.error());
     view.record.state = std::string(to_string(view.state));
     view.record.details = encode_details(view);
-    auto put = store_.put_agent(view.record, version);
+    auto put = store_.put_agent(view.record, version, event ? encode(*event) : std::string());
     if (put) {
       view.record.version = *put;
       return view;
@@ -156,12 +156,10 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
     view.state = AgentState::idle;
     view.record.state = std::string(to_string(view.state));
     view.record.details = encode_details(view);
-    auto put = store_.put_agent(view.record, expected);
+    auto put = store_.put_agent(view.record, expected,
+                                encode({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}));
     if (put) {
       view.record.version = *put;
-      if (auto e = emit({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}); !e) {
-        return std::unexpected(e.error());
-      }
       return view;
     }
     if (put.error().code != Errc::failed_precondition && put.error().code != Errc::already_exists) {
@@ -190,7 +188,9 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
   // Held out of assignment from this moment until the decision below replaces the sentinel:
   // an assign() between the failure and the decision cannot pick the agent.
   policy.mark_failing();
-  std::string held_task;
+  // The failed event is written with the record; its task is known only inside the change.
+  FleetEvent failed_event{.type = FleetEventType::failed, .agent_id = agent_id, .at_ms = now,
+                          .reason = std::string(reason)};
   auto failed = update(agent_id, now, [&](AgentView& view) -> Status {
     // A heartbeat failure re-checked on the record it writes: a heartbeat that landed since
     // the agent was listed (here or at another supervisor) wins.
@@ -206,14 +206,16 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
       if (!released && released.error().code != Errc::failed_precondition && released.error().code != Errc::not_found) {
         return std::unexpected(released.error());
       }
-      held_task = view.task_id;
+      failed_event.task_id = view.task_id;
+    } else {
+      failed_event.task_id.clear();
     }
     view.state = next->state;
     view.task_id.clear();
     view.claim_token = 0;
     if (down) view.down = true;
     return {};
-  });
+  }, &failed_event);
   if (!failed) {
     policy.unmark_failing();
     return std::unexpected(failed.error());
@@ -221,8 +223,6 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
   const BreakerState before = policy.breaker().state(now);
   RestartDecision decision = policy.on_failure(now, random_);
   std::vector<FleetEvent> events;
-  events.push_back({.type = FleetEventType::failed, .agent_id = agent_id, .at_ms = now, .task_id = held_task,
-                    .reason = std::string(reason)});
   if (decision.action == RestartAction::give_up) {
     events.push_back({.type = FleetEventType::given_up, .agent_id = agent_id, .at_ms = now, .reason = decision.reason});
   } else {
@@ -288,6 +288,8 @@ Result<std::vector<Assignment>> Supervisor::assign() {
     if (!claimed) return std::unexpected(claimed.error());
     if (!*claimed) continue;
     const store::Claim claim = **claimed;
+    const FleetEvent assigned{.type = FleetEventType::assigned, .agent_id = view.record.id, .at_ms = now,
+                              .task_id = claim.task.id, .attempt = claim.attempt};
     auto moved = update(view.record.id, now, [&](AgentView& current) -> Status {
       // Another supervisor may have assigned or failed the agent since it was listed.
       if (current.down || current.drained) return fail(Errc::failed_precondition, "agent no longer available");
@@ -298,32 +300,27 @@ Result<std::vector<Assignment>> Supervisor::assign() {
       current.task_id = claim.task.id;
       current.claim_token = claim.token;
       return {};
-    });
+    }, &assigned);
     if (!moved) {
       (void)store_.release(claim.ref(), now);
       if (moved.error().code == Errc::failed_precondition || moved.error().code == Errc::not_found) continue;
       return std::unexpected(moved.error());
     }
     policy.try_assign(now);  // takes a half-open breaker's one probe
-    if (auto e = emit({.type = FleetEventType::assigned, .agent_id = view.record.id, .at_ms = now,
-                       .task_id = claim.task.id, .attempt = claim.attempt});
-        !e) {
-      return std::unexpected(e.error());
-    }
     made.push_back(Assignment{view.record.id, claim});
   }
   return made;
 }
 
 Status Supervisor::advance_locked(std::string_view agent_id, const store::ClaimRef& claim, AgentEvent event,
-                                  int64_t now) {
+                                  int64_t now, const FleetEvent* fleet_event) {
   auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
     if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
     auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, event);
     if (!next) return std::unexpected(next.error().to_error());
     view.state = next->state;
     return {};
-  });
+  }, fleet_event);
   if (!moved) return std::unexpected(moved.error());
   return {};
 }
@@ -331,13 +328,14 @@ Status Supervisor::advance_locked(std::string_view agent_id, const store::ClaimR
 Status Supervisor::started(std::string_view agent_id, const store::ClaimRef& claim) {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
-  if (auto moved = advance_locked(agent_id, claim, AgentEvent::work_started, now); !moved) return moved;
-  return emit({.type = FleetEventType::started, .agent_id = std::string(agent_id), .at_ms = now, .task_id = claim.task_id});
+  const FleetEvent started{.type = FleetEventType::started, .agent_id = std::string(agent_id), .at_ms = now,
+                           .task_id = claim.task_id};
+  return advance_locked(agent_id, claim, AgentEvent::work_started, now, &started);
 }
 
 Status Supervisor::output_ready(std::string_view agent_id, const store::ClaimRef& claim) {
   std::lock_guard lock(mu_);
-  return advance_locked(agent_id, claim, AgentEvent::output_ready, clock_.now_ms());
+  return advance_locked(agent_id, claim, AgentEvent::output_ready, clock_.now_ms(), nullptr);
 }
 
 Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& claim) {
@@ -354,22 +352,19 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
   // The ack is the one gate to a decision: the store refuses it for an expired or re-claimed
   // task. It comes first and once; the record below only follows it.
   if (auto acked = store_.ack(claim, now); !acked) return std::unexpected(acked.error());
+  const FleetEvent delivered{.type = FleetEventType::delivered, .agent_id = std::string(agent_id), .at_ms = now,
+                             .task_id = claim.task_id};
   auto moved = update(agent_id, now, [&](AgentView& latest) -> Status {
     if (!same_claim(latest, claim)) return {};  // another supervisor failed it meanwhile: keep its word
     latest.state = AgentState::idle;
     latest.task_id.clear();
     latest.claim_token = 0;
     return {};
-  });
+  }, &delivered);
   if (!moved) return std::unexpected(moved.error().with_context("the task was acked; recording the agent idle"));
   RestartPolicy& policy = policy_locked(std::string(agent_id));
   const BreakerState before = policy.breaker().state(now);
   policy.on_success();
-  if (auto e = emit({.type = FleetEventType::delivered, .agent_id = std::string(agent_id), .at_ms = now,
-                     .task_id = claim.task_id});
-      !e) {
-    return e;
-  }
   if (before != BreakerState::closed) {
     return emit({.type = FleetEventType::circuit, .agent_id = std::string(agent_id), .at_ms = now, .circuit = "closed"});
   }
@@ -379,13 +374,14 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
 Status Supervisor::drain(std::string_view agent_id, bool drained) {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
+  const FleetEvent event{.type = FleetEventType::drained, .agent_id = std::string(agent_id), .at_ms = now,
+                         .reason = drained ? "drained" : "undrained"};
   auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
     view.drained = drained;
     return {};
-  });
+  }, &event);
   if (!moved) return std::unexpected(moved.error());
-  return emit({.type = FleetEventType::drained, .agent_id = std::string(agent_id), .at_ms = now,
-               .reason = drained ? "drained" : "undrained"});
+  return {};
 }
 
 Status Supervisor::forget(std::string_view agent_id) {

@@ -134,10 +134,13 @@ class Supervisor {
 
   // Re-reads the agent and applies `change` to it until the compare-and-set on its version
   // holds (bounded: another writer winning every time is failed_precondition). An error from
-  // `change` writes nothing and is returned.
-  Result<AgentView> update(std::string_view agent_id, int64_t now, const std::function<Status(AgentView&)>& change);
+  // `change` writes nothing and is returned. `event`, if given, is recorded in the same store
+  // transaction as the agent's new record.
+  Result<AgentView> update(std::string_view agent_id, int64_t now, const std::function<Status(AgentView&)>& change,
+                           const FleetEvent* event = nullptr);
   // Moves the agent holding `claim` by `event` (started, output_ready).
-  Status advance_locked(std::string_view agent_id, const store::ClaimRef& claim, AgentEvent event, int64_t now);
+  Status advance_locked(std::string_view agent_id, const store::ClaimRef& claim, AgentEvent event, int64_t now,
+                        const FleetEvent* fleet_event);
   RestartPolicy& policy_locked(const std::string& agent_id);
   AgentView view_locked(store::AgentRecord record, int64_t now);
   Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, int64_t now);

@@ -164,8 +164,8 @@ TEST_F(RedisRestart, AcknowledgedWritesSurviveACrashAndTheStoreReconnects) {
   ASSERT_TRUE(opened) << opened.error().message;
   StateStore& store = **opened;
 
-  ASSERT_TRUE(store.put_agent(agent("a1", "Idle"), 0));
-  ASSERT_TRUE(store.put_agent(agent("a1", "Working"), 1));
+  ASSERT_TRUE(store.put_agent(agent("a1", "Idle"), 0, ""));
+  ASSERT_TRUE(store.put_agent(agent("a1", "Working"), 1, ""));
   ASSERT_TRUE(store.enqueue(task("held", 5)));
   ASSERT_TRUE(store.enqueue(task("waiting-1", 1)));
   ASSERT_TRUE(store.enqueue(task("waiting-2", 1)));
@@ -323,7 +323,7 @@ TEST(RedisStateStore, PrefixesKeepStoresApart) {
   auto two = open_shared("two");
   ASSERT_TRUE(one && two);
   ASSERT_TRUE(one->enqueue(task("t", 1)));
-  ASSERT_TRUE(one->put_agent(agent("a", "Idle"), 0));
+  ASSERT_TRUE(one->put_agent(agent("a", "Idle"), 0, ""));
   ASSERT_TRUE(one->append("e"));
   ASSERT_TRUE(two->enqueue(task("t", 1)));  // the same id, another queue
   auto length = two->queue_length();

@@ -62,11 +62,11 @@ std::vector<std::string> drain(StateStore& store, int64_t now_ms) {
 // ---- Agents ----
 
 TEST_P(StateStoreConformance, CreateOnlyWithVersionZero) {
-  auto v = store().put_agent(agent("a1", "Idle"), 0);
+  auto v = store().put_agent(agent("a1", "Idle"), 0, "");
   ASSERT_TRUE(v) << v.error().message;
   EXPECT_EQ(*v, 1u);
 
-  auto again = store().put_agent(agent("a1", "Working"), 0);
+  auto again = store().put_agent(agent("a1", "Working"), 0, "");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Errc::already_exists);
 
@@ -79,16 +79,16 @@ TEST_P(StateStoreConformance, CreateOnlyWithVersionZero) {
 }
 
 TEST_P(StateStoreConformance, CompareAndSetSucceedsOnlyAtTheStoredVersion) {
-  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0));
-  auto v2 = store().put_agent(agent("a1", "Assigned"), 1);
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0, ""));
+  auto v2 = store().put_agent(agent("a1", "Assigned"), 1, "");
   ASSERT_TRUE(v2) << v2.error().message;
   EXPECT_EQ(*v2, 2u);
 
   // A writer that read version 1 loses.
-  auto stale = store().put_agent(agent("a1", "Working"), 1);
+  auto stale = store().put_agent(agent("a1", "Working"), 1, "");
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code, Errc::failed_precondition);
-  auto ahead = store().put_agent(agent("a1", "Working"), 7);
+  auto ahead = store().put_agent(agent("a1", "Working"), 7, "");
   ASSERT_FALSE(ahead);
   EXPECT_EQ(ahead.error().code, Errc::failed_precondition);
 
@@ -99,7 +99,7 @@ TEST_P(StateStoreConformance, CompareAndSetSucceedsOnlyAtTheStoredVersion) {
 }
 
 TEST_P(StateStoreConformance, UpdateOfAMissingAgentIsNotFound) {
-  auto v = store().put_agent(agent("ghost", "Idle"), 3);
+  auto v = store().put_agent(agent("ghost", "Idle"), 3, "");
   ASSERT_FALSE(v);
   EXPECT_EQ(v.error().code, Errc::not_found);
   auto got = store().get_agent("ghost");
@@ -107,13 +107,33 @@ TEST_P(StateStoreConformance, UpdateOfAMissingAgentIsNotFound) {
   EXPECT_FALSE(got->has_value());
 }
 
+TEST_P(StateStoreConformance, AnAgentWritesEventIsRecordedExactlyWhenTheWriteIs) {
+  ASSERT_TRUE(store().append("before"));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0, "registered a1"));
+  // Refused writes record nothing: a conflict, a create over an existing agent, a ghost.
+  EXPECT_FALSE(store().put_agent(agent("a1", "Working"), 5, "lost the race"));
+  EXPECT_FALSE(store().put_agent(agent("a1", "Working"), 0, "created twice"));
+  EXPECT_FALSE(store().put_agent(agent("ghost", "Idle"), 2, "ghost"));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Working"), 1, "a1 working"));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 2, ""));  // no event
+  auto events = store().read(1, 10);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[0], (Event{1, "before"}));
+  EXPECT_EQ((*events)[1], (Event{2, "registered a1"}));
+  EXPECT_EQ((*events)[2], (Event{3, "a1 working"}));
+  EXPECT_EQ(store().last_seq().value(), 3u);
+  // The stream stays dense after them.
+  EXPECT_EQ(store().append("after").value(), 4u);
+}
+
 TEST_P(StateStoreConformance, ConcurrentWritersAtOneVersionHaveOneWinner) {
-  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0, ""));
   std::atomic<int> won{0}, lost{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
-      auto v = store().put_agent(agent("a1", "writer" + std::to_string(i)), 1);
+      auto v = store().put_agent(agent("a1", "writer" + std::to_string(i)), 1, "");
       if (v) {
         ++won;
       } else if (v.error().code == Errc::failed_precondition) {
@@ -130,10 +150,10 @@ TEST_P(StateStoreConformance, ConcurrentWritersAtOneVersionHaveOneWinner) {
 }
 
 TEST_P(StateStoreConformance, ListIsInIdOrderAndRemoveComparesVersions) {
-  ASSERT_TRUE(store().put_agent(agent("b", "Idle"), 0));
-  ASSERT_TRUE(store().put_agent(agent("a", "Idle"), 0));
-  ASSERT_TRUE(store().put_agent(agent("c", "Idle"), 0));
-  ASSERT_TRUE(store().put_agent(agent("c", "Working"), 1));
+  ASSERT_TRUE(store().put_agent(agent("b", "Idle"), 0, ""));
+  ASSERT_TRUE(store().put_agent(agent("a", "Idle"), 0, ""));
+  ASSERT_TRUE(store().put_agent(agent("c", "Idle"), 0, ""));
+  ASSERT_TRUE(store().put_agent(agent("c", "Working"), 1, ""));
 
   auto all = store().list_agents();
   ASSERT_TRUE(all) << all.error().message;
@@ -156,7 +176,7 @@ TEST_P(StateStoreConformance, ListIsInIdOrderAndRemoveComparesVersions) {
   ASSERT_TRUE(all);
   ASSERT_EQ(all->size(), 2u);
   // Removed, the id may be created again from version 0.
-  auto again = store().put_agent(agent("c", "Idle"), 0);
+  auto again = store().put_agent(agent("c", "Idle"), 0, "");
   ASSERT_TRUE(again);
   EXPECT_EQ(*again, 1u);
 }
@@ -166,7 +186,7 @@ TEST_P(StateStoreConformance, DetailsAreOpaqueBytes) {
   r.details = std::string("\0\xff\x01{not json", 12);
   r.labels.clear();
   r.last_heartbeat_ms = -5;
-  ASSERT_TRUE(store().put_agent(r, 0));
+  ASSERT_TRUE(store().put_agent(r, 0, ""));
   auto got = store().get_agent("bin");
   ASSERT_TRUE(got && got->has_value());
   EXPECT_EQ((*got)->details, r.details);
@@ -175,7 +195,7 @@ TEST_P(StateStoreConformance, DetailsAreOpaqueBytes) {
 }
 
 TEST_P(StateStoreConformance, EmptyIdsAreInvalid) {
-  auto a = store().put_agent(agent("", "Idle"), 0);
+  auto a = store().put_agent(agent("", "Idle"), 0, "");
   ASSERT_FALSE(a);
   EXPECT_EQ(a.error().code, Errc::invalid_argument);
   auto t = store().enqueue(task("", 1));
@@ -529,8 +549,8 @@ TEST_P(StateStoreConformance, ConsumerPositionsAreKeptApart) {
 // ---- Sharing and durability ----
 
 TEST_P(StateStoreConformance, ReopeningKeepsEverything) {
-  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0));
-  ASSERT_TRUE(store().put_agent(agent("a1", "Working"), 1));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Idle"), 0, ""));
+  ASSERT_TRUE(store().put_agent(agent("a1", "Working"), 1, ""));
   ASSERT_TRUE(store().enqueue(task("held", 5)));
   ASSERT_TRUE(store().enqueue(task("waiting-1", 1)));
   ASSERT_TRUE(store().enqueue(task("waiting-2", 1)));
