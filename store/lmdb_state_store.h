@@ -12,9 +12,11 @@
 // Durability: with LmdbStateStoreOptions::sync (the default) a call that returned has been
 // fsynced and survives a power loss; each call then costs LMDB's two fsyncs (data, then meta
 // page), which bounds the rate at the disk's: 150 to 1,000 calls a second on a virtual disk.
-// Without sync, commits reach the OS but are not flushed: a process crash loses nothing, an OS
-// crash may undo the last calls or, on a file system that reorders writes, damage the file;
-// an enqueue+claim+ack cycle then costs about 10 us (over 100,000 cycles a second on one core).
+// Without sync, commits are written straight into the shared map (MDB_WRITEMAP, no pwrite per
+// page) and never flushed by the store: a process crash loses nothing, an OS crash may undo
+// the last calls or, on a file system that reorders writes, damage the file; an
+// enqueue+claim+ack cycle then costs a few microseconds. The data file is then as large as the
+// map (sparse). Every process sharing a directory should open it with the same setting.
 //
 // Layout (named LMDB databases; integers big-endian so byte order is numeric order):
 //   agents     agent id -> AgentRecord
