@@ -107,13 +107,20 @@ Status Supervisor::emit(FleetEvent event) {
 }
 
 Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
-                                     const std::function<Status(AgentView&)>& change, const FleetEvent* event) {
+                                     const std::function<Status(AgentView&)>& change, const FleetEvent* event,
+                                     std::optional<AgentView> known) {
   for (int attempt = 0; attempt < kCasTries; ++attempt) {
-    auto stored = store_.get_agent(agent_id);
-    if (!stored) return std::unexpected(stored.error());
-    if (!*stored) return fail(Errc::not_found, "no agent " + std::string(agent_id));
-    AgentView view = view_locked(std::move(**stored), now);
-    if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    AgentView view;
+    if (known) {
+      view = std::move(*known);  // read by the caller just now: the first try writes against it
+      known.reset();
+    } else {
+      auto stored = store_.get_agent(agent_id);
+      if (!stored) return std::unexpected(stored.error());
+      if (!*stored) return fail(Errc::not_found, "no agent " + std::string(agent_id));
+      view = view_locked(std::move(**stored), now);
+      if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    }
     const uint64_t version = view.record.version;
     if (auto changed = change(view); !changed) return std::unexpected(changed.error());
     view.record.state = std::string(to_string(view.state));
@@ -300,7 +307,7 @@ Result<std::vector<Assignment>> Supervisor::assign() {
       current.task_id = claim.task.id;
       current.claim_token = claim.token;
       return {};
-    }, &assigned);
+    }, &assigned, view);
     if (!moved) {
       (void)store_.release(claim.ref(), now);
       if (moved.error().code == Errc::failed_precondition || moved.error().code == Errc::not_found) continue;
@@ -360,7 +367,7 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
     latest.task_id.clear();
     latest.claim_token = 0;
     return {};
-  }, &delivered);
+  }, &delivered, std::move(view));
   if (!moved) return std::unexpected(moved.error().with_context("the task was acked; recording the agent idle"));
   RestartPolicy& policy = policy_locked(std::string(agent_id));
   const BreakerState before = policy.breaker().state(now);

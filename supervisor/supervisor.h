@@ -135,9 +135,10 @@ class Supervisor {
   // Re-reads the agent and applies `change` to it until the compare-and-set on its version
   // holds (bounded: another writer winning every time is failed_precondition). An error from
   // `change` writes nothing and is returned. `event`, if given, is recorded in the same store
-  // transaction as the agent's new record.
+  // transaction as the agent's new record. `known`, a view the caller has just read, saves
+  // the first re-read (a stale one only costs a retry).
   Result<AgentView> update(std::string_view agent_id, int64_t now, const std::function<Status(AgentView&)>& change,
-                           const FleetEvent* event = nullptr);
+                           const FleetEvent* event = nullptr, std::optional<AgentView> known = std::nullopt);
   // Moves the agent holding `claim` by `event` (started, output_ready).
   Status advance_locked(std::string_view agent_id, const store::ClaimRef& claim, AgentEvent event, int64_t now,
                         const FleetEvent* fleet_event);
