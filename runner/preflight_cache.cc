@@ -54,7 +54,9 @@ Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest
               {"gid", host.gid},
               {"drop", host.drop},
               {"scratch_root", host.scratch_root.string()}};
-  return sha256(canonicalize(key).value_or(key.dump()));
+  // A path that is not UTF-8 is written with U+FFFD rather than throwing from a strict dump.
+  auto canonical = canonicalize(key);
+  return sha256(canonical ? *canonical : key.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 std::optional<PreflightReport> PreflightCache::get(const Digest& key) const {

@@ -7,13 +7,14 @@
 #include <utility>
 
 #include "common/lmdb.h"
+#include "store/record_checks.h"
 
 namespace warden::store {
 namespace {
 
 // The database handles, fixed at open and read-only afterwards.
 struct Dbis {
-  MDB_dbi agents, tasks, ready, leases, events, positions, meta;
+  MDB_dbi agents, tasks, ready, leases, events, positions, meta, done;
 };
 
 // Records are a format byte, then fixed-width big-endian integers and length-prefixed
@@ -294,6 +295,9 @@ Result<std::optional<std::string>> take_ready(lmdb::Txn& txn, const Dbis& d, con
 }
 
 // The task `ref` names, if `ref` is its live claim at now_ms; the refusal otherwise.
+// What `done` keeps of an ack: the claim that made it, so only that claim's retry is answered ok.
+std::string ack_mark(const ClaimRef& ref) { return ref.agent_id + " " + std::to_string(ref.token); }
+
 Result<TaskRow> held_claim(lmdb::Txn& txn, const Dbis& d, const ClaimRef& ref, int64_t now_ms) {
   auto row = load_task(txn, d, ref.task_id);
   if (!row) return std::unexpected(row.error());
@@ -318,21 +322,7 @@ Result<TaskRow> held_claim(lmdb::Txn& txn, const Dbis& d, const ClaimRef& ref, i
   return std::move(t);
 }
 
-// now_ms + timeout, refusing a non-positive timeout or an expiry past int64.
-Result<int64_t> expiry(int64_t now_ms, int64_t visibility_timeout_ms) {
-  if (visibility_timeout_ms <= 0) {
-    return fail(Errc::invalid_argument, "visibility_timeout_ms must be positive, got " + std::to_string(visibility_timeout_ms));
-  }
-  if (now_ms > std::numeric_limits<int64_t>::max() - visibility_timeout_ms) {
-    return fail(Errc::invalid_argument, "now_ms + visibility_timeout_ms overflows");
-  }
-  return now_ms + visibility_timeout_ms;
-}
 
-Status require_id(std::string_view id, std::string_view what) {
-  if (id.empty()) return fail(Errc::invalid_argument, std::string(what) + " must not be empty");
-  return {};
-}
 
 Result<uint64_t> stream_end(lmdb::Txn& txn, const Dbis& d) {
   auto cursor = lmdb::Cursor::open(txn, d.events);
@@ -382,7 +372,8 @@ class LmdbStateStore final : public StateStore {
 // ---- Agents ----
 
 Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) {
-  if (Status st = require_id(record.id, "agent id"); !st) return std::unexpected(st.error());
+  if (Status st = check_agent_record(record); !st) return std::unexpected(st.error());
+  if (Status st = check_event(event); !st) return std::unexpected(st.error());
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> {
     auto stored = lookup(txn, dbis_.agents, record.id);
     if (!stored) return std::unexpected(stored.error());
@@ -403,6 +394,15 @@ Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t e
     }
     AgentRecord next = record;
     next.version = expected_version + 1;
+    if (expected_version == 0) {
+      auto retired = lookup(txn, dbis_.meta, "retired:" + record.id);
+      if (!retired) return std::unexpected(retired.error());
+      if (*retired) {
+        auto last = lmdb::decode_u64(**retired);
+        if (!last) return std::unexpected(last.error());
+        next.version = *last + 1;
+      }
+    }
     if (Status st = txn.put(dbis_.agents, next.id, encode_agent(next), 0, "storing an agent"); !st) {
       return std::unexpected(st.error());
     }
@@ -414,6 +414,7 @@ Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t e
 }
 
 Result<std::optional<AgentRecord>> LmdbStateStore::get_agent(std::string_view id) {
+  if (Status st = check_id(id, "agent id"); !st) return std::unexpected(st.error());
   return in_read_txn(env_, [&](lmdb::Txn& txn) -> Result<std::optional<AgentRecord>> {
     auto stored = lookup(txn, dbis_.agents, id);
     if (!stored) return std::unexpected(stored.error());
@@ -439,6 +440,7 @@ Result<std::vector<AgentRecord>> LmdbStateStore::list_agents() {
 }
 
 Status LmdbStateStore::remove_agent(std::string_view id, uint64_t expected_version) {
+  if (Status st = check_id(id, "agent id"); !st) return st;
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Status {
     auto stored = lookup(txn, dbis_.agents, id);
     if (!stored) return std::unexpected(stored.error());
@@ -450,18 +452,25 @@ Status LmdbStateStore::remove_agent(std::string_view id, uint64_t expected_versi
       return fail(Errc::failed_precondition, agent + " is at version " + std::to_string(current->version) + ", not " +
                                                  std::to_string(expected_version) + ": re-read it");
     }
-    return erase(txn, dbis_.agents, id, "removing an agent");
+    if (Status st = erase(txn, dbis_.agents, id, "removing an agent"); !st) return st;
+    // The next incarnation continues from this version, so a view of this one can never
+    // compare equal to it.
+    return txn.put(dbis_.meta, "retired:" + std::string(id), lmdb::U64Key(current->version).view(), 0,
+                   "remembering a removed agent's version");
   });
 }
 
 // ---- The task queue ----
 
 Status LmdbStateStore::enqueue(const Task& task) {
-  if (Status st = require_id(task.id, "task id"); !st) return st;
+  if (Status st = check_task(task); !st) return st;
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Status {
     auto existing = lookup(txn, dbis_.tasks, task.id);
     if (!existing) return std::unexpected(existing.error());
     if (*existing) return fail(Errc::already_exists, "task \"" + task.id + "\" is already in the queue");
+    auto acked = lookup(txn, dbis_.done, task.id);
+    if (!acked) return std::unexpected(acked.error());
+    if (*acked) return fail(Errc::already_exists, "task \"" + task.id + "\" was acknowledged already: a task id is done once");
     auto seq = next_counter(txn, dbis_, "next_task_seq");
     if (!seq) return std::unexpected(seq.error());
     TaskRow row{task, *seq, 0, 0, {}, 0};
@@ -471,8 +480,8 @@ Status LmdbStateStore::enqueue(const Task& task) {
 
 Result<std::optional<Claim>> LmdbStateStore::claim(std::string_view agent_id, int64_t now_ms,
                                                    int64_t visibility_timeout_ms, const ClaimFilter& filter) {
-  if (Status st = require_id(agent_id, "agent id"); !st) return std::unexpected(st.error());
-  auto expires = expiry(now_ms, visibility_timeout_ms);
+  if (Status st = check_id(agent_id, "agent id"); !st) return std::unexpected(st.error());
+  auto expires = lease_expiry(now_ms, visibility_timeout_ms);
   if (!expires) return std::unexpected(expires.error());
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<std::optional<Claim>> {
     if (Status st = requeue_expired(txn, dbis_, now_ms); !st) return std::unexpected(st.error());
@@ -498,15 +507,24 @@ Result<std::optional<Claim>> LmdbStateStore::claim(std::string_view agent_id, in
 }
 
 Status LmdbStateStore::ack(const ClaimRef& ref, int64_t now_ms) {
+  if (Status st = check_claim_ref(ref); !st) return st;
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Status {
+    const std::string acker = ack_mark(ref);
     auto row = held_claim(txn, dbis_, ref, now_ms);
-    if (!row) return std::unexpected(row.error());
+    if (!row) {
+      // The same claim acking again (a retry after a lost reply) is answered as the first ack was.
+      auto acked = lookup(txn, dbis_.done, ref.task_id);
+      if (acked && *acked && **acked == acker) return Status{};
+      return std::unexpected(row.error());
+    }
     if (Status st = erase(txn, dbis_.leases, lease_key(*row), "dropping a lease"); !st) return st;
-    return erase(txn, dbis_.tasks, ref.task_id, "removing an acknowledged task");
+    if (Status st = erase(txn, dbis_.tasks, ref.task_id, "removing an acknowledged task"); !st) return st;
+    return txn.put(dbis_.done, ref.task_id, acker, 0, "marking a task done");
   });
 }
 
 Status LmdbStateStore::release(const ClaimRef& ref, int64_t now_ms) {
+  if (Status st = check_claim_ref(ref); !st) return st;
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Status {
     auto row = held_claim(txn, dbis_, ref, now_ms);
     if (!row) return std::unexpected(row.error());
@@ -516,7 +534,8 @@ Status LmdbStateStore::release(const ClaimRef& ref, int64_t now_ms) {
 }
 
 Result<int64_t> LmdbStateStore::renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) {
-  auto expires = expiry(now_ms, visibility_timeout_ms);
+  if (Status st = check_claim_ref(ref); !st) return std::unexpected(st.error());
+  auto expires = lease_expiry(now_ms, visibility_timeout_ms);
   if (!expires) return std::unexpected(expires.error());
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<int64_t> {
     auto row = held_claim(txn, dbis_, ref, now_ms);
@@ -553,6 +572,7 @@ Result<uint64_t> LmdbStateStore::append_in(lmdb::Txn& txn, std::string_view byte
 }
 
 Result<uint64_t> LmdbStateStore::append(std::string_view bytes) {
+  if (Status st = check_event(bytes); !st) return std::unexpected(st.error());
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> { return append_in(txn, bytes); });
 }
 
@@ -581,7 +601,7 @@ Result<uint64_t> LmdbStateStore::last_seq() {
 }
 
 Status LmdbStateStore::set_position(std::string_view consumer, uint64_t seq) {
-  if (Status st = require_id(consumer, "consumer name"); !st) return st;
+  if (Status st = check_id(consumer, "consumer name"); !st) return st;
   return in_write_txn(env_, [&](lmdb::Txn& txn) -> Status {
     auto last = stream_end(txn, dbis_);
     if (!last) return std::unexpected(last.error());
@@ -594,6 +614,7 @@ Status LmdbStateStore::set_position(std::string_view consumer, uint64_t seq) {
 }
 
 Result<uint64_t> LmdbStateStore::position(std::string_view consumer) {
+  if (Status st = check_id(consumer, "consumer name"); !st) return std::unexpected(st.error());
   return in_read_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> {
     auto stored = lookup(txn, dbis_.positions, consumer);
     if (!stored) return std::unexpected(stored.error());
@@ -623,7 +644,7 @@ Result<std::unique_ptr<StateStore>> open_lmdb_state_store(const std::filesystem:
   const std::pair<MDB_dbi*, const char*> dbs[] = {{&d.agents, "agents"}, {&d.tasks, "tasks"},
                                                   {&d.ready, "ready"},   {&d.leases, "leases"},
                                                   {&d.events, "events"}, {&d.positions, "positions"},
-                                                  {&d.meta, "meta"}};
+                                                  {&d.meta, "meta"},     {&d.done, "done"}};
   for (const auto& [dbi, name] : dbs) {
     auto opened = txn->open_db(name, MDB_CREATE);
     if (!opened) return std::unexpected(opened.error());

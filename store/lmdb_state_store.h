@@ -29,7 +29,10 @@
 //              from `ready`; so a dead agent's task returns in its place, in the claim's
 //              own transaction, at a cost proportional to the leases that expired.
 //   events     seq -> bytes;  positions  consumer -> seq
-//   meta       "next_task_seq", "next_claim_token" -> u64
+//   meta       "next_task_seq", "next_claim_token" -> u64; "retired:<agent id>" -> the last
+//              version of a removed agent (its next incarnation goes on from there)
+//   done       acknowledged task id -> "agent token" of the claim that acked it (a task id is
+//              done once; the same claim's retried ack is answered ok)
 #pragma once
 
 #include <cstddef>

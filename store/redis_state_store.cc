@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/sigpipe_guard.h"
+#include "store/record_checks.h"
 
 namespace warden::store {
 namespace {
@@ -78,33 +79,39 @@ local function held(key)
 end
 )lua";
 
-// KEYS: agent hash, agents set, events stream. ARGV: expected version, new version, id,
-// event ('' for none), field, value, ...
+// KEYS: agent hash, agents set, events stream, retired hash. ARGV: expected version, new
+// version, id, event ('' for none), field, value, ... (at most 64 labels: record_checks.h
+// keeps unpack() far below Lua's limit). Returns "ok" and the version written.
 constexpr std::string_view kPutAgent = R"lua(
 local cur = redis.call('HGET', KEYS[1], 'version')
+local version = ARGV[2]
 if ARGV[1] == '0' then
   if cur then return {'already_exists', cur} end
+  -- A removed agent's next incarnation continues from its last version.
+  local retired = redis.call('HGET', KEYS[4], ARGV[3])
+  if retired then version = string.format('%d', tonumber(retired) + 1) end
 elseif not cur then
   return {'not_found'}
 elseif cur ~= ARGV[1] then
   return {'failed_precondition', cur}
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'version', ARGV[2], unpack(ARGV, 5))
+redis.call('HSET', KEYS[1], 'version', version, unpack(ARGV, 5))
 redis.call('ZADD', KEYS[2], 0, ARGV[3])
 if ARGV[4] ~= '' then
   redis.call('XADD', KEYS[3], string.format('%d-0', redis.call('XLEN', KEYS[3]) + 1), 'b', ARGV[4])
 end
-return {'ok'}
+return {'ok', version}
 )lua";
 
-// KEYS: agent hash, agents set. ARGV: expected version, id.
+// KEYS: agent hash, agents set, retired hash. ARGV: expected version, id.
 constexpr std::string_view kRemoveAgent = R"lua(
 local cur = redis.call('HGET', KEYS[1], 'version')
 if not cur then return {'not_found'} end
 if cur ~= ARGV[1] then return {'failed_precondition', cur} end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[2], cur)
 return {'ok'}
 )lua";
 
@@ -120,10 +127,11 @@ end
 return out
 )lua";
 
-// KEYS: task hash, ready set, seq counter. ARGV: priority rank (hex), priority, kind,
+// KEYS: task hash, ready set, seq counter, done hash. ARGV: priority rank (hex), priority, kind,
 // payload, id.
 constexpr std::string_view kEnqueue = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'already_exists'} end
+if redis.call('HEXISTS', KEYS[4], ARGV[5]) == 1 then return {'done'} end
 local member = ARGV[1] .. string.format('%016x', redis.call('INCR', KEYS[3])) .. ARGV[5]
 redis.call('HSET', KEYS[1], 'priority', ARGV[2], 'kind', ARGV[3], 'payload', ARGV[4],
            'attempts', '0', 'ready', member, 'token', '0')
@@ -179,12 +187,19 @@ redis.call('HSET', key, 'token', token, 'agent', ARGV[3], 'expires', ARGV[4], 'l
 return {'ok', string.sub(member, 33), row[1], row[2], row[3], token, string.format('%d', attempt)}
 )lua";
 
-// KEYS: task hash, leases set. ARGV: agent, token, now.
+// KEYS: task hash, leases set, done hash. ARGV: agent, token, now, task id.
 constexpr std::string_view kAck = R"lua(
 local t, refusal = held(KEYS[1])
-if not t then return refusal end
+if not t then
+  -- The same claim acking again (a retry after a lost reply) is answered as the first ack was.
+  if refusal[1] == 'not_found' and redis.call('HGET', KEYS[3], ARGV[4]) == ARGV[1] .. ' ' .. ARGV[2] then
+    return {'ok'}
+  end
+  return refusal
+end
 redis.call('ZREM', KEYS[2], t[4])
 redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[1] .. ' ' .. ARGV[2])
 return {'ok'}
 )lua";
 
@@ -384,20 +399,7 @@ Result<AgentRecord> decode_agent(std::string_view id, const std::vector<std::str
 // The ready set's rank of a priority: higher priorities first.
 std::string priority_rank(int64_t priority) { return hex16(~ordered(priority)); }
 
-Result<int64_t> expiry(int64_t now_ms, int64_t visibility_timeout_ms) {
-  if (visibility_timeout_ms <= 0) {
-    return fail(Errc::invalid_argument, "visibility_timeout_ms must be positive, got " + std::to_string(visibility_timeout_ms));
-  }
-  if (now_ms > std::numeric_limits<int64_t>::max() - visibility_timeout_ms) {
-    return fail(Errc::invalid_argument, "now_ms + visibility_timeout_ms overflows");
-  }
-  return now_ms + visibility_timeout_ms;
-}
 
-Status require_id(std::string_view id, std::string_view what) {
-  if (id.empty()) return fail(Errc::invalid_argument, std::string(what) + " must not be empty");
-  return {};
-}
 
 // The refusal a held() check in a script returned, as the interface words it.
 Error claim_refused(const ClaimRef& ref, int64_t now_ms, const std::vector<std::string>& r) {
@@ -437,6 +439,8 @@ class RedisStateStore final : public StateStore {
     next_token_ = p + "next_token";
     events_ = p + "events";
     positions_ = p + "positions";
+    done_ = p + "done";
+    retired_ = p + "retired";
   }
 
   // Connects and loads every script, keeping their SHA-1s.
@@ -475,7 +479,7 @@ class RedisStateStore final : public StateStore {
   // Fixed at construction or start(), read-only afterwards.
   const RedisAddress address_;
   const RedisStateStoreOptions options_;
-  std::string agents_, agent_prefix_, task_prefix_, ready_, leases_, next_task_seq_, next_token_, events_, positions_;
+  std::string agents_, agent_prefix_, task_prefix_, ready_, leases_, next_task_seq_, next_token_, events_, positions_, done_, retired_;
   Script scripts_[static_cast<size_t>(ScriptId::count)];
 
   std::mutex mu_;
@@ -590,7 +594,8 @@ Status RedisStateStore::start() {
 
 Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t expected_version,
                                             std::string_view event) {
-  if (Status st = require_id(record.id, "agent id"); !st) return std::unexpected(st.error());
+  if (Status st = check_agent_record(record); !st) return std::unexpected(st.error());
+  if (Status st = check_event(event); !st) return std::unexpected(st.error());
   const std::string key = agent_prefix_ + record.id;
   const std::string expected = std::to_string(expected_version), next = std::to_string(expected_version + 1);
   const std::string heartbeat = std::to_string(record.last_heartbeat_ms);
@@ -604,12 +609,16 @@ Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t 
     args.push_back(label_fields[i++]);
     args.push_back(value);
   }
-  auto r = run(ScriptId::put_agent, {key, agents_, events_}, args, Idempotent::no, "put_agent");
+  auto r = run(ScriptId::put_agent, {key, agents_, events_, retired_}, args, Idempotent::no, "put_agent");
   if (!r) return std::unexpected(r.error());
   const std::string agent = "agent \"" + record.id + "\"";
   const std::string& code = (*r)[0];
   const std::string stored = r->size() > 1 ? (*r)[1] : "";
-  if (code == "ok") return expected_version + 1;
+  if (code == "ok") {
+    auto version = r->size() == 2 ? parse_number<uint64_t>((*r)[1]) : std::nullopt;
+    if (!version) return std::unexpected(damaged("the version of " + agent));
+    return *version;
+  }
   if (code == "already_exists") return fail(Errc::already_exists, agent + " exists already (version " + stored + ")");
   if (code == "not_found") return fail(Errc::not_found, agent + " does not exist (expected version " + expected + ")");
   if (code == "failed_precondition") {
@@ -619,6 +628,7 @@ Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t 
 }
 
 Result<std::optional<AgentRecord>> RedisStateStore::get_agent(std::string_view id) {
+  if (Status st = check_id(id, "agent id"); !st) return std::unexpected(st.error());
   const std::string key = agent_prefix_ + std::string(id);
   auto reply = call({"HGETALL", key}, Idempotent::yes, "get_agent");
   if (!reply) return std::unexpected(reply.error());
@@ -655,8 +665,9 @@ Result<std::vector<AgentRecord>> RedisStateStore::list_agents() {
 }
 
 Status RedisStateStore::remove_agent(std::string_view id, uint64_t expected_version) {
+  if (Status st = check_id(id, "agent id"); !st) return st;
   const std::string key = agent_prefix_ + std::string(id), expected = std::to_string(expected_version);
-  auto r = run(ScriptId::remove_agent, {key, agents_}, {expected, id}, Idempotent::no, "remove_agent");
+  auto r = run(ScriptId::remove_agent, {key, agents_, retired_}, {expected, id}, Idempotent::no, "remove_agent");
   if (!r) return std::unexpected(r.error());
   const std::string agent = "agent \"" + std::string(id) + "\"";
   if ((*r)[0] == "ok") return {};
@@ -670,24 +681,27 @@ Status RedisStateStore::remove_agent(std::string_view id, uint64_t expected_vers
 // ---- The task queue ----
 
 Status RedisStateStore::enqueue(const Task& task) {
-  if (Status st = require_id(task.id, "task id"); !st) return st;
+  if (Status st = check_task(task); !st) return st;
   const std::string key = task_prefix_ + task.id;
   const std::string rank = priority_rank(task.priority), priority = std::to_string(task.priority);
-  auto r = run(ScriptId::enqueue, {key, ready_, next_task_seq_}, {rank, priority, task.kind, task.payload, task.id},
+  auto r = run(ScriptId::enqueue, {key, ready_, next_task_seq_, done_}, {rank, priority, task.kind, task.payload, task.id},
                Idempotent::no, "enqueue");
   if (!r) return std::unexpected(r.error());
   if ((*r)[0] == "ok") return {};
   if ((*r)[0] == "already_exists") return fail(Errc::already_exists, "task \"" + task.id + "\" is already in the queue");
+  if ((*r)[0] == "done") {
+    return fail(Errc::already_exists, "task \"" + task.id + "\" was acknowledged already: a task id is done once");
+  }
   return std::unexpected(damaged("an unexpected answer \"" + (*r)[0] + "\" enqueueing task \"" + task.id + "\""));
 }
 
 Result<std::optional<Claim>> RedisStateStore::claim(std::string_view agent_id, int64_t now_ms,
                                                     int64_t visibility_timeout_ms, const ClaimFilter& filter) {
-  if (Status st = require_id(agent_id, "agent id"); !st) return std::unexpected(st.error());
-  auto expires = expiry(now_ms, visibility_timeout_ms);
+  if (Status st = check_id(agent_id, "agent id"); !st) return std::unexpected(st.error());
+  auto expires = lease_expiry(now_ms, visibility_timeout_ms);
   if (!expires) return std::unexpected(expires.error());
   // Leases whose expiry is <= now_ms: members below time_key(now_ms + 1) (now_ms + 1 cannot
-  // overflow: expiry() checked now_ms + a positive timeout).
+  // overflow: lease_expiry() checked now_ms + a positive timeout).
   const std::string expired_bound = "(" + time_key(now_ms + 1), expires_key = time_key(*expires);
   std::vector<std::string_view> args{task_prefix_, expired_bound, agent_id, expires_key};
   for (const std::string& kind : filter.kinds) args.push_back(kind);
@@ -705,14 +719,17 @@ Result<std::optional<Claim>> RedisStateStore::claim(std::string_view agent_id, i
 }
 
 Status RedisStateStore::ack(const ClaimRef& ref, int64_t now_ms) {
+  if (Status st = check_claim_ref(ref); !st) return st;
   const std::string key = task_prefix_ + ref.task_id, token = std::to_string(ref.token), now = time_key(now_ms);
-  auto r = run(ScriptId::ack, {key, leases_}, {ref.agent_id, token, now}, Idempotent::no, "ack");
+  // Idempotent: a second ack by the same claim is answered ok (the done hash remembers it).
+  auto r = run(ScriptId::ack, {key, leases_, done_}, {ref.agent_id, token, now, ref.task_id}, Idempotent::yes, "ack");
   if (!r) return std::unexpected(r.error());
   if ((*r)[0] == "ok") return {};
   return std::unexpected(claim_refused(ref, now_ms, *r));
 }
 
 Status RedisStateStore::release(const ClaimRef& ref, int64_t now_ms) {
+  if (Status st = check_claim_ref(ref); !st) return st;
   const std::string key = task_prefix_ + ref.task_id, token = std::to_string(ref.token), now = time_key(now_ms);
   auto r = run(ScriptId::release, {key, leases_, ready_}, {ref.agent_id, token, now}, Idempotent::no, "release");
   if (!r) return std::unexpected(r.error());
@@ -721,7 +738,8 @@ Status RedisStateStore::release(const ClaimRef& ref, int64_t now_ms) {
 }
 
 Result<int64_t> RedisStateStore::renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) {
-  auto expires = expiry(now_ms, visibility_timeout_ms);
+  if (Status st = check_claim_ref(ref); !st) return std::unexpected(st.error());
+  auto expires = lease_expiry(now_ms, visibility_timeout_ms);
   if (!expires) return std::unexpected(expires.error());
   const std::string key = task_prefix_ + ref.task_id, token = std::to_string(ref.token), now = time_key(now_ms);
   const std::string expires_key = time_key(*expires);
@@ -742,6 +760,7 @@ Result<uint64_t> RedisStateStore::queue_length() {
 // ---- The event stream ----
 
 Result<uint64_t> RedisStateStore::append(std::string_view bytes) {
+  if (Status st = check_event(bytes); !st) return std::unexpected(st.error());
   auto r = run(ScriptId::append, {events_}, {bytes}, Idempotent::no, "append");
   if (!r) return std::unexpected(r.error());
   auto seq = r->size() == 2 ? parse_number<uint64_t>((*r)[1]) : std::nullopt;
@@ -783,7 +802,7 @@ Result<uint64_t> RedisStateStore::last_seq() {
 }
 
 Status RedisStateStore::set_position(std::string_view consumer, uint64_t seq) {
-  if (Status st = require_id(consumer, "consumer name"); !st) return st;
+  if (Status st = check_id(consumer, "consumer name"); !st) return st;
   const std::string s = std::to_string(seq);
   auto r = run(ScriptId::set_position, {events_, positions_}, {consumer, s}, Idempotent::yes, "set_position");
   if (!r) return std::unexpected(r.error());
@@ -796,6 +815,7 @@ Status RedisStateStore::set_position(std::string_view consumer, uint64_t seq) {
 }
 
 Result<uint64_t> RedisStateStore::position(std::string_view consumer) {
+  if (Status st = check_id(consumer, "consumer name"); !st) return std::unexpected(st.error());
   auto reply = call({"HGET", positions_, consumer}, Idempotent::yes, "position");
   if (!reply) return std::unexpected(reply.error());
   const redisReply& r = **reply;

@@ -56,6 +56,9 @@
 //   P events          stream; event n is entry "<n>-0" with one field "b" (XLEN is the last
 //                     seq; nothing is ever deleted from it)
 //   P positions       hash: consumer -> seq
+//   P retired         hash: removed agent id -> its last version (the next incarnation goes on)
+//   P done            hash: acknowledged task id -> "agent token" of the claim that acked it
+//                     (a task id is done once; the same claim's retried ack is answered ok)
 // ordered(x) maps int64 onto uint64 preserving order (x XOR 2^63). The layout uses keys a
 // script computes (P task:<id>) beside the ones it declares: standalone Redis (or one
 // Sentinel-managed primary), not Redis Cluster.

@@ -109,8 +109,10 @@ class StateStore {
 
   // Writes `record` (its version field ignored) if the stored version is expected_version:
   // 0 means "must not exist yet" (already_exists if it does); otherwise the agent must exist
-  // (not_found) at exactly that version (failed_precondition). Returns the new version,
-  // expected_version + 1. A non-empty `event` is appended to the event stream in the same
+  // (not_found) at exactly that version (failed_precondition). Returns the new version:
+  // expected_version + 1, or on creation one past the last version of an agent of that id
+  // removed before (so no view of an earlier incarnation can compare equal to the new one).
+  // A non-empty `event` is appended to the event stream in the same
   // transaction: recorded exactly when the write is, and never for a refused one.
   virtual Result<uint64_t> put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) = 0;
   // nullopt if no agent has that id.
@@ -122,9 +124,11 @@ class StateStore {
 
   // ---- The task queue ----
 
-  // Adds a task, ready to claim. A task id still in the queue (ready or claimed) is refused
-  // with already_exists and the queue is unchanged, so a submitter that retries after a lost
-  // reply may treat already_exists as success. An acked task's id may be enqueued again.
+  // Adds a task, ready to claim. A task id still in the queue (ready or claimed), or one
+  // acknowledged before, is refused with already_exists and the queue is unchanged: a
+  // submitter that retries after a lost reply may treat already_exists as success, and a task
+  // id is done at most once (the store remembers every acknowledged id), so a retried submit
+  // can never run a decided task again.
   virtual Status enqueue(const Task& task) = 0;
   // Atomically leases the highest-priority, then oldest, task that matches `filter` and is
   // either unclaimed or held by a claim that expired (expires_ms <= now_ms) to `agent_id`
@@ -132,9 +136,11 @@ class StateStore {
   // ahead of tasks of its priority enqueued after it. nullopt if no task is claimable.
   virtual Result<std::optional<Claim>> claim(std::string_view agent_id, int64_t now_ms, int64_t visibility_timeout_ms,
                                              const ClaimFilter& filter) = 0;
-  // Removes the task: its work is done. Refused (failed_precondition) unless `ref` is the
-  // task's current claim, by that agent, and now_ms < its expires_ms; not_found if the task
-  // is not in the queue (acked already, or never enqueued).
+  // Removes the task: its work is done, for good (its id is remembered). Refused
+  // (failed_precondition) unless `ref` is the task's current claim, by that agent, and
+  // now_ms < its expires_ms; not_found if the task is not in the queue (acked by another
+  // claim, or never enqueued). Idempotent: the claim that acked a task acking it again gets
+  // ok, so a caller that lost the reply can retry.
   virtual Status ack(const ClaimRef& ref, int64_t now_ms) = 0;
   // Gives the task back unfinished: it is claimable at once, in its original place, and its
   // attempt count is kept. Refused as ack is.

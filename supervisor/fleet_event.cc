@@ -48,8 +48,12 @@ std::string encode(const FleetEvent& event) {
   if (event.delay_ms != 0) json["delay_ms"] = event.delay_ms;
   if (!event.circuit.empty()) json["circuit"] = event.circuit;
   if (!event.reason.empty()) json["reason"] = event.reason;
-  // Only strings and integers: canonicalization cannot fail on this value.
-  return canonicalize(json).value_or(json.dump());
+  // Ids reach here checked (store/record_checks.h) and reasons escaped, so canonicalization
+  // succeeds; should a string still be invalid UTF-8, it is written with U+FFFD rather than
+  // throwing from nlohmann's strict dump.
+  auto canonical = canonicalize(json);
+  if (canonical) return std::move(*canonical);
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Result<FleetEvent> decode_fleet_event(std::string_view bytes) {

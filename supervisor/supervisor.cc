@@ -6,20 +6,12 @@
 
 #include "common/canonical_json.h"
 #include "common/json_reader.h"
+#include "store/record_checks.h"
 
 namespace warden::supervisor {
 namespace {
 
 constexpr int kCasTries = 16;
-constexpr size_t kMaxAgentIdBytes = 128;
-
-bool valid_agent_id(std::string_view id) {
-  if (id.empty() || id.size() > kMaxAgentIdBytes) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-           c == '-';
-  });
-}
 
 // What the supervisor keeps in AgentRecord::details: the task an agent holds and its flags.
 std::string encode_details(const AgentView& view) {
@@ -27,8 +19,11 @@ std::string encode_details(const AgentView& view) {
   if (!view.task_id.empty()) {
     json["task"] = view.task_id;
     json["token"] = view.claim_token;
+    json["expires_ms"] = view.claim_expires_ms;
   }
-  return canonicalize(json).value_or(json.dump());
+  auto canonical = canonicalize(json);
+  if (canonical) return std::move(*canonical);
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Status decode_into(const store::AgentRecord& record, AgentView& view) {
@@ -43,6 +38,8 @@ Status decode_into(const store::AgentRecord& record, AgentView& view) {
   r.boolean("drained", view.drained);
   r.string("task", view.task_id, false);
   r.unsigned_integer("token", view.claim_token, 0, std::numeric_limits<uint64_t>::max(), false);
+  r.integer("expires_ms", view.claim_expires_ms, std::numeric_limits<int64_t>::min(),
+            std::numeric_limits<int64_t>::max(), false);
   return r.finish();
 }
 
@@ -136,10 +133,8 @@ Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
 }
 
 Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
-  if (!valid_agent_id(spec.id)) {
-    return fail(Errc::invalid_argument, "agent id \"" + spec.id + "\": 1-128 bytes of letters, digits, '.', '_', '-'");
-  }
-  if (spec.role.empty()) return fail(Errc::invalid_argument, "agent " + spec.id + ": the role is empty");
+  if (auto ok = store::check_id(spec.id, "agent id"); !ok) return std::unexpected(ok.error());
+  if (auto ok = store::check_id(spec.role, "agent " + spec.id + ": role"); !ok) return std::unexpected(ok.error());
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
   policy_locked(spec.id);
@@ -190,42 +185,49 @@ Status Supervisor::heartbeat(std::string_view agent_id) {
 }
 
 Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std::string_view reason, bool down,
-                                                int64_t now) {
+                                                int64_t now, std::optional<uint64_t> lapsed_claim) {
   RestartPolicy& policy = policy_locked(agent_id);
   // Held out of assignment from this moment until the decision below replaces the sentinel:
   // an assign() between the failure and the decision cannot pick the agent.
   policy.mark_failing();
   // The failed event is written with the record; its task is known only inside the change.
   FleetEvent failed_event{.type = FleetEventType::failed, .agent_id = agent_id, .at_ms = now,
-                          .reason = std::string(reason)};
+                          .reason = escape_invalid_utf8(reason)};
+  std::optional<store::ClaimRef> held;
   auto failed = update(agent_id, now, [&](AgentView& view) -> Status {
     // A heartbeat failure re-checked on the record it writes: a heartbeat that landed since
     // the agent was listed (here or at another supervisor) wins.
     if (down && (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms())) {
       return fail(Errc::failed_precondition, "agent " + agent_id + " is not stale any more");
     }
+    if (lapsed_claim && (view.task_id.empty() || view.claim_token != *lapsed_claim)) {
+      return fail(Errc::failed_precondition, "agent " + agent_id + " no longer holds the lapsed claim");
+    }
     auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::agent_failed);
     if (!next) return std::unexpected(next.error().to_error());
+    held.reset();
+    failed_event.task_id.clear();
     if (!view.task_id.empty()) {
-      // Released in the store before the record says idle; a release refused because the
-      // claim already expired is fine: the task is back in the queue either way.
-      auto released = store_.release(held_claim(view), now);
-      if (!released && released.error().code != Errc::failed_precondition && released.error().code != Errc::not_found) {
-        return std::unexpected(released.error());
-      }
+      held = held_claim(view);
       failed_event.task_id = view.task_id;
-    } else {
-      failed_event.task_id.clear();
     }
     view.state = next->state;
     view.task_id.clear();
     view.claim_token = 0;
+    view.claim_expires_ms = 0;
     if (down) view.down = true;
     return {};
   }, &failed_event);
   if (!failed) {
     policy.unmark_failing();
     return std::unexpected(failed.error());
+  }
+  if (held) {
+    // Released only once the record no longer holds it: a release whose record write then
+    // lost a race would leave the record naming a task another agent may take. A refused
+    // release (the claim expired, the task is gone) is fine: the task is back or done; a
+    // failed one leaves the lease to expire.
+    (void)store_.release(*held, now);
   }
   const BreakerState before = policy.breaker().state(now);
   RestartDecision decision = policy.on_failure(now, random_);
@@ -248,7 +250,7 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
 
 Result<RestartDecision> Supervisor::fail_agent(std::string_view agent_id, std::string_view reason) {
   std::lock_guard lock(mu_);
-  return fail_locked(std::string(agent_id), reason, false, clock_.now_ms());
+  return fail_locked(std::string(agent_id), reason, false, clock_.now_ms(), std::nullopt);
 }
 
 Result<std::vector<std::string>> Supervisor::detect_failures() {
@@ -260,10 +262,19 @@ Result<std::vector<std::string>> Supervisor::detect_failures() {
   for (store::AgentRecord& record : *listed) {
     AgentView view = view_locked(std::move(record), now);
     if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
-    if (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms()) continue;
-    std::string reason = "no heartbeat for " + std::to_string(now - view.record.last_heartbeat_ms) + " ms (at most " +
-                         std::to_string(stale_after_ms()) + ")";
-    auto decided = fail_locked(view.record.id, reason, true, now);
+    if (view.down) continue;
+    const bool stale = now - view.record.last_heartbeat_ms > stale_after_ms();
+    // A live agent that holds a claim past its lease (it never delivered nor renewed, its
+    // delivery was refused, or its assignment was lost) would never be assigned again: it
+    // fails too, and the store has already given the task back.
+    const bool lapsed = !view.task_id.empty() && now >= view.claim_expires_ms;
+    if (!stale && !lapsed) continue;
+    std::string reason = stale ? "no heartbeat for " + std::to_string(now - view.record.last_heartbeat_ms) +
+                                     " ms (at most " + std::to_string(stale_after_ms()) + ")"
+                               : "its claim on task " + view.task_id + " ran out at " +
+                                     std::to_string(view.claim_expires_ms) + " ms without a delivery or renewal";
+    auto decided = fail_locked(view.record.id, reason, stale, now,
+                               stale ? std::nullopt : std::optional<uint64_t>(view.claim_token));
     if (!decided) {
       // Another supervisor got there first, or the agent heartbeat in between: not ours.
       if (decided.error().code == Errc::failed_precondition || decided.error().code == Errc::not_found) continue;
@@ -287,30 +298,46 @@ Result<std::vector<Assignment>> Supervisor::assign() {
   for (size_t k = 0; k < n; ++k) {
     store::AgentRecord& record = (*listed)[(start + k) % n];
     AgentView view = view_locked(record, now);
-    if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
+    // One undecodable record costs its agent its turn, not the fleet its pass.
+    if (auto decoded = decode_into(view.record, view); !decoded) continue;
     if (view.state != AgentState::idle || view.down || view.drained) continue;
     RestartPolicy& policy = policy_locked(view.record.id);
     if (!policy.may_assign(now)) continue;
     auto claimed = store_.claim(view.record.id, now, config_.visibility_timeout_ms, store::ClaimFilter{{view.record.role}});
-    if (!claimed) return std::unexpected(claimed.error());
+    if (!claimed) {
+      // The store failed: what this pass already assigned is returned (those agents hold
+      // their tasks now); the error shows again on the next pass.
+      if (!made.empty()) return made;
+      return std::unexpected(claimed.error());
+    }
     if (!*claimed) continue;
     const store::Claim claim = **claimed;
     const FleetEvent assigned{.type = FleetEventType::assigned, .agent_id = view.record.id, .at_ms = now,
                               .task_id = claim.task.id, .attempt = claim.attempt};
     auto moved = update(view.record.id, now, [&](AgentView& current) -> Status {
-      // Another supervisor may have assigned or failed the agent since it was listed.
-      if (current.down || current.drained) return fail(Errc::failed_precondition, "agent no longer available");
+      // Another supervisor may have assigned or failed the agent since it was listed, or it
+      // registered again with another role.
+      if (current.down || current.drained || current.record.role != claim.task.kind) {
+        return fail(Errc::failed_precondition, "agent no longer available");
+      }
       auto next = apply(AgentSnapshot{current.state, current.state, std::nullopt, current.record.version},
                         AgentEvent::task_assigned);
       if (!next) return std::unexpected(next.error().to_error());
       current.state = next->state;
       current.task_id = claim.task.id;
       current.claim_token = claim.token;
+      current.claim_expires_ms = claim.expires_ms;
       return {};
     }, &assigned, view);
     if (!moved) {
-      (void)store_.release(claim.ref(), now);
-      if (moved.error().code == Errc::failed_precondition || moved.error().code == Errc::not_found) continue;
+      const Errc code = moved.error().code;
+      if (code == Errc::failed_precondition || code == Errc::not_found || code == Errc::corrupt) {
+        (void)store_.release(claim.ref(), now);  // certainly not recorded: give the task back now
+        continue;
+      }
+      // The write's outcome is unknown (a broken connection): it may have landed, so the task
+      // is not released under a record that may name it; its lease returns it if not.
+      if (!made.empty()) return made;
       return std::unexpected(moved.error());
     }
     policy.try_assign(now);  // takes a half-open breaker's one probe
@@ -353,7 +380,12 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
   if (!*current) return fail(Errc::not_found, "no agent " + std::string(agent_id));
   AgentView view = view_locked(std::move(**current), now);
   if (auto decoded = decode_into(view.record, view); !decoded) return decoded;
-  if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
+  if (!same_claim(view, claim)) {
+    // A retry after a lost reply: the store answers ok only to the claim that acked the
+    // task; anything else (an expired, released or foreign claim) stays refused.
+    if (claim.agent_id == agent_id && store_.ack(claim, now)) return {};
+    return fail(Errc::failed_precondition, "the claim is not the agent's current one");
+  }
   auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::output_delivered);
   if (!next) return std::unexpected(next.error().to_error());
   // The ack is the one gate to a decision: the store refuses it for an expired or re-claimed
@@ -366,15 +398,35 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
     latest.state = AgentState::idle;
     latest.task_id.clear();
     latest.claim_token = 0;
+    latest.claim_expires_ms = 0;
     return {};
   }, &delivered, std::move(view));
-  if (!moved) return std::unexpected(moved.error().with_context("the task was acked; recording the agent idle"));
+  if (!moved) {
+    // The ack stands, and it alone authorizes the decision: report success. The record
+    // still names the claim; detect_failures() frees the agent once that claim's lease has
+    // run out. The event is recorded on its own.
+    (void)emit(delivered);
+  }
   RestartPolicy& policy = policy_locked(std::string(agent_id));
   const BreakerState before = policy.breaker().state(now);
   policy.on_success();
   if (before != BreakerState::closed) {
     return emit({.type = FleetEventType::circuit, .agent_id = std::string(agent_id), .at_ms = now, .circuit = "closed"});
   }
+  return {};
+}
+
+Status Supervisor::renew(std::string_view agent_id, const store::ClaimRef& claim) {
+  std::lock_guard lock(mu_);
+  const int64_t now = clock_.now_ms();
+  auto moved = update(agent_id, now, [&](AgentView& view) -> Status {
+    if (!same_claim(view, claim)) return fail(Errc::failed_precondition, "the claim is not the agent's current one");
+    auto expires = store_.renew(claim, now, config_.visibility_timeout_ms);
+    if (!expires) return std::unexpected(expires.error());
+    view.claim_expires_ms = *expires;
+    return {};
+  });
+  if (!moved) return std::unexpected(moved.error());
   return {};
 }
 

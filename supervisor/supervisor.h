@@ -60,8 +60,8 @@ struct SupervisorConfig {
 Status validate(const SupervisorConfig& config);
 
 struct AgentSpec {
-  std::string id;    // non-empty, at most 128 bytes of [A-Za-z0-9._-]
-  std::string role;  // the task kind it takes ("runner", "executor"); non-empty
+  std::string id;    // store::check_id: 1-128 bytes of [A-Za-z0-9._:-]
+  std::string role;  // the task kind it takes ("runner", "executor"), as store::check_id
   std::map<std::string, std::string> labels;
 };
 
@@ -71,6 +71,7 @@ struct AgentView {
   AgentState state = AgentState::idle;
   std::string task_id;     // the task it holds, if any
   uint64_t claim_token = 0;
+  int64_t claim_expires_ms = 0;  // when the store gives the task back unless renewed
   bool down = false;       // failed for missed heartbeats; a heartbeat brings it back
   bool drained = false;    // taken out of assignment by an operator
   bool given_up = false;   // past the restart intensity (this supervisor's view)
@@ -96,8 +97,9 @@ class Supervisor {
   Status heartbeat(std::string_view agent_id);
 
   // Fails every agent that is not already down and whose last heartbeat is older than
-  // stale_after_ms(): agent_failed, its task released to the queue, a restart decision.
-  // Returns their ids, in id order.
+  // stale_after_ms() (it is marked down), or that holds a claim whose lease has run out:
+  // agent_failed, its task released to the queue, a restart decision. Returns their ids, in
+  // id order.
   Result<std::vector<std::string>> detect_failures();
   // One assignment pass: every idle agent that is up, not drained and allowed by its policy
   // (cooldown over, breaker closed or probing, not given up) gets the highest-priority
@@ -109,8 +111,14 @@ class Supervisor {
   Status started(std::string_view agent_id, const store::ClaimRef& claim);
   // The agent has output for `claim` (working -> reporting).
   Status output_ready(std::string_view agent_id, const store::ClaimRef& claim);
+  // A long task's agent keeps its claim: the lease runs visibility_timeout_ms from now.
+  // failed_precondition if the claim ran out or is not the agent's.
+  Status renew(std::string_view agent_id, const store::ClaimRef& claim);
   // The output was taken: the task is acked (failed_precondition if the claim expired or is
   // not the agent's: then record no decision) and the agent is idle with its breaker closed.
+  // Success means the store acked the task, and only then may the caller record a decision;
+  // the same claim delivering again after a lost reply succeeds again (the store's ack is
+  // idempotent for its claim), so a retry never turns a made decision into a failure.
   Status delivered(std::string_view agent_id, const store::ClaimRef& claim);
   // The agent failed (crashed, sent something refused, timed out): agent_failed, its task
   // released, and the restart decision, which the caller acts on for agents it spawned.
@@ -144,7 +152,10 @@ class Supervisor {
                         const FleetEvent* fleet_event);
   RestartPolicy& policy_locked(const std::string& agent_id);
   AgentView view_locked(store::AgentRecord record, int64_t now);
-  Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, int64_t now);
+  // `down`: a heartbeat failure (re-checked on the record it writes); `lapsed_claim`: the
+  // claim token that ran out (the failure stands only if the agent still holds it).
+  Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, int64_t now,
+                                      std::optional<uint64_t> lapsed_claim);
   Status emit(FleetEvent event);
 
   store::StateStore& store_;

@@ -274,13 +274,13 @@ TEST(RedisStateStore, PrioritiesBeyondADoublesPrecisionKeepTheirOrder) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t k2p53 = int64_t{1} << 53;  // 2^53 and 2^53 + 1 are one double
   ASSERT_TRUE(store->enqueue(task("min", kMin)));
-  ASSERT_TRUE(store->enqueue(task("2^53", k2p53)));
+  ASSERT_TRUE(store->enqueue(task("2p53", k2p53)));
   ASSERT_TRUE(store->enqueue(task("max-1", kMax - 1)));
-  ASSERT_TRUE(store->enqueue(task("2^53+1", k2p53 + 1)));
+  ASSERT_TRUE(store->enqueue(task("2p53plus1", k2p53 + 1)));
   ASSERT_TRUE(store->enqueue(task("max", kMax)));
   ASSERT_TRUE(store->enqueue(task("-1", -1)));
-  const std::map<std::string, int64_t> priority_of{{"min", kMin},           {"2^53", k2p53}, {"max-1", kMax - 1},
-                                                   {"2^53+1", k2p53 + 1}, {"max", kMax},   {"-1", -1}};
+  const std::map<std::string, int64_t> priority_of{{"min", kMin},           {"2p53", k2p53}, {"max-1", kMax - 1},
+                                                   {"2p53plus1", k2p53 + 1}, {"max", kMax},   {"-1", -1}};
   std::vector<std::string> order;
   for (;;) {
     auto c = store->claim("a", 0, 10, {});
@@ -290,7 +290,7 @@ TEST(RedisStateStore, PrioritiesBeyondADoublesPrecisionKeepTheirOrder) {
     EXPECT_EQ((*c)->task.priority, priority_of.at((*c)->task.id));
     ASSERT_TRUE(store->ack((*c)->ref(), 1));
   }
-  EXPECT_EQ(order, (std::vector<std::string>{"max", "max-1", "2^53+1", "2^53", "-1", "min"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"max", "max-1", "2p53plus1", "2p53", "-1", "min"}));
 }
 
 TEST(RedisStateStore, LeaseTimesBeyondADoublesPrecisionAreExact) {

@@ -175,10 +175,14 @@ TEST_P(StateStoreConformance, ListIsInIdOrderAndRemoveComparesVersions) {
   all = store().list_agents();
   ASSERT_TRUE(all);
   ASSERT_EQ(all->size(), 2u);
-  // Removed, the id may be created again from version 0.
+  // Removed, the id may be created again from version 0; its versions go on from the removed
+  // one's (2), so a writer holding a view of the old incarnation at version 1 or 2 loses.
   auto again = store().put_agent(agent("c", "Idle"), 0, "");
   ASSERT_TRUE(again);
-  EXPECT_EQ(*again, 1u);
+  EXPECT_EQ(*again, 3u);
+  EXPECT_EQ(store().put_agent(agent("c", "stale"), 1, "").error().code, Errc::failed_precondition);
+  EXPECT_EQ(store().put_agent(agent("c", "stale"), 2, "").error().code, Errc::failed_precondition);
+  EXPECT_EQ(store().get_agent("c").value()->version, 3u);
 }
 
 TEST_P(StateStoreConformance, DetailsAreOpaqueBytes) {
@@ -267,12 +271,58 @@ TEST_P(StateStoreConformance, DuplicateEnqueueIsRefusedAndChangesNothing) {
   ASSERT_FALSE(while_claimed);
   EXPECT_EQ(while_claimed.error().code, Errc::already_exists);
   ASSERT_TRUE(store().ack((*c)->ref(), 1));
-  // Acked, the id is free again.
-  ASSERT_TRUE(store().enqueue(Task{"t1", 1, "build", "fourth"}));
+  // Acked, the id is done for good: a retried submit cannot run a decided task again.
+  auto after_ack = store().enqueue(Task{"t1", 1, "build", "fourth"});
+  ASSERT_FALSE(after_ack);
+  EXPECT_EQ(after_ack.error().code, Errc::already_exists);
+  EXPECT_NE(after_ack.error().message.find("acknowledged already"), std::string::npos) << after_ack.error().message;
   auto next = store().claim("a", 2, kLease, kAny);
-  ASSERT_TRUE(next && next->has_value());
-  EXPECT_EQ((*next)->task.payload, "fourth");
-  EXPECT_EQ((*next)->attempt, 1u);
+  ASSERT_TRUE(next);
+  EXPECT_FALSE(next->has_value());
+}
+
+TEST_P(StateStoreConformance, AnAckRetriedByItsClaimIsOkAndByAnyOtherIsRefused) {
+  ASSERT_TRUE(store().enqueue(task("t1", 1)));
+  auto c = store().claim("a", 0, kLease, kAny);
+  ASSERT_TRUE(c && c->has_value());
+  const ClaimRef ref = (*c)->ref();
+  ASSERT_TRUE(store().ack(ref, 1));
+  EXPECT_TRUE(store().ack(ref, 2)) << "the same claim's retry after a lost reply";
+  auto other_agent = store().ack(ClaimRef{"t1", "b", ref.token}, 2);
+  ASSERT_FALSE(other_agent);
+  EXPECT_EQ(other_agent.error().code, Errc::not_found);
+  auto other_token = store().ack(ClaimRef{"t1", "a", ref.token + 1}, 2);
+  ASSERT_FALSE(other_token);
+  EXPECT_EQ(other_token.error().code, Errc::not_found);
+  EXPECT_EQ(store().queue_length().value(), 0u);
+}
+
+TEST_P(StateStoreConformance, IdsRecordsAndEventsOutsideTheBoundsAreRefusedAndChangeNothing) {
+  const std::string long_id(129, 'a');
+  for (const std::string& bad : {std::string("a b"), std::string("a/b"), std::string("\xff"), long_id,
+                                 std::string("a\0b", 3)}) {
+    EXPECT_EQ(store().put_agent(agent(bad, "Idle"), 0, "").error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().get_agent(bad).error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().remove_agent(bad, 1).error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().enqueue(task(bad, 1)).error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().claim(bad, 0, kLease, kAny).error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().ack(ClaimRef{bad, "a", 1}, 0).error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().release(ClaimRef{"t", bad, 1}, 0).error().code, Errc::invalid_argument) << bad;
+    EXPECT_EQ(store().set_position(bad, 0).error().code, Errc::invalid_argument) << bad;
+  }
+  EXPECT_TRUE(store().get_agent(std::string(128, 'a')));  // exactly the bound
+  AgentRecord crowded = agent("crowded", "Idle");
+  for (int i = 0; i < 65; ++i) crowded.labels["l" + std::to_string(i)] = "v";
+  EXPECT_EQ(store().put_agent(crowded, 0, "").error().code, Errc::invalid_argument);
+  AgentRecord bad_value = agent("bad-value", "Idle");
+  bad_value.labels["zone"] = "\xff";
+  EXPECT_EQ(store().put_agent(bad_value, 0, "").error().code, Errc::invalid_argument);
+  EXPECT_EQ(store().put_agent(agent("ok", "Idle"), 0, std::string(65537, 'e')).error().code, Errc::invalid_argument);
+  EXPECT_EQ(store().append(std::string(65537, 'e')).error().code, Errc::invalid_argument);
+  EXPECT_EQ(store().enqueue(Task{"big", 1, "k", std::string((1 << 20) + 1, 'p')}).error().code, Errc::invalid_argument);
+  EXPECT_EQ(store().list_agents().value().size(), 0u);
+  EXPECT_EQ(store().queue_length().value(), 0u);
+  EXPECT_EQ(store().last_seq().value(), 0u);
 }
 
 TEST_P(StateStoreConformance, FilterTakesTheBestMatchingKind) {

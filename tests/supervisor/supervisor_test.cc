@@ -155,8 +155,12 @@ TEST(Supervisor, AssignsByRoleAndPriorityAndWalksTheStateMachineToDelivery) {
   ASSERT_TRUE(fleet.sup->delivered("r1", ref));
   EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
   EXPECT_TRUE(fleet.view("r1").task_id.empty());
-  // Delivered once: the same claim cannot deliver again.
-  EXPECT_FALSE(fleet.sup->delivered("r1", ref));
+  // The same claim delivering again (its reply was lost) is answered as before and changes
+  // nothing; another agent's or a forged claim is refused.
+  EXPECT_TRUE(fleet.sup->delivered("r1", ref));
+  EXPECT_FALSE(fleet.sup->delivered("e1", store::ClaimRef{ref.task_id, "e1", ref.token}));
+  EXPECT_FALSE(fleet.sup->delivered("r1", store::ClaimRef{ref.task_id, "r1", ref.token + 100}));
+  EXPECT_EQ(fleet.store->queue_length().value(), 2u);  // low and exec remain
 
   auto next = fleet.sup->assign();
   ASSERT_TRUE(next);
@@ -270,6 +274,57 @@ TEST(Supervisor, BackoffAndTheBreakerHoldAFailingAgentOutAndIntensityGivesUp) {
   auto events = types(fleet.events());
   EXPECT_EQ(std::count(events.begin(), events.end(), FleetEventType::given_up), 1);
   EXPECT_EQ(std::count(events.begin(), events.end(), FleetEventType::circuit), 2);  // open, closed
+}
+
+TEST(Supervisor, ALiveAgentWhoseClaimRanOutIsFailedUnlessItRenewed) {
+  Fleet fleet;  // visibility timeout 10,000 ms
+  ASSERT_TRUE(fleet.sup->register_agent({"slow", "runner", {}}));
+  ASSERT_TRUE(fleet.sup->register_agent({"long", "runner", {}}));
+  fleet.task("a", 2);
+  fleet.task("b", 1);
+  auto made = fleet.sup->assign();
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->size(), 2u);
+  std::map<std::string, store::ClaimRef> refs;
+  for (const auto& a : *made) refs[a.agent_id] = a.claim.ref();
+  ASSERT_TRUE(fleet.sup->started("slow", refs["slow"]));
+  ASSERT_TRUE(fleet.sup->started("long", refs["long"]));
+  // Both keep heartbeating; only "long" renews its claim.
+  for (int step = 0; step < 6; ++step) {
+    fleet.clock.advance(2000);
+    ASSERT_TRUE(fleet.sup->heartbeat("slow"));
+    ASSERT_TRUE(fleet.sup->heartbeat("long"));
+    ASSERT_TRUE(fleet.sup->renew("long", refs["long"]));
+  }
+  auto failed = fleet.sup->detect_failures();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(*failed, std::vector<std::string>{"slow"});
+  EXPECT_FALSE(fleet.view("slow").down) << "it heartbeats: failed for its claim, not marked down";
+  EXPECT_TRUE(fleet.view("slow").task_id.empty());
+  EXPECT_EQ(fleet.view("long").state, AgentState::working);
+  // The slow agent's late delivery decides nothing.
+  EXPECT_FALSE(fleet.sup->output_ready("slow", refs["slow"]));
+  EXPECT_FALSE(fleet.sup->delivered("slow", refs["slow"]));
+  ASSERT_TRUE(fleet.sup->output_ready("long", refs["long"]));
+  ASSERT_TRUE(fleet.sup->delivered("long", refs["long"]));
+  auto events = fleet.events();
+  auto it = std::find_if(events.begin(), events.end(), [](const FleetEvent& e) { return e.type == FleetEventType::failed; });
+  ASSERT_NE(it, events.end());
+  EXPECT_NE(it->reason.find("ran out"), std::string::npos) << it->reason;
+}
+
+TEST(Supervisor, BytesThatAreNotTextNeitherThrowNorReachTheStore) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  EXPECT_EQ(fleet.store->enqueue(store::Task{"bad\xff", 1, "runner", "x"}).error().code, Errc::invalid_argument);
+  EXPECT_EQ(fleet.sup->register_agent({"r\xff", "runner", {}}).error().code, Errc::invalid_argument);
+  auto decided = fleet.sup->fail_agent("r1", "crashed: \xff\xfe");
+  ASSERT_TRUE(decided) << decided.error().message;
+  auto events = fleet.events();
+  ASSERT_FALSE(events.empty());
+  auto it = std::find_if(events.begin(), events.end(), [](const FleetEvent& e) { return e.type == FleetEventType::failed; });
+  ASSERT_NE(it, events.end());
+  EXPECT_EQ(it->reason, "crashed: \\xff\\xfe");
 }
 
 TEST(Supervisor, DrainedAgentsGetNoWorkAndOnlyIdleAgentsAreForgotten) {
