@@ -106,6 +106,12 @@ Status Supervisor::emit(FleetEvent event) {
 Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
                                      const std::function<Status(AgentView&)>& change, const FleetEvent* event,
                                      std::optional<AgentView> known) {
+  if (!known) {
+    // The record as this supervisor last wrote or read it: right unless another supervisor
+    // wrote since, which the compare-and-set below tells, at the cost of one re-read.
+    auto cached = known_.find(std::string(agent_id));
+    if (cached != known_.end()) known = cached->second;
+  }
   for (int attempt = 0; attempt < kCasTries; ++attempt) {
     AgentView view;
     if (known) {
@@ -119,14 +125,19 @@ Result<AgentView> Supervisor::update(std::string_view agent_id, int64_t now,
       if (auto decoded = decode_into(view.record, view); !decoded) return std::unexpected(decoded.error());
     }
     const uint64_t version = view.record.version;
-    if (auto changed = change(view); !changed) return std::unexpected(changed.error());
+    if (auto changed = change(view); !changed) {
+      known_.erase(std::string(agent_id));
+      return std::unexpected(changed.error());
+    }
     view.record.state = std::string(to_string(view.state));
     view.record.details = encode_details(view);
     auto put = store_.put_agent(view.record, version, event ? encode(*event) : std::string());
     if (put) {
       view.record.version = *put;
+      known_[std::string(agent_id)] = view;
       return view;
     }
+    known_.erase(std::string(agent_id));
     if (put.error().code != Errc::failed_precondition) return std::unexpected(put.error());
   }
   return fail(Errc::failed_precondition, "agent " + std::string(agent_id) + " kept changing under the supervisor");
@@ -162,6 +173,7 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
                                 encode({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}));
     if (put) {
       view.record.version = *put;
+      known_[spec.id] = view;
       return view;
     }
     if (put.error().code != Errc::failed_precondition && put.error().code != Errc::already_exists) {
@@ -375,11 +387,20 @@ Status Supervisor::output_ready(std::string_view agent_id, const store::ClaimRef
 Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& claim) {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
-  auto current = store_.get_agent(agent_id);
-  if (!current) return std::unexpected(current.error());
-  if (!*current) return fail(Errc::not_found, "no agent " + std::string(agent_id));
-  AgentView view = view_locked(std::move(**current), now);
-  if (auto decoded = decode_into(view.record, view); !decoded) return decoded;
+  AgentView view;
+  auto cached = known_.find(std::string(agent_id));
+  if (cached != known_.end() && same_claim(cached->second, claim)) {
+    // Written by this process when the claim was assigned or advanced; a stale copy only
+    // makes the update below re-read. The ack does not depend on it: the store checks the
+    // claim itself.
+    view = cached->second;
+  } else {
+    auto current = store_.get_agent(agent_id);
+    if (!current) return std::unexpected(current.error());
+    if (!*current) return fail(Errc::not_found, "no agent " + std::string(agent_id));
+    view = view_locked(std::move(**current), now);
+    if (auto decoded = decode_into(view.record, view); !decoded) return decoded;
+  }
   if (!same_claim(view, claim)) {
     // A retry after a lost reply: the store answers ok only to the claim that acked the
     // task; anything else (an expired, released or foreign claim) stays refused.
@@ -457,6 +478,7 @@ Status Supervisor::forget(std::string_view agent_id) {
   }
   if (auto removed = store_.remove_agent(agent_id, view.record.version); !removed) return removed;
   policies_.erase(std::string(agent_id));
+  known_.erase(std::string(agent_id));
   return emit({.type = FleetEventType::forgotten, .agent_id = std::string(agent_id), .at_ms = now});
 }
 

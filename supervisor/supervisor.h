@@ -165,6 +165,9 @@ class Supervisor {
 
   std::mutex mu_;
   std::map<std::string, RestartPolicy> policies_;  // guarded by mu_
+  // Each agent's record as this process last wrote it: update() writes against it first, so
+  // a step costs one store round trip, not two, while no other supervisor intervenes.
+  std::map<std::string, AgentView> known_;         // guarded by mu_
   size_t next_start_ = 0;                           // guarded by mu_: assign()'s rotation
 };
 
