@@ -882,6 +882,16 @@ Result<RedisAddress> parse_redis_address(std::string_view text) {
 
 Result<std::unique_ptr<StateStore>> open_redis_state_store(const RedisAddress& address,
                                                            const RedisStateStoreOptions& options) {
+  // A zero timeout would mean "wait forever" to the socket, under the store's one mutex.
+  if (options.connect_timeout.count() <= 0 || options.command_timeout.count() <= 0) {
+    return fail(Errc::invalid_argument, "the Redis state store's connect and command timeouts must be positive");
+  }
+  // One ':' and only at the end: "a:" and "a:task:x:" would otherwise nest, and two stores
+  // meant to be apart would share keys.
+  if (auto prefix = check_id(options.key_prefix, "key prefix"); !prefix) return std::unexpected(prefix.error());
+  if (options.key_prefix.find(':') != options.key_prefix.size() - 1) {
+    return fail(Errc::invalid_argument, "key prefix \"" + options.key_prefix + "\": one ':', at its end (\"warden:\")");
+  }
   auto store = std::make_unique<RedisStateStore>(address, options);
   if (Status st = store->start(); !st) return std::unexpected(st.error().with_context("opening the Redis state store"));
   return std::unique_ptr<StateStore>(std::move(store));

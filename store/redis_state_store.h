@@ -111,7 +111,9 @@ struct RedisAddress {
 Result<RedisAddress> parse_redis_address(std::string_view text);
 
 struct RedisStateStoreOptions {
-  std::string key_prefix = "warden:";  // every key lives under it; stores with different prefixes are apart
+  // Every key lives under it; stores with different prefixes are apart. As store::check_id,
+  // with one ':' and only at its end.
+  std::string key_prefix = "warden:";
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds command_timeout{10'000};  // past it the connection counts as broken
 };

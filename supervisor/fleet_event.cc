@@ -64,7 +64,7 @@ Result<FleetEvent> decode_fleet_event(std::string_view bytes) {
   std::string type;
   r.string("type", type);
   r.string("agent", event.agent_id);
-  r.integer("at_ms", event.at_ms, 0, kMaxInt);
+  r.integer("at_ms", event.at_ms, std::numeric_limits<int64_t>::min(), kMaxInt);
   r.string("task", event.task_id, false);
   uint64_t attempt = 0;
   r.unsigned_integer("attempt", attempt, 0, std::numeric_limits<uint32_t>::max(), false);

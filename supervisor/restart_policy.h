@@ -56,8 +56,8 @@ struct IntensityConfig {
 };
 
 // The restarts of the last window_ms, and whether the bound was ever passed. Giving up is
-// final: a RestartIntensity that said no keeps saying no (re-register the agent to start
-// over).
+// final: a RestartIntensity that said no keeps saying no (forget the agent and register it
+// again to start over: Supervisor::forget drops its policy).
 class RestartIntensity {
  public:
   // `config` must be valid (validate()).

@@ -400,5 +400,22 @@ TEST(RedisAddress, RefusesMalformedAddressesNamingTheFault) {
   }
 }
 
+TEST(RedisStateStoreOptions, UnboundedTimeoutsAndNestingPrefixesAreRefusedBeforeConnecting) {
+  const RedisAddress nowhere = RedisAddress::unix_socket("/nonexistent/redis.sock");
+  RedisStateStoreOptions zero_timeout;
+  zero_timeout.command_timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(open_redis_state_store(nowhere, zero_timeout).error().code, Errc::invalid_argument);
+  RedisStateStoreOptions zero_connect;
+  zero_connect.connect_timeout = std::chrono::milliseconds(0);
+  EXPECT_EQ(open_redis_state_store(nowhere, zero_connect).error().code, Errc::invalid_argument);
+  for (const std::string bad : {"", "warden", "a:task:", "a b:", "w\xff:"}) {
+    RedisStateStoreOptions options;
+    options.key_prefix = bad;
+    EXPECT_EQ(open_redis_state_store(nowhere, options).error().code, Errc::invalid_argument) << bad;
+  }
+  // A good prefix gets as far as connecting: io_error, nothing listens there.
+  EXPECT_EQ(open_redis_state_store(nowhere).error().code, Errc::io_error);
+}
+
 }  // namespace
 }  // namespace warden::store::test
