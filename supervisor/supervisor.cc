@@ -186,6 +186,15 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
 Status Supervisor::heartbeat(std::string_view agent_id) {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
+  // A heartbeat within a quarter interval of the last one this process recorded changes
+  // nothing detection needs, so it writes nothing: an agent (or a flood of calls in its name)
+  // cannot turn heartbeats into store writes faster than four per interval.
+  auto cached = known_.find(std::string(agent_id));
+  if (cached != known_.end() && !cached->second.down &&
+      now - cached->second.record.last_heartbeat_ms < config_.heartbeat_interval_ms / 4 &&
+      now >= cached->second.record.last_heartbeat_ms) {
+    return {};
+  }
   auto done = update(agent_id, now, [&](AgentView& view) -> Status {
     // Heartbeats carry no clock of the agent's: the supervisor's reading is the one compared.
     view.record.last_heartbeat_ms = std::max(view.record.last_heartbeat_ms, now);

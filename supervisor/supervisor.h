@@ -93,7 +93,8 @@ class Supervisor {
   // (a restarted process) keeps its restart policy but drops what it held: its task goes
   // back to the queue.
   Result<AgentView> register_agent(const AgentSpec& spec);
-  // Records a heartbeat now; an agent that was down is up again.
+  // Records a heartbeat now; an agent that was down is up again. One within a quarter
+  // interval of the last this process recorded is answered without a write.
   Status heartbeat(std::string_view agent_id);
 
   // Fails every agent that is not already down and whose last heartbeat is older than

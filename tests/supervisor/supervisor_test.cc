@@ -330,6 +330,25 @@ TEST(Supervisor, BytesThatAreNotTextNeitherThrowNorReachTheStore) {
   EXPECT_EQ(it->reason, "crashed: \\xff\\xfe");
 }
 
+TEST(Supervisor, HeartbeatsFasterThanAQuarterIntervalWriteNothing) {
+  Fleet fleet;  // interval 1,000 ms
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  const uint64_t registered = fleet.view("r1").record.version;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(fleet.sup->heartbeat("r1"));
+  fleet.clock.advance(249);
+  ASSERT_TRUE(fleet.sup->heartbeat("r1"));
+  EXPECT_EQ(fleet.view("r1").record.version, registered) << "a flood of heartbeats became writes";
+  fleet.clock.advance(1);
+  ASSERT_TRUE(fleet.sup->heartbeat("r1"));
+  EXPECT_EQ(fleet.view("r1").record.version, registered + 1);
+  EXPECT_EQ(fleet.view("r1").record.last_heartbeat_ms, fleet.clock.now_ms());
+  // Detection still sees every heartbeat that matters: 2,100 ms after the last recorded one.
+  fleet.clock.advance(2100);
+  EXPECT_TRUE(fleet.sup->detect_failures()->empty());
+  fleet.clock.advance(1);
+  EXPECT_EQ(fleet.sup->detect_failures().value(), std::vector<std::string>{"r1"});
+}
+
 TEST(Supervisor, DrainedAgentsGetNoWorkAndOnlyIdleAgentsAreForgotten) {
   Fleet fleet;
   ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
