@@ -323,6 +323,52 @@ TEST(FaultInjection, ABranchMovedBehindWardensBackFailsReplay) {
   EXPECT_TRUE(again.exited_with(0)) << describe(again);
 }
 
+// An attacker's (or a crashed writer's) lock file on the branch's ref: the run cannot move
+// the branch. It must end failed with a reason that names the lock, leave the branch where
+// it was, record its intent but no commit, and the ledger must still verify and replay: the
+// lock may cost the run, never a record or a lie. Removed, the next run completes.
+TEST(FaultInjection, AStaleLockOnTheBranchFailsTheRunAndLeavesNothingReplayWouldDoubt) {
+  TempDir dir;
+  auto first = warden({"build", calculator().string(), "--out", (dir / "a").string()});
+  ASSERT_TRUE(first.exited_with(0)) << describe(first);
+  const fs::path repo = dir / "a" / "repo", ledger = dir / "b" / "ledger";
+  git_in(repo, {"update-ref", "-d", kBranch});  // the branch as new: the run will create it
+  fs::create_directories(repo / ".git" / "refs" / "heads" / "warden");
+  const fs::path lock = repo / ".git" / "refs" / "heads" / "warden" / "calculator.lock";
+  { std::ofstream(lock) << ""; }
+
+  auto locked = warden({"build", calculator().string(), "--repo", repo.string(), "--ledger", ledger.string(),
+                        "--run-id", "locked", "--json"});
+  EXPECT_TRUE(locked.exited_with(1)) << describe(locked);
+  EXPECT_NE(locked.out.find("stayed locked"), std::string::npos) << describe(locked);
+  EXPECT_EQ(branch_tip(repo), "") << "the branch was created past another writer's lock";
+  EXPECT_TRUE(fs::exists(lock)) << "Warden removed a lock that is not its own";
+  bool intent = false, committed = false;
+  for (const json& r : ledger_records(ledger)) {
+    if (r["payload"].is_object() && r["payload"].value("run_id", "") == "locked") {
+      intent = intent || r["kind"] == "commit_intent";
+      committed = committed || r["kind"] == "commit";
+    }
+  }
+  EXPECT_TRUE(intent) << "the attempted move left no intent";
+  EXPECT_FALSE(committed) << "a commit record for a branch that never moved";
+  auto status = warden({"run", "status", "locked", "--ledger", ledger.string(), "--json"});
+  ASSERT_TRUE(status.exited_with(0)) << describe(status);
+  EXPECT_EQ(stdout_json(status)["status"], "failed") << status.out;
+  auto verified = warden({"ledger", "verify", ledger.string()});
+  EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
+  auto replayed = warden({"replay", ledger.string(), "--repo", repo.string()});
+  EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
+
+  fs::remove(lock);
+  auto again = warden({"build", calculator().string(), "--repo", repo.string(), "--ledger", ledger.string(),
+                       "--run-id", "unlocked"});
+  EXPECT_TRUE(again.exited_with(0)) << describe(again);
+  EXPECT_NE(branch_tip(repo), "");
+  auto replayed_after = warden({"replay", ledger.string(), "--repo", repo.string()});
+  EXPECT_TRUE(replayed_after.exited_with(0)) << describe(replayed_after);
+}
+
 TEST(FaultInjection, FourBuildsAndTwoAppendLoopsShareOneLedger) {
   TempDir dir;
   const fs::path ledger = dir / "ledger", key = dir / "signer.key";
