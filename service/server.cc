@@ -13,9 +13,12 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/file.h"
+#include "common/random_source.h"
 #include "runner/preflight_cache.h"
 #include "runner/sandbox.h"
+#include "service/agents_service.h"
 #include "service/health_service.h"
 #include "service/in_flight.h"
 #include "service/executor_service.h"
@@ -23,6 +26,7 @@
 #include "service/ledger_service.h"
 #include "service/pipeline_service.h"
 #include "service/run_manager.h"
+#include "service/runners_service.h"
 #include "service/shared_ledger.h"
 #include "service/tokens.h"
 #include "service/warden_cli.h"
@@ -161,6 +165,25 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   health.set("", false);
   health.set("warden.v1.Ledger", false);
   health.set("warden.v1.Kernel", false);
+  health.set("warden.v1.Agents", false);
+  health.set("warden.v1.Runners", false);
+  // The fleet's loop reports its readiness from its own thread; the server as a whole is
+  // ready when the kernel and the fleet are.
+  std::atomic<bool> fleet_ready{false}, kernel_ready{false};
+  SystemClock fleet_clock;
+  SystemRandomSource fleet_random;
+  FleetOptions fleet_options = options.fleet;
+  fleet_options.state_dir = options.state_dir;
+  auto fleet = Fleet::open(fleet_options, fleet_clock, fleet_random, [&](bool ready, const std::string& why) {
+    fleet_ready.store(ready);
+    health.set("warden.v1.Agents", ready);
+    health.set("warden.v1.Runners", ready);
+    health.set("", ready && kernel_ready.load());
+    if (!why.empty()) log << "warden serve: the fleet's store failed: " << why << "\n" << std::flush;
+  });
+  if (!fleet) return std::unexpected(fleet.error());
+  AgentsService agents_service(**fleet, in_flight, *tokens);
+  RunnersService runners_service(**fleet, in_flight, *tokens, streams, fleet_random);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + options.socket.string(), grpc::InsecureServerCredentials());
@@ -173,6 +196,8 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);  // a silent connection is dropped
   builder.RegisterService(&health);
   builder.RegisterService(&ledger_service);
+  builder.RegisterService(&agents_service);
+  builder.RegisterService(&runners_service);
   if (preflight.ok) {
     builder.RegisterService(&kernel_service);
     builder.RegisterService(&executor_service);
@@ -190,10 +215,12 @@ Status serve(const ServeOptions& given, std::ostream& log) {
 
   health.set("warden.v1.Ledger", true);
   health.set("warden.v1.Kernel", preflight.ok);
-  health.set("", preflight.ok);
+  kernel_ready.store(preflight.ok);
+  health.set("", preflight.ok && fleet_ready.load());
   log << "warden serve: listening on unix:" << options.socket.string() << " (ledger " << options.ledger.string()
       << (options.tokens.empty() ? "; the socket's user only" : "; tokens from " + options.tokens.string()) << ")\n";
   for (const TcpListener& l : *tcp) log << "warden serve: listening on " << l.host << ":" << l.selected_port << " (" << l.security << ")\n";
+  log << "warden serve: fleet store " << (*fleet)->describe() << "\n";
   if (!preflight.ok) log << "warden serve: sandbox preflight failed, not serving runs: " << preflight.why << "\n";
   log.flush();
 
@@ -206,6 +233,8 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   // Live runs record `cancelled` (their watchers see that terminal event and end).
   if (size_t live = runs.stop_all(kRunStopGrace)) log << "warden serve: cancelled " << live << " live run(s)\n";
   remote.shutdown();  // attached executors' streams end
+  (*fleet)->sessions().disconnect_all();  // runners' streams end; they reconnect to the next server
+  (*fleet)->stop();
   // Health already says NOT_SERVING; the calls running get up to kShutdownGrace to finish,
   // then Shutdown refuses new ones and cancels any left (in_flight.h says why the grace is
   // not Shutdown's own deadline).

@@ -3,8 +3,9 @@
 // (service/tcp_listeners.h: TLS, mutual TLS, plaintext on loopback only).
 //
 // Health (grpc.health.v1, service/health_service.h): "warden.v1.Ledger" is SERVING once the ledger is open,
-// "warden.v1.Kernel" once the sandbox preflight has passed too, and "" (the server as a
-// whole) when both are; all go NOT_SERVING when a shutdown begins. Server reflection is on, so
+// "warden.v1.Kernel" once the sandbox preflight has passed too, "warden.v1.Agents" and
+// "warden.v1.Runners" while the fleet's loop runs and reaches its store (service/fleet.h),
+// and "" (the server as a whole) when all are; all go NOT_SERVING when a shutdown begins. Server reflection is on, so
 // generic tools (grpcurl, grpc_cli) can list and call the services.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "service/fleet.h"
 #include "service/tcp_listeners.h"
 
 namespace warden::service {
@@ -32,13 +34,16 @@ struct ServeOptions {
   // get RESOURCE_EXHAUSTED instead of a thread each.
   int max_calls = 256;
   size_t max_runs = 32;  // runs live at once; past it StartRun is RESOURCE_EXHAUSTED
+  // The fleet's store and supervisor settings; its state_dir is filled in from state_dir.
+  FleetOptions fleet;
 };
 
 // Serves until SIGTERM or SIGINT, then stops accepting, lets calls in flight finish (at most
 // 5 s), removes the socket and returns. Blocks both signals in the calling thread before any
 // server thread starts, so it must be called before other threads exist. Errors: the state
 // directory or socket unusable, another server on the socket or a TCP port in use
-// (already_exists), no ledger, TCP without tokens or with unusable TLS files (invalid_argument).
+// (already_exists), no ledger, TCP without tokens or with unusable TLS files (invalid_argument),
+// the fleet's store unreachable (io_error) or misnamed (invalid_argument).
 // Progress lines go to `log`.
 Status serve(const ServeOptions& options, std::ostream& log);
 

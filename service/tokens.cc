@@ -16,7 +16,7 @@ constexpr uint64_t kMaxTokensFileBytes = 1 << 20;
 constexpr std::string_view kBearer = "Bearer ";
 
 std::optional<Role> parse_role(std::string_view name) {
-  for (Role r : {Role::observer, Role::executor, Role::admin}) {
+  for (Role r : {Role::observer, Role::executor, Role::runner, Role::admin}) {
     if (role_name(r) == name) return r;
   }
   return std::nullopt;
@@ -28,6 +28,7 @@ std::string_view role_name(Role role) {
   switch (role) {
     case Role::observer: return "observer";
     case Role::executor: return "executor";
+    case Role::runner: return "runner";
     case Role::admin: return "admin";
   }
   return "unknown";
@@ -119,7 +120,7 @@ Result<TokenTable::Entries> TokenTable::parse(const std::filesystem::path& path,
     for (const auto& r : roles) {
       auto role = parse_role(r);
       if (!role) {
-        e.fail("roles", "unknown role \"" + r + "\" (observer, executor, admin)");
+        e.fail("roles", "unknown role \"" + r + "\" (observer, executor, runner, admin)");
         break;
       }
       entry.identity.roles.insert(*role);
@@ -140,7 +141,7 @@ TokenTable TokenTable::local_only() {
 }
 
 std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context, Role role, grpc::Status& denied) const {
-  if (open_) return Identity{"local", {Role::observer, Role::executor, Role::admin}};
+  if (open_) return Identity{"local", {Role::observer, Role::executor, Role::runner, Role::admin}};
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {

@@ -4,7 +4,8 @@
 //   {"tokens": [{"name": "ci-agent", "sha256": "sha256:<hex of the token>",
 //                "roles": ["executor"]}, ...]}
 // holding only SHA-256 hashes: a leaked file grants nothing. Roles: `observer` reads (the
-// ledger, runs), `executor` proposes and attaches, `admin` may do everything. A client sends
+// ledger, runs, the fleet), `executor` proposes and attaches, `runner` enrols a runner
+// (warden.v1.Runners, proto/fleet.proto), `admin` may do everything. A client sends
 // `authorization: Bearer <token>`; the server hashes it and compares in constant time.
 //
 // Without a tokens file the server listens on its 0600 unix socket only, so its one user is
@@ -33,7 +34,7 @@
 
 namespace warden::service {
 
-enum class Role { observer, executor, admin };
+enum class Role { observer, executor, runner, admin };
 
 // The caller a call was authorized as: recorded with what its calls cause.
 struct Identity {

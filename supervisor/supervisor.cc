@@ -16,6 +16,8 @@ constexpr int kCasTries = 16;
 // What the supervisor keeps in AgentRecord::details: the task an agent holds and its flags.
 std::string encode_details(const AgentView& view) {
   Json json = {{"down", view.down}, {"drained", view.drained}};
+  if (!view.owner.empty()) json["owner"] = view.owner;
+  if (!view.key.empty()) json["key"] = view.key;
   if (!view.task_id.empty()) {
     json["task"] = view.task_id;
     json["token"] = view.claim_token;
@@ -37,6 +39,8 @@ Status decode_into(const store::AgentRecord& record, AgentView& view) {
   r.boolean("down", view.down);
   r.boolean("drained", view.drained);
   r.string("task", view.task_id, false);
+  r.string("owner", view.owner, false);
+  r.string("key", view.key, false);
   r.unsigned_integer("token", view.claim_token, 0, std::numeric_limits<uint64_t>::max(), false);
   r.integer("expires_ms", view.claim_expires_ms, std::numeric_limits<int64_t>::min(),
             std::numeric_limits<int64_t>::max(), false);
@@ -158,6 +162,12 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
       AgentView old = view_locked(**stored, now);
       if (auto decoded = decode_into(old.record, old); !decoded) return std::unexpected(decoded.error());
       expected = old.record.version;
+      if ((!old.owner.empty() && old.owner != spec.owner) || (!old.key.empty() && old.key != spec.key)) {
+        return fail(Errc::verification_failed,
+                    "agent " + spec.id + " is enrolled by " + (old.owner.empty() ? "no identity" : old.owner) +
+                        (old.key.empty() ? "" : " with another key") + "; an operator must forget it first (warden agents forget " +
+                        spec.id + ")");
+      }
       // A registering process holds nothing: whatever its previous life held goes back.
       if (!old.task_id.empty()) (void)store_.release(held_claim(old), now);
       view.drained = old.drained;
@@ -165,6 +175,8 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
     view.record.id = spec.id;
     view.record.role = spec.role;
     view.record.labels = spec.labels;
+    view.owner = spec.owner;
+    view.key = spec.key;
     view.record.last_heartbeat_ms = now;
     view.state = AgentState::idle;
     view.record.state = std::string(to_string(view.state));

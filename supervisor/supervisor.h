@@ -63,6 +63,11 @@ struct AgentSpec {
   std::string id;    // store::check_id: 1-128 bytes of [A-Za-z0-9._:-]
   std::string role;  // the task kind it takes ("runner", "executor"), as store::check_id
   std::map<std::string, std::string> labels;
+  // Who enrolled it and with which key (a remote runner: its token's identity and its
+  // Ed25519 public key, hex). Pinned by the first registration that names them: a later
+  // one naming others is refused until an operator forgets the agent. Empty: not pinned.
+  std::string owner{};
+  std::string key{};
 };
 
 // An agent as the store holds it, decoded.
@@ -74,6 +79,8 @@ struct AgentView {
   int64_t claim_expires_ms = 0;  // when the store gives the task back unless renewed
   bool down = false;       // failed for missed heartbeats; a heartbeat brings it back
   bool drained = false;    // taken out of assignment by an operator
+  std::string owner;       // AgentSpec::owner, as pinned
+  std::string key;         // AgentSpec::key, as pinned
   bool given_up = false;   // past the restart intensity (this supervisor's view)
   BreakerState breaker = BreakerState::closed;  // this supervisor's view
 };
@@ -91,7 +98,8 @@ class Supervisor {
 
   // Registers the agent idle, heartbeating now. An agent registering again under its id
   // (a restarted process) keeps its restart policy but drops what it held: its task goes
-  // back to the queue.
+  // back to the queue. verification_failed, writing nothing, when the agent is pinned to
+  // another owner or key than `spec` names (AgentSpec::owner).
   Result<AgentView> register_agent(const AgentSpec& spec);
   // Records a heartbeat now; an agent that was down is up again. One within a quarter
   // interval of the last this process recorded is answered without a write.

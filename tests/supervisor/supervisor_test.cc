@@ -379,6 +379,30 @@ TEST(Supervisor, ARegisteringAgentGivesBackWhatItsPreviousLifeHeld) {
   EXPECT_EQ((*again)[0].claim.attempt, 2u);
 }
 
+TEST(Supervisor, AnAgentIsPinnedToWhoEnrolledItAndWithWhichKeyUntilForgotten) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}, "alice", "aa11"}));
+  fleet.task("t", 1);
+  ASSERT_EQ(fleet.sup->assign()->size(), 1u);
+  // Another identity, or the same one with another key, cannot take the agent over, and
+  // the refused registration gives back nothing the agent holds.
+  for (auto [owner, key] : {std::pair{"mallory", "aa11"}, std::pair{"alice", "bb22"}, std::pair{"", ""}}) {
+    auto taken = fleet.sup->register_agent({"r1", "runner", {}, owner, key});
+    ASSERT_FALSE(taken) << owner << " " << key;
+    EXPECT_EQ(taken.error().code, Errc::verification_failed);
+    EXPECT_NE(taken.error().message.find("warden agents forget r1"), std::string::npos) << taken.error().message;
+    EXPECT_EQ(fleet.view("r1").state, AgentState::assigned);
+    EXPECT_EQ(fleet.view("r1").owner, "alice");
+  }
+  // The owner's own restart re-registers; once forgotten, anyone may enrol the id afresh.
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}, "alice", "aa11"}));
+  ASSERT_TRUE(fleet.sup->forget("r1"));
+  auto fresh = fleet.sup->register_agent({"r1", "runner", {}, "bob", "cc33"});
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_EQ(fresh->owner, "bob");
+  EXPECT_EQ(fleet.view("r1").key, "cc33");
+}
+
 TEST(Supervisor, TwoSupervisorsOnOneStoreAssignEachTaskOnce) {
   Fleet fleet;
   auto second = Supervisor::create(*fleet.store, fleet.clock, fleet.random, test_config());

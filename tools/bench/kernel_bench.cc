@@ -183,8 +183,12 @@ class ChildLifetimes {
       }
       int len = static_cast<int>(got);
       for (auto* h = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        // The event follows a 20-byte cn_msg header: 4-byte aligned, not the 8 proc_event
+        // needs, so it is copied out rather than referenced in place.
         const auto* message = static_cast<const cn_msg*>(NLMSG_DATA(h));
-        handle(*reinterpret_cast<const proc_event*>(message->data));
+        proc_event event{};
+        std::memcpy(&event, message->data, std::min<size_t>(sizeof event, message->len));
+        handle(event);
       }
     }
   }

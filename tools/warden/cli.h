@@ -55,5 +55,6 @@ void add_runs_commands(CLI::App& app, Action& action);
 void add_run_control_commands(CLI::App& run, Action& action);
 void add_sandbox_commands(CLI::App& app, Action& action);
 void add_serve_commands(CLI::App& app, Action& action);
+void add_fleet_commands(CLI::App& app, Action& action);  // agents, runner
 
 }  // namespace warden::cli

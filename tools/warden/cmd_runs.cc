@@ -2,13 +2,13 @@
 // — one line each: its id, kind, status, when it started (its first record's timestamp) and
 // steps done of total. The listing is the kernel's (kernel/run_listing.h); this file prints it.
 #include <algorithm>
-#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "kernel/run_listing.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/run_view.h"
 
 namespace warden::cli {
 
@@ -18,17 +18,6 @@ struct RunsArgs {
   std::string ledger;
   bool json = false;
 };
-
-// A recorded timestamp as UTC, to the second (ISO 8601). Logical clocks count from 0, so a
-// golden run starts in 1970.
-std::string utc(int64_t ms) {
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  if (!::gmtime_r(&seconds, &tm)) return std::to_string(ms) + " ms";
-  std::ostringstream out;
-  out << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
-  return out.str();
-}
 
 std::string steps(const kernel::RunEntry& e) {
   return std::to_string(e.steps_done) + "/" + (e.steps_total ? std::to_string(*e.steps_total) : std::string("-"));

@@ -38,6 +38,7 @@ constexpr CommandGroup kGroups[] = {
     {"run", warden::cli::add_run_commands},           {"sandbox", warden::cli::add_sandbox_commands},
     {"runs", warden::cli::add_runs_commands},
     {"serve", warden::cli::add_serve_commands},
+    {"agents", warden::cli::add_fleet_commands},      {"runner", warden::cli::add_fleet_commands},
 };
 
 }  // namespace

@@ -63,6 +63,7 @@ void add_client_commands(CLI::App& app, Action& action) {
   client->require_subcommand(1);
   add_client_build(*client, action);
   add_client_run_commands(*client, action);
+  add_client_agent_commands(*client, action);
 }
 
 }  // namespace warden::grpc_client

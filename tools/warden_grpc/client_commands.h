@@ -21,6 +21,9 @@ void add_client_commands(CLI::App& app, Action& action);
 void add_connect_options(CLI::App& cmd, ConnectOptions& options);
 void add_client_build(CLI::App& client, Action& action);
 void add_client_run_commands(CLI::App& client, Action& action);
+void add_client_agent_commands(CLI::App& client, Action& action);  // agents-list|show|drain|forget
+// `runner`: a runner process for a server (tools/warden_grpc/runner_command.cc).
+void add_runner_command(CLI::App& app, Action& action);
 
 // A command line the client cannot parse, reported as `warden` reports one: one line on stderr
 // and, when it asks for --json, the stream's error line. Returns 2.

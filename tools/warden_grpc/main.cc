@@ -41,7 +41,20 @@ int main(int argc, char** argv) {
                     "Blueprints StartRun may name: DIR/<name>/blueprint.json with its seed and files (default STATE/blueprints)");
   serve->add_option("--tokens", tokens,
                     "Tokens file: {\"tokens\": [{\"name\", \"sha256\": \"sha256:<hex of the token>\", \"roles\": "
-                    "[observer|executor|admin]}]}; every call but health then needs `authorization: Bearer <token>`");
+                    "[observer|executor|runner|admin]}]}; every call but health then needs `authorization: Bearer <token>`");
+  serve->add_option("--store", options.fleet.store,
+                    "The fleet's state store: lmdb (STATE/fleet, this server alone), redis://HOST:PORT[/DB] or "
+                    "unix:PATH (a Redis several servers share as one fleet)")
+      ->capture_default_str();
+  serve->add_option("--heartbeat-interval-ms", options.fleet.supervisor.heartbeat_interval_ms,
+                    "How often runners heartbeat; one silent for --missed-heartbeats intervals (plus 100 ms) is failed "
+                    "and its task runs elsewhere")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{50}, int64_t{600'000}));
+  serve->add_option("--missed-heartbeats", options.fleet.supervisor.missed_heartbeats,
+                    "Intervals without a heartbeat before a runner is failed")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100u));
   std::string tls_cert, tls_key, client_ca;
   auto* listen = serve->add_option("--listen", options.tcp.tls_address,
                                    "Also serve TCP with TLS on HOST:PORT ([IPV6]:PORT; port 0: any free one, logged)");
@@ -58,10 +71,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   warden::grpc_client::Action client;
   warden::grpc_client::add_client_commands(app, client);
+  warden::grpc_client::add_runner_command(app, client);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const bool client_words = argc > 1 && std::string_view(argv[1]) == "client";
+    const bool client_words = argc > 1 && (std::string_view(argv[1]) == "client" || std::string_view(argv[1]) == "runner");
     if (client_words && e.get_exit_code() != 0) return warden::grpc_client::report_usage_error(e, argc, argv);
     int code = app.exit(e);
     return code == 0 ? 0 : warden::kUsage;

@@ -1,0 +1,132 @@
+#include "service/fleet.h"
+
+#include "store/lmdb_state_store.h"
+#include "store/redis_state_store.h"
+
+namespace warden::service {
+
+Result<std::unique_ptr<store::StateStore>> open_fleet_store(const FleetOptions& options) {
+  if (options.store.empty() || options.store == "lmdb") {
+    // Synced: an acknowledged assignment or ack survives a power loss, and the server's
+    // fleet moves at heartbeat pace, far below LMDB's synced commit rate.
+    auto opened = store::open_lmdb_state_store(options.state_dir / "fleet", {.sync = true});
+    if (!opened) return std::unexpected(opened.error().with_context("the fleet's store " + (options.state_dir / "fleet").string()));
+    return opened;
+  }
+  if (options.store.starts_with("redis://") || options.store.starts_with("unix:")) {
+    auto address = store::parse_redis_address(options.store);
+    if (!address) return std::unexpected(address.error().with_context("--store"));
+    auto opened = store::open_redis_state_store(*address, {.key_prefix = options.redis_prefix});
+    if (!opened) return std::unexpected(opened.error().with_context("the fleet's store " + options.store));
+    return opened;
+  }
+  return fail(Errc::invalid_argument,
+              "--store " + options.store + ": expected lmdb, redis://HOST:PORT[/DB] or unix:PATH (a Redis socket)");
+}
+
+uint64_t RunnerSessions::enter(const std::string& agent_id, grpc::ServerContext* context) {
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = live_.try_emplace(agent_id);
+  if (!fresh && it->second.context) it->second.context->TryCancel();  // superseded
+  it->second = Session{next_++, context};
+  return it->second.number;
+}
+
+bool RunnerSessions::leave(const std::string& agent_id, uint64_t session) {
+  std::lock_guard lock(mu_);
+  auto it = live_.find(agent_id);
+  if (it == live_.end() || it->second.number != session) return false;
+  live_.erase(it);
+  return true;
+}
+
+bool RunnerSessions::connected(const std::string& agent_id) const {
+  std::lock_guard lock(mu_);
+  return live_.contains(agent_id);
+}
+
+void RunnerSessions::disconnect(const std::string& agent_id) {
+  std::lock_guard lock(mu_);
+  auto it = live_.find(agent_id);
+  // The handler owning the context leaves (under mu_) before it returns, so the pointer is
+  // live while the entry is.
+  if (it != live_.end() && it->second.context) it->second.context->TryCancel();
+}
+
+void RunnerSessions::disconnect_all() {
+  std::lock_guard lock(mu_);
+  for (auto& [id, session] : live_) {
+    if (session.context) session.context->TryCancel();
+  }
+}
+
+Result<std::unique_ptr<Fleet>> Fleet::open(const FleetOptions& options, Clock& clock, RandomSource& random,
+                                           std::function<void(bool, const std::string&)> on_ready) {
+  if (options.tick <= std::chrono::milliseconds(0)) return fail(Errc::invalid_argument, "fleet tick: must be positive");
+  auto store = open_fleet_store(options);
+  if (!store) return std::unexpected(store.error());
+  auto sup = supervisor::Supervisor::create(**store, clock, random, options.supervisor);
+  if (!sup) return std::unexpected(sup.error());
+  std::unique_ptr<Fleet> fleet(new Fleet(options, std::move(*store), std::move(*sup), std::move(on_ready)));
+  fleet->loop_ = std::thread([f = fleet.get()] { f->loop(); });
+  return fleet;
+}
+
+Fleet::Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std::unique_ptr<supervisor::Supervisor> sup,
+             std::function<void(bool, const std::string&)> on_ready)
+    : options_(std::move(options)), store_(std::move(store)), supervisor_(std::move(sup)), on_ready_(std::move(on_ready)) {}
+
+Fleet::~Fleet() { stop(); }
+
+std::string Fleet::describe() const {
+  if (options_.store.empty() || options_.store == "lmdb") return "lmdb " + (options_.state_dir / "fleet").string();
+  return options_.store;
+}
+
+void Fleet::wake() {
+  std::lock_guard lock(mu_);
+  woken_ = true;
+  wake_cv_.notify_all();
+}
+
+void Fleet::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    wake_cv_.notify_all();
+  }
+  if (loop_.joinable()) loop_.join();
+  if (ready_.exchange(false) && on_ready_) on_ready_(false, "the fleet loop stopped");
+}
+
+Status Fleet::tick() {
+  auto failed = supervisor_->detect_failures();
+  if (!failed) return std::unexpected(failed.error().with_context("detecting failed agents"));
+  auto assigned = supervisor_->assign();
+  if (!assigned) return std::unexpected(assigned.error().with_context("assigning tasks"));
+  return {};
+}
+
+void Fleet::loop() {
+  std::string last_why;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      if (stopping_) return;
+    }
+    Status done = tick();
+    const bool now_ready = done.has_value();
+    const std::string why = done ? "" : done.error().message;
+    if (now_ready != ready_.load() || why != last_why) {
+      ready_.store(now_ready);
+      last_why = why;
+      if (on_ready_) on_ready_(now_ready, why);
+    }
+    std::unique_lock lock(mu_);
+    wake_cv_.wait_for(lock, options_.tick, [&] { return woken_ || stopping_; });
+    woken_ = false;
+    if (stopping_) return;
+  }
+}
+
+}  // namespace warden::service

@@ -1,0 +1,121 @@
+// The fleet a `warden serve` process governs: its state store (LMDB in the state directory
+// by default, or a Redis several servers share), the Supervisor over it, and the one loop
+// thread that keeps the fleet moving: every tick it fails the agents whose heartbeats stopped
+// (or whose claims lapsed) and assigns queued tasks to idle agents. It also knows which
+// runner streams are open to this process (RunnerSessions), so that an operator's forget and
+// a runner enrolling again elsewhere end the stream the agent had.
+//
+// Readiness: ready() is true while the loop runs and its last tick reached the store; the
+// server reports it as the health of warden.v1.Agents and warden.v1.Runners.
+//
+// Ownership: a Fleet owns its store, supervisor and loop thread; it borrows the clock and
+// random source given at open(), which must outlive it. The destructor stops the loop.
+// Thread-safe: every method may be called from any thread.
+#pragma once
+
+#include <grpcpp/server_context.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/random_source.h"
+#include "store/state_store.h"
+#include "supervisor/supervisor.h"
+
+namespace warden::service {
+
+struct FleetOptions {
+  // "lmdb" (the default: STATE/fleet, an embedded store this process alone writes to),
+  // "redis://HOST:PORT[/DB]" or "unix:PATH" (a Redis server several `warden serve` share).
+  std::string store = "lmdb";
+  std::filesystem::path state_dir;
+  std::string redis_prefix = "warden:";
+  supervisor::SupervisorConfig supervisor;
+  // How often the loop looks for failed agents and queued tasks when nothing wakes it.
+  std::chrono::milliseconds tick{100};
+};
+
+// invalid_argument naming the bad store spec, io_error (store unreachable), corrupt.
+Result<std::unique_ptr<store::StateStore>> open_fleet_store(const FleetOptions& options);
+
+// Which runner streams are open here, by agent id. A stream registers itself when its runner
+// has enrolled and leaves when it ends; a newer stream for the same id supersedes the older,
+// which is cancelled. Thread-safe.
+class RunnerSessions {
+ public:
+  // The stream of `context` now speaks for `agent_id`; any earlier one of that id is
+  // cancelled. Returns the session's number, for leave().
+  uint64_t enter(const std::string& agent_id, grpc::ServerContext* context);
+  // The session ends; true when it was still the agent's current one (no newer stream took
+  // the agent over), so the caller may fail the agent for its stream's end.
+  bool leave(const std::string& agent_id, uint64_t session);
+  bool connected(const std::string& agent_id) const;
+  // Cancels the agent's stream, if one is open (the agent was forgotten).
+  void disconnect(const std::string& agent_id);
+  // Cancels every stream (the server stops).
+  void disconnect_all();
+
+ private:
+  struct Session {
+    uint64_t number = 0;
+    grpc::ServerContext* context = nullptr;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Session> live_;  // guarded by mu_
+  uint64_t next_ = 1;                    // guarded by mu_
+};
+
+class Fleet {
+ public:
+  // Opens the store, makes the supervisor and starts the loop. `on_ready` is called from the
+  // loop whenever readiness changes (true after the first tick that reached the store).
+  static Result<std::unique_ptr<Fleet>> open(const FleetOptions& options, Clock& clock, RandomSource& random,
+                                             std::function<void(bool ready, const std::string& why)> on_ready);
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  supervisor::Supervisor& supervisor() { return *supervisor_; }
+  store::StateStore& store() { return *store_; }
+  RunnerSessions& sessions() { return sessions_; }
+  const FleetOptions& options() const { return options_; }
+  // Runs the next tick now (a task was enqueued, an agent became idle).
+  void wake();
+  // Stops the loop (idempotent); ready() is false from then on.
+  void stop();
+  bool ready() const { return ready_.load(); }
+  // "lmdb STATE/fleet" or the Redis address, for logs and errors.
+  std::string describe() const;
+
+ private:
+  Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std::unique_ptr<supervisor::Supervisor> sup,
+        std::function<void(bool, const std::string&)> on_ready);
+  void loop();
+  // One pass: detect failures, assign; the first error, or ok.
+  Status tick();
+
+  const FleetOptions options_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<supervisor::Supervisor> supervisor_;
+  std::function<void(bool, const std::string&)> on_ready_;
+  RunnerSessions sessions_;
+  std::atomic<bool> ready_{false};
+
+  std::mutex mu_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;     // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+  std::thread loop_;       // started last in open(); joined by stop()
+};
+
+}  // namespace warden::service

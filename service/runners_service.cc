@@ -1,0 +1,156 @@
+#include "service/runners_service.h"
+
+#include <condition_variable>
+#include <thread>
+
+#include "common/ed25519.h"
+#include "common/encoding.h"
+#include "service/grpc_status.h"
+#include "store/record_checks.h"
+
+namespace warden::service {
+namespace {
+
+// How long a stream may take from opening to a verified proof: a caller that opens streams
+// and never enrols holds a server thread only this long.
+constexpr auto kEnrolWait = std::chrono::seconds(10);
+constexpr size_t kNonceBytes = 32;
+
+grpc::Status invalid(const std::string& what) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, what); }
+
+// Cancels the call unless disarmed within `wait`: ends a stream whose peer stalls mid-handshake.
+class HandshakeTimer {
+ public:
+  HandshakeTimer(grpc::ServerContext* context, std::chrono::milliseconds wait)
+      : thread_([this, context, wait] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, wait, [&] { return disarmed_; })) context->TryCancel();
+        }) {}
+  ~HandshakeTimer() { disarm(); }
+  void disarm() {
+    {
+      std::lock_guard lock(mu_);
+      disarmed_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool disarmed_ = false;  // guarded by mu_
+  std::thread thread_;     // last: started once the fields it reads exist
+};
+
+}  // namespace
+
+std::string enrol_message(std::string_view agent_id, std::string_view identity, std::string_view nonce) {
+  std::string m = "warden-runner-enrol-v1\n";
+  m.append(agent_id).append("\n").append(identity).append("\n").append(nonce);
+  return m;
+}
+
+grpc::Status RunnersService::Work(grpc::ServerContext* context,
+                                  grpc::ServerReaderWriter<v1::ServerMessage, v1::RunnerMessage>* stream) {
+  InFlight::Call call(in_flight_);
+  grpc::Status denied;
+  auto identity = tokens_.authorize(*context, Role::runner, denied);
+  if (!identity) return denied;
+  auto held = streams_.acquire(identity->name);
+  if (!held) return too_many_streams(identity->name, streams_.per_caller());
+
+  HandshakeTimer timer(context, kEnrolWait);
+  v1::RunnerMessage first;
+  if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "the runner left before enrolling");
+  if (!first.has_enrol()) return invalid("the first message must be enrol");
+  const v1::Enrol& enrol = first.enrol();
+  store::AgentRecord shape;
+  shape.id = enrol.agent_id();
+  shape.role = "runner";
+  shape.state = "idle";
+  if (enrol.labels_size() > static_cast<int>(store::kMaxLabels)) {
+    return invalid("enrol.labels: more than " + std::to_string(store::kMaxLabels));
+  }
+  for (const auto& [k, v] : enrol.labels()) shape.labels[k] = v;
+  if (auto ok = store::check_agent_record(shape); !ok) return invalid("enrol: " + ok.error().message);
+  if (enrol.public_key().size() != sizeof(Ed25519PublicKey)) {
+    return invalid("enrol.public_key: " + std::to_string(enrol.public_key().size()) +
+                   " bytes; an Ed25519 public key is 32");
+  }
+  Ed25519PublicKey key{};
+  std::copy(enrol.public_key().begin(), enrol.public_key().end(), key.begin());
+
+  std::string nonce(kNonceBytes, '\0');
+  {
+    std::lock_guard lock(random_mu_);
+    for (size_t i = 0; i < kNonceBytes; i += 8) {
+      uint64_t word = random_.next_u64();
+      for (size_t j = 0; j < 8; ++j) nonce[i + j] = static_cast<char>(word >> (8 * j));
+    }
+  }
+  v1::ServerMessage challenge;
+  challenge.mutable_challenge()->set_nonce(nonce);
+  challenge.mutable_challenge()->set_identity(identity->name);
+  if (!stream->Write(challenge)) return grpc::Status(grpc::StatusCode::CANCELLED, "the runner left before its challenge");
+  v1::RunnerMessage proof;
+  if (!stream->Read(&proof)) return grpc::Status(grpc::StatusCode::CANCELLED, "the runner left before its proof");
+  if (!proof.has_proof()) return invalid("the second message must be proof");
+  if (!ed25519_verify(key, enrol_message(enrol.agent_id(), identity->name, nonce), proof.proof().signature())) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "enrol proof: not a signature of the challenge by the key enrol named");
+  }
+
+  supervisor::AgentSpec spec{.id = enrol.agent_id(), .role = "runner", .labels = shape.labels,
+                             .owner = identity->name, .key = to_hex(std::string_view(enrol.public_key()))};
+  auto refused = [](const Error& error) {
+    if (error.code == Errc::verification_failed) return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, error.message);
+    return to_status(error);
+  };
+  // The pins first, so a caller that may not take the agent over cannot end its stream
+  // either; register_agent checks them again under its compare-and-set.
+  auto existing = fleet_.supervisor().agent(spec.id);
+  if (!existing) return to_status(existing.error());
+  if (*existing && (((*existing)->owner.size() && (*existing)->owner != spec.owner) ||
+                    ((*existing)->key.size() && (*existing)->key != spec.key))) {
+    return refused(Error{Errc::verification_failed, "agent " + spec.id + " is enrolled by another identity or key; an "
+                                                    "operator must forget it first (warden agents forget " + spec.id + ")"});
+  }
+  // This stream speaks for the agent from here on (an older one, of a runner that
+  // reconnected, is cancelled), before the registration: the older stream's end then cannot
+  // fail the agent this one registers.
+  timer.disarm();
+  const uint64_t session = fleet_.sessions().enter(spec.id, context);
+  auto registered = fleet_.supervisor().register_agent(spec);
+  if (!registered) {
+    fleet_.sessions().leave(spec.id, session);
+    return refused(registered.error());
+  }
+  fleet_.wake();  // an idle runner: the next tick may give it a task
+  v1::ServerMessage enrolled;
+  enrolled.mutable_enrolled()->set_agent_id(spec.id);
+  enrolled.mutable_enrolled()->set_heartbeat_interval_ms(fleet_.supervisor().config().heartbeat_interval_ms);
+  grpc::Status status = grpc::Status::OK;
+  std::string why = "the runner's stream ended";
+  if (stream->Write(enrolled)) {
+    v1::RunnerMessage message;
+    while (stream->Read(&message)) {
+      if (message.has_heartbeat()) {
+        // A store that fails a heartbeat is the store's problem, not the runner's: the
+        // supervisor's loop reports it as readiness; the runner keeps its stream.
+        (void)fleet_.supervisor().heartbeat(spec.id);
+        continue;
+      }
+      why = "the runner sent " + std::string(message.has_enrol() ? "enrol" : message.has_proof() ? "proof" : "an empty message") +
+            " after enrolling";
+      status = invalid(why + "; an enrolled runner sends heartbeats only");
+      break;
+    }
+  }
+  // Only the agent's current stream fails it: one superseded by a newer enrolment (the
+  // runner reconnected) or forgotten by an operator leaves the agent as it is.
+  if (fleet_.sessions().leave(spec.id, session)) (void)fleet_.supervisor().fail_agent(spec.id, why);
+  return status;
+}
+
+}  // namespace warden::service
