@@ -303,6 +303,12 @@ Result<SubprocessResult> run_subprocess(const SubprocessSpec& spec) {
     err.take(bytes);
     return true;
   };
+  if (spec.output) {
+    options.out.take = options.err.take = [&spec](std::string_view bytes) {
+      spec.output(bytes);
+      return true;
+    };
+  }
   auto driven = drive(child, ChildPipes{std::move(in_w), spec.stdin_data, std::move(out_r), std::move(err_r)}, options);
   if (!driven) return std::unexpected(driven.error());
 

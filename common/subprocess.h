@@ -113,6 +113,9 @@ struct SubprocessSpec {
   size_t max_stdout = size_t{1} << 20;  // more than this kills the process group
   size_t max_stderr = size_t{64} << 10;  // more than this is read and dropped
   std::stop_token stop;  // a stop request ends the program as a timeout would
+  // When set, stdout and stderr go here as they arrive, from the calling thread, and are
+  // neither captured nor capped (max_stdout does not apply): a long-lived program's log.
+  std::function<void(std::string_view)> output;
 };
 
 struct SubprocessResult {

@@ -12,6 +12,7 @@
 #include "kernel/build_plan.h"
 #include "kernel/records.h"
 #include "kernel/decide.h"
+#include "kernel/fleet_record.h"
 #include "kernel/plan_generate.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_verify.h"
@@ -144,6 +145,21 @@ class Replayer {
     if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
     if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
     if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
+    if (kind_ == record_kind::fleet_event) return typed<FleetEventRecord>(p, &Replayer::on_fleet_event);
+    return {};
+  }
+
+  // The fleet's history, copied from its store: never part of a decision, but its events must
+  // follow one another. A store's first event (1) may come again: that store began anew (a
+  // Redis flushed, an LMDB directory replaced), which the server also logs.
+  Status on_fleet_event(const FleetEventRecord& r) {
+    uint64_t& last = fleet_seqs_[r.store];
+    if (r.store_seq != 1 && r.store_seq != last + 1) {
+      problem("fleet event " + std::to_string(r.store_seq) + " of store " + r.store + " follows event " +
+              std::to_string(last) + ": events are missing or repeated");
+      return {};
+    }
+    last = r.store_seq;
     return {};
   }
 
@@ -654,6 +670,7 @@ class Replayer {
   const ReplayOptions& options_;
   ReplayReport& report_;
   std::map<std::string, RunFacts> runs_;
+  std::map<std::string, uint64_t> fleet_seqs_;  // the last fleet event seen of each store
   std::map<std::string, BranchFacts> branches_;  // by full ref name
   std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
   std::map<uint64_t, std::pair<std::string, std::string>> policy_seqs_;  // policy record seq -> run, policy digest

@@ -26,6 +26,7 @@ Result<std::unique_ptr<store::StateStore>> open_fleet_store(const FleetOptions& 
 
 uint64_t RunnerSessions::enter(const std::string& agent_id, grpc::ServerContext* context) {
   std::lock_guard lock(mu_);
+  if (closing_) return 0;
   auto [it, fresh] = live_.try_emplace(agent_id);
   if (!fresh && it->second.context) it->second.context->TryCancel();  // superseded
   it->second = Session{next_++, context};
@@ -55,6 +56,7 @@ void RunnerSessions::disconnect(const std::string& agent_id) {
 
 void RunnerSessions::disconnect_all() {
   std::lock_guard lock(mu_);
+  closing_ = true;
   for (auto& [id, session] : live_) {
     if (session.context) session.context->TryCancel();
   }
@@ -67,9 +69,14 @@ Result<std::unique_ptr<Fleet>> Fleet::open(const FleetOptions& options, Clock& c
   if (!store) return std::unexpected(store.error());
   auto sup = supervisor::Supervisor::create(**store, clock, random, options.supervisor);
   if (!sup) return std::unexpected(sup.error());
-  std::unique_ptr<Fleet> fleet(new Fleet(options, std::move(*store), std::move(*sup), std::move(on_ready)));
-  fleet->loop_ = std::thread([f = fleet.get()] { f->loop(); });
-  return fleet;
+  return std::unique_ptr<Fleet>(new Fleet(options, std::move(*store), std::move(*sup), std::move(on_ready)));
+}
+
+void Fleet::start(std::function<Status()> after_tick) {
+  std::lock_guard lock(mu_);
+  if (loop_.joinable() || stopping_) return;
+  after_tick_ = std::move(after_tick);
+  loop_ = std::thread([this] { loop(); });
 }
 
 Fleet::Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std::unique_ptr<supervisor::Supervisor> sup,
@@ -77,6 +84,11 @@ Fleet::Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std
     : options_(std::move(options)), store_(std::move(store)), supervisor_(std::move(sup)), on_ready_(std::move(on_ready)) {}
 
 Fleet::~Fleet() { stop(); }
+
+std::string Fleet::store_name() const {
+  if (options_.store.empty() || options_.store == "lmdb") return "lmdb";
+  return options_.store + " " + options_.redis_prefix;
+}
 
 std::string Fleet::describe() const {
   if (options_.store.empty() || options_.store == "lmdb") return "lmdb " + (options_.state_dir / "fleet").string();
@@ -95,6 +107,8 @@ void Fleet::stop() {
     stopping_ = true;
     wake_cv_.notify_all();
   }
+  // Joined outside mu_ (the loop takes it); only stop() joins, and start() refuses once
+  // stopping_ is set.
   if (loop_.joinable()) loop_.join();
   if (ready_.exchange(false) && on_ready_) on_ready_(false, "the fleet loop stopped");
 }
@@ -104,6 +118,7 @@ Status Fleet::tick() {
   if (!failed) return std::unexpected(failed.error().with_context("detecting failed agents"));
   auto assigned = supervisor_->assign();
   if (!assigned) return std::unexpected(assigned.error().with_context("assigning tasks"));
+  if (after_tick_) return after_tick_();
   return {};
 }
 

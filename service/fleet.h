@@ -10,7 +10,8 @@
 //
 // Ownership: a Fleet owns its store, supervisor and loop thread; it borrows the clock and
 // random source given at open(), which must outlive it. The destructor stops the loop.
-// Thread-safe: every method may be called from any thread.
+// Thread-safe: every method may be called from any thread, but start() and stop() from the
+// owner's thread only.
 #pragma once
 
 #include <grpcpp/server_context.h>
@@ -54,7 +55,8 @@ Result<std::unique_ptr<store::StateStore>> open_fleet_store(const FleetOptions& 
 class RunnerSessions {
  public:
   // The stream of `context` now speaks for `agent_id`; any earlier one of that id is
-  // cancelled. Returns the session's number, for leave().
+  // cancelled. Returns the session's number, for leave(); 0 once disconnect_all() has run
+  // (the server is stopping: a runner that reconnects at once must not enrol again here).
   uint64_t enter(const std::string& agent_id, grpc::ServerContext* context);
   // The session ends; true when it was still the agent's current one (no newer stream took
   // the agent over), so the caller may fail the agent for its stream's end.
@@ -62,7 +64,7 @@ class RunnerSessions {
   bool connected(const std::string& agent_id) const;
   // Cancels the agent's stream, if one is open (the agent was forgotten).
   void disconnect(const std::string& agent_id);
-  // Cancels every stream (the server stops).
+  // Cancels every stream and refuses new ones (the server stops).
   void disconnect_all();
 
  private:
@@ -73,14 +75,20 @@ class RunnerSessions {
   mutable std::mutex mu_;
   std::map<std::string, Session> live_;  // guarded by mu_
   uint64_t next_ = 1;                    // guarded by mu_
+  bool closing_ = false;                 // guarded by mu_
 };
 
 class Fleet {
  public:
-  // Opens the store, makes the supervisor and starts the loop. `on_ready` is called from the
-  // loop whenever readiness changes (true after the first tick that reached the store).
+  // Opens the store and makes the supervisor; start() starts the loop. `on_ready` is called
+  // from the loop whenever readiness changes (true after the first tick that reached the
+  // store and whose `after_tick` succeeded), with the reason when it is false.
   static Result<std::unique_ptr<Fleet>> open(const FleetOptions& options, Clock& clock, RandomSource& random,
                                              std::function<void(bool ready, const std::string& why)> on_ready);
+  // Starts the loop (once). `after_tick`, if given, runs on the loop's thread after each pass
+  // (the fleet's recorder copies the pass's events into the ledger); its error counts as the
+  // pass's.
+  void start(std::function<Status()> after_tick = {});
   ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
@@ -96,6 +104,9 @@ class Fleet {
   bool ready() const { return ready_.load(); }
   // "lmdb STATE/fleet" or the Redis address, for logs and errors.
   std::string describe() const;
+  // The store as the ledger's fleet_event records name it: "lmdb" (the state directory's own)
+  // or the Redis address with its key prefix.
+  std::string store_name() const;
 
  private:
   Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std::unique_ptr<supervisor::Supervisor> sup,
@@ -108,6 +119,7 @@ class Fleet {
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<supervisor::Supervisor> supervisor_;
   std::function<void(bool, const std::string&)> on_ready_;
+  std::function<Status()> after_tick_;  // set by start(), before the loop runs
   RunnerSessions sessions_;
   std::atomic<bool> ready_{false};
 
@@ -115,7 +127,7 @@ class Fleet {
   std::condition_variable wake_cv_;
   bool woken_ = false;     // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
-  std::thread loop_;       // started last in open(); joined by stop()
+  std::thread loop_;       // started by start(); joined by stop()
 };
 
 }  // namespace warden::service

@@ -1,6 +1,8 @@
 #include "service/runners_service.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <optional>
 #include <thread>
 
 #include "common/ed25519.h"
@@ -15,33 +17,75 @@ namespace {
 // and never enrols holds a server thread only this long.
 constexpr auto kEnrolWait = std::chrono::seconds(10);
 constexpr size_t kNonceBytes = 32;
+constexpr size_t kMaxAgentsPerOwner = 1024;
 
 grpc::Status invalid(const std::string& what) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, what); }
 
-// Cancels the call unless disarmed within `wait`: ends a stream whose peer stalls mid-handshake.
-class HandshakeTimer {
+// Cancels the call unless fed within `wait` of the last feed: ends a stream whose peer
+// stalls mid-handshake, or stops heartbeating while keeping its connection open (a server
+// thread is held per stream; a silent peer must not keep one forever).
+class StreamWatchdog {
  public:
-  HandshakeTimer(grpc::ServerContext* context, std::chrono::milliseconds wait)
-      : thread_([this, context, wait] {
+  StreamWatchdog(grpc::ServerContext* context, std::chrono::milliseconds wait)
+      : wait_(wait), deadline_(std::chrono::steady_clock::now() + wait), thread_([this, context] {
           std::unique_lock lock(mu_);
-          if (!cv_.wait_for(lock, wait, [&] { return disarmed_; })) context->TryCancel();
+          while (!done_) {
+            if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && !done_ &&
+                std::chrono::steady_clock::now() >= deadline_) {
+              context->TryCancel();
+              return;
+            }
+          }
         }) {}
-  ~HandshakeTimer() { disarm(); }
-  void disarm() {
+  ~StreamWatchdog() {
     {
       std::lock_guard lock(mu_);
-      disarmed_ = true;
+      done_ = true;
       cv_.notify_all();
     }
-    if (thread_.joinable()) thread_.join();
+    thread_.join();
+  }
+  // The peer is alive: the next `wait` (or the new one) starts now.
+  void feed(std::optional<std::chrono::milliseconds> wait = std::nullopt) {
+    std::lock_guard lock(mu_);
+    if (wait) wait_ = *wait;
+    deadline_ = std::chrono::steady_clock::now() + wait_;
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool disarmed_ = false;  // guarded by mu_
-  std::thread thread_;     // last: started once the fields it reads exist
+  std::chrono::milliseconds wait_;                   // guarded by mu_
+  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_
+  bool done_ = false;                                // guarded by mu_
+  std::thread thread_;  // last: started once the fields it reads exist
 };
+
+// A session in RunnerSessions for as long as it lives: left on every way out of the handler,
+// so the context pointer the registry holds never outlives the call.
+class SessionGuard {
+ public:
+  SessionGuard(RunnerSessions& sessions, std::string agent_id, uint64_t number)
+      : sessions_(sessions), agent_id_(std::move(agent_id)), number_(number) {}
+  ~SessionGuard() { leave(); }
+  // True when this was still the agent's current session.
+  bool leave() {
+    if (left_) return false;
+    left_ = true;
+    return sessions_.leave(agent_id_, number_);
+  }
+
+ private:
+  RunnerSessions& sessions_;
+  std::string agent_id_;
+  uint64_t number_;
+  bool left_ = false;
+};
+
+// Label values are shown on operators' terminals: no control characters.
+bool printable(const std::string& text) {
+  return std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
 
 }  // namespace
 
@@ -60,7 +104,7 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   auto held = streams_.acquire(identity->name);
   if (!held) return too_many_streams(identity->name, streams_.per_caller());
 
-  HandshakeTimer timer(context, kEnrolWait);
+  StreamWatchdog watchdog(context, kEnrolWait);
   v1::RunnerMessage first;
   if (!stream->Read(&first)) return grpc::Status(grpc::StatusCode::CANCELLED, "the runner left before enrolling");
   if (!first.has_enrol()) return invalid("the first message must be enrol");
@@ -72,7 +116,10 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   if (enrol.labels_size() > static_cast<int>(store::kMaxLabels)) {
     return invalid("enrol.labels: more than " + std::to_string(store::kMaxLabels));
   }
-  for (const auto& [k, v] : enrol.labels()) shape.labels[k] = v;
+  for (const auto& [k, v] : enrol.labels()) {
+    if (!printable(v)) return invalid("enrol.labels." + k + ": control characters");
+    shape.labels[k] = v;
+  }
   if (auto ok = store::check_agent_record(shape); !ok) return invalid("enrol: " + ok.error().message);
   if (enrol.public_key().size() != sizeof(Ed25519PublicKey)) {
     return invalid("enrol.public_key: " + std::to_string(enrol.public_key().size()) +
@@ -116,26 +163,48 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
     return refused(Error{Errc::verification_failed, "agent " + spec.id + " is enrolled by another identity or key; an "
                                                     "operator must forget it first (warden agents forget " + spec.id + ")"});
   }
+  // A caller may hold only so many agents: enrolling ids without end would grow the store
+  // and every pass of the supervisor's loop.
+  if (!*existing) {
+    auto all = fleet_.supervisor().agents();
+    if (!all) return to_status(all.error());
+    const auto owned = std::count_if(all->begin(), all->end(), [&](const auto& v) { return v.owner == identity->name; });
+    if (static_cast<size_t>(owned) >= kMaxAgentsPerOwner) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          identity->name + " holds " + std::to_string(owned) + " agents already, the most one identity "
+                                           "may; forget some (warden agents forget ID)");
+    }
+  }
   // This stream speaks for the agent from here on (an older one, of a runner that
   // reconnected, is cancelled), before the registration: the older stream's end then cannot
   // fail the agent this one registers.
-  timer.disarm();
-  const uint64_t session = fleet_.sessions().enter(spec.id, context);
+  const uint64_t number = fleet_.sessions().enter(spec.id, context);
+  if (number == 0) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping");
+  SessionGuard session(fleet_.sessions(), spec.id, number);
   auto registered = fleet_.supervisor().register_agent(spec);
-  if (!registered) {
-    fleet_.sessions().leave(spec.id, session);
-    return refused(registered.error());
-  }
+  if (!registered) return refused(registered.error());
   fleet_.wake();  // an idle runner: the next tick may give it a task
+  const int64_t interval = fleet_.supervisor().config().heartbeat_interval_ms;
+  // Silent for two stale bounds (it is failed after one): the stream is ended.
+  watchdog.feed(std::chrono::milliseconds(2 * fleet_.supervisor().stale_after_ms() + 1000));
   v1::ServerMessage enrolled;
   enrolled.mutable_enrolled()->set_agent_id(spec.id);
-  enrolled.mutable_enrolled()->set_heartbeat_interval_ms(fleet_.supervisor().config().heartbeat_interval_ms);
+  enrolled.mutable_enrolled()->set_heartbeat_interval_ms(interval);
   grpc::Status status = grpc::Status::OK;
   std::string why = "the runner's stream ended";
   if (stream->Write(enrolled)) {
     v1::RunnerMessage message;
     while (stream->Read(&message)) {
       if (message.has_heartbeat()) {
+        // A token revoked since the stream opened ends it (the tokens file is re-read when
+        // it changes; this costs a stat and a hash per heartbeat).
+        grpc::Status revoked;
+        if (!tokens_.authorize(*context, Role::runner, revoked)) {
+          why = "the runner's token is no longer accepted";
+          status = revoked;
+          break;
+        }
+        watchdog.feed();
         // A store that fails a heartbeat is the store's problem, not the runner's: the
         // supervisor's loop reports it as readiness; the runner keeps its stream.
         (void)fleet_.supervisor().heartbeat(spec.id);
@@ -147,9 +216,11 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
       break;
     }
   }
+  if (context->IsCancelled() && status.ok()) why = "the runner's stream was cut (silent, superseded, forgotten or the server stopping)";
   // Only the agent's current stream fails it: one superseded by a newer enrolment (the
-  // runner reconnected) or forgotten by an operator leaves the agent as it is.
-  if (fleet_.sessions().leave(spec.id, session)) (void)fleet_.supervisor().fail_agent(spec.id, why);
+  // runner reconnected) or forgotten by an operator leaves the agent as it is. The runner is
+  // gone, so it is down at once (not failed again when its heartbeats go stale).
+  if (session.leave()) (void)fleet_.supervisor().fail_agent(spec.id, why, /*gone=*/true);
   return status;
 }
 

@@ -16,9 +16,12 @@
 #include "common/clock.h"
 #include "common/file.h"
 #include "common/random_source.h"
+#include "ledger/ledger_keys.h"
 #include "runner/preflight_cache.h"
 #include "runner/sandbox.h"
+#include "service/agent_spawner.h"
 #include "service/agents_service.h"
+#include "service/fleet_recorder.h"
 #include "service/health_service.h"
 #include "service/in_flight.h"
 #include "service/executor_service.h"
@@ -132,6 +135,13 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   if (options.socket.empty()) options.socket = options.state_dir / "warden.sock";
   if (Status st = claim_socket(options.socket); !st) return st;
 
+  AgentsFile spawned;
+  if (!options.agents.empty()) {
+    auto loaded = load_agents_file(options.agents);
+    if (!loaded) return std::unexpected(loaded.error());
+    spawned = std::move(*loaded);
+    if (spawned.restart) options.fleet.supervisor.restart = *spawned.restart;
+  }
   auto tokens = options.tokens.empty() ? TokenTable::local_only() : TokenTable::load(options.tokens);
   if (!tokens) return std::unexpected(tokens.error());
   RunManagerOptions run_options;
@@ -169,19 +179,45 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   health.set("warden.v1.Runners", false);
   // The fleet's loop reports its readiness from its own thread; the server as a whole is
   // ready when the kernel and the fleet are.
-  std::atomic<bool> fleet_ready{false}, kernel_ready{false};
+  // Both readiness inputs, and the whole server's status derived from them, under one lock:
+  // the loop's thread and this one must not set "" in the wrong order.
+  std::mutex ready_mu;
+  bool fleet_ready = false, kernel_ready = false;  // guarded by ready_mu
+  auto set_ready = [&](std::optional<bool> fleet_now, std::optional<bool> kernel_now) {
+    std::lock_guard lock(ready_mu);
+    if (fleet_now) fleet_ready = *fleet_now;
+    if (kernel_now) kernel_ready = *kernel_now;
+    health.set("", fleet_ready && kernel_ready);
+  };
   SystemClock fleet_clock;
   SystemRandomSource fleet_random;
   FleetOptions fleet_options = options.fleet;
   fleet_options.state_dir = options.state_dir;
   auto fleet = Fleet::open(fleet_options, fleet_clock, fleet_random, [&](bool ready, const std::string& why) {
-    fleet_ready.store(ready);
     health.set("warden.v1.Agents", ready);
     health.set("warden.v1.Runners", ready);
-    health.set("", ready && kernel_ready.load());
+    set_ready(ready, std::nullopt);
     if (!why.empty()) log << "warden serve: the fleet's store failed: " << why << "\n" << std::flush;
   });
   if (!fleet) return std::unexpected(fleet.error());
+  // The fleet's events go into the ledger, signed with the ledger's key when the server has it
+  // (else the next run's checkpoint covers them).
+  std::optional<NoteSigner> fleet_signer;
+  if (auto key = find_ledger_signer_key(options.ledger, std::nullopt)) fleet_signer.emplace(std::move(key->signer));
+  auto recorder = FleetRecorder::create(**ledger, (*fleet)->store(), (*fleet)->store_name(), std::move(fleet_signer));
+  if (!recorder) return std::unexpected(recorder.error().with_context("finding the fleet's last recorded event"));
+  (*fleet)->start([&recorder, &log]() -> Status {
+    auto pumped = (*recorder)->pump();
+    if (!pumped) return std::unexpected(pumped.error());
+    if (!pumped->note.empty()) log << "warden serve: " << pumped->note << "\n" << std::flush;
+    return {};
+  });
+  // The loop uses the recorder: it stops before the recorder goes, on every way out.
+  struct StopFleet {
+    Fleet& fleet;
+    ~StopFleet() { fleet.stop(); }
+  } stop_fleet{**fleet};
+  AgentSpawner spawner((*fleet)->supervisor(), fleet_clock, options.state_dir, options.socket, log);
   AgentsService agents_service(**fleet, in_flight, *tokens);
   RunnersService runners_service(**fleet, in_flight, *tokens, streams, fleet_random);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -194,6 +230,9 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   quota.SetMaxThreads(options.max_calls + 8);  // the server's own pollers need a few
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);  // a silent connection is dropped
+  // Runners ping every 20 s on their long-lived streams (tools/warden_grpc/client_channel.h):
+  // allowed down to every 10 s, where gRPC's default would call them abusive.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.RegisterService(&health);
   builder.RegisterService(&ledger_service);
   builder.RegisterService(&agents_service);
@@ -215,12 +254,15 @@ Status serve(const ServeOptions& given, std::ostream& log) {
 
   health.set("warden.v1.Ledger", true);
   health.set("warden.v1.Kernel", preflight.ok);
-  kernel_ready.store(preflight.ok);
-  health.set("", preflight.ok && fleet_ready.load());
+  set_ready(std::nullopt, preflight.ok);
   log << "warden serve: listening on unix:" << options.socket.string() << " (ledger " << options.ledger.string()
       << (options.tokens.empty() ? "; the socket's user only" : "; tokens from " + options.tokens.string()) << ")\n";
   for (const TcpListener& l : *tcp) log << "warden serve: listening on " << l.host << ":" << l.selected_port << " (" << l.security << ")\n";
   log << "warden serve: fleet store " << (*fleet)->describe() << "\n";
+  if (!spawned.agents.empty()) {
+    log << "warden serve: starting " << spawned.agents.size() << " agent(s) from " << options.agents.string() << "\n";
+    if (Status st = spawner.start(spawned.agents); !st) log << "warden serve: agents not started: " << st.error().message << "\n";
+  }
   if (!preflight.ok) log << "warden serve: sandbox preflight failed, not serving runs: " << preflight.why << "\n";
   log.flush();
 
@@ -233,6 +275,7 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   // Live runs record `cancelled` (their watchers see that terminal event and end).
   if (size_t live = runs.stop_all(kRunStopGrace)) log << "warden serve: cancelled " << live << " live run(s)\n";
   remote.shutdown();  // attached executors' streams end
+  spawner.stop();  // the spawned agents' process groups end
   (*fleet)->sessions().disconnect_all();  // runners' streams end; they reconnect to the next server
   (*fleet)->stop();
   // Health already says NOT_SERVING; the calls running get up to kShutdownGrace to finish,

@@ -36,6 +36,8 @@ struct ServeOptions {
   size_t max_runs = 32;  // runs live at once; past it StartRun is RESOURCE_EXHAUSTED
   // The fleet's store and supervisor settings; its state_dir is filled in from state_dir.
   FleetOptions fleet;
+  // Agents the server starts and restarts itself (service/agent_spawner.h); none when empty.
+  std::filesystem::path agents;
 };
 
 // Serves until SIGTERM or SIGINT, then stops accepting, lets calls in flight finish (at most

@@ -1,10 +1,13 @@
 // The server's one handle on its ledger, shared by every service. LMDB allows one open
-// environment per process, so the Ledger and Kernel services read through this, and the
+// environment per process, so the Ledger and Kernel services read through this, the fleet's
+// recorder appends its fleet_event records through it (service/fleet_recorder.h), and the
 // runs the server starts (child processes) write with handles of their own.
 //
-// Read-only: the server process never appends; its runs do. Thread-safe: a Ledger is for
-// one thread at a time, so every use goes through mu_; a snapshot taken here is then used by
-// its caller's thread alone (the environment is opened MDB_NOTLS).
+// Opened for writing when it can be, read-only otherwise (a ledger on read-only media is
+// still served; only the fleet's records cannot be kept then: append() says so). LMDB
+// serializes this process's appends with its runs'. Thread-safe: a Ledger is for one thread
+// at a time, so every use goes through mu_; a snapshot taken here is then used by its
+// caller's thread alone (the environment is opened MDB_NOTLS).
 #pragma once
 
 #include <algorithm>
@@ -12,11 +15,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <vector>
 #include <utility>
 
 #include "common/clock.h"
 #include "common/error.h"
 #include "ledger/ledger.h"
+#include "ledger/note.h"
 
 namespace warden::service {
 
@@ -25,7 +31,12 @@ class SharedLedger {
   // not_found (with the command that creates one) when `dir` holds no ledger.
   static Result<std::unique_ptr<SharedLedger>> open(const std::filesystem::path& dir) {
     auto clock = std::make_unique<SystemClock>();
-    auto ledger = Ledger::open(dir, Ledger::Mode::read_only, *clock);
+    bool writable = true;
+    auto ledger = Ledger::open(dir, Ledger::Mode::read_write, *clock);
+    if (!ledger && ledger.error().code == Errc::io_error) {
+      writable = false;
+      ledger = Ledger::open(dir, Ledger::Mode::read_only, *clock);
+    }
     if (!ledger) {
       if (ledger.error().code == Errc::not_found) {
         return fail(Errc::not_found, "no ledger at " + dir.string() + ": create one with `warden ledger init " +
@@ -33,7 +44,22 @@ class SharedLedger {
       }
       return std::unexpected(ledger.error());
     }
-    return std::unique_ptr<SharedLedger>(new SharedLedger(std::move(clock), std::move(*ledger)));
+    return std::unique_ptr<SharedLedger>(new SharedLedger(std::move(clock), std::move(*ledger), writable));
+  }
+
+  bool writable() const { return writable_; }
+  // Appends `entries` in one transaction (all or none), then, with a signer, signs the new
+  // tree head. failed_precondition when the ledger could only be opened read-only.
+  Result<std::vector<Appended>> append(std::span<const AppendEntry> entries, const NoteSigner* signer) {
+    if (!writable_) return fail(Errc::failed_precondition, "the ledger " + ledger_.dir().string() + " is read-only here");
+    std::lock_guard lock(mu_);
+    auto appended = ledger_.append_batch(entries);
+    if (!appended) return std::unexpected(appended.error());
+    if (signer) {
+      // The records are durable already; a checkpoint that fails is signed by the next one.
+      if (auto cp = ledger_.checkpoint(*signer); !cp) return std::unexpected(cp.error().with_context("signing a checkpoint"));
+    }
+    return appended;
   }
 
   Result<LedgerSnapshot> snapshot() {
@@ -78,9 +104,11 @@ class SharedLedger {
   const std::string& verifier_key() const { return ledger_.verifier_key(); }
 
  private:
-  SharedLedger(std::unique_ptr<SystemClock> clock, Ledger ledger) : clock_(std::move(clock)), ledger_(std::move(ledger)) {}
+  SharedLedger(std::unique_ptr<SystemClock> clock, Ledger ledger, bool writable)
+      : clock_(std::move(clock)), writable_(writable), ledger_(std::move(ledger)) {}
 
-  std::unique_ptr<SystemClock> clock_;  // the ledger keeps a reference; read-only, never used to stamp
+  std::unique_ptr<SystemClock> clock_;  // the ledger keeps a reference; it stamps the fleet's records
+  const bool writable_;
   std::mutex mu_;
   Ledger ledger_;  // guarded by mu_ (its fixed fields excepted)
 };

@@ -217,7 +217,7 @@ Status Supervisor::heartbeat(std::string_view agent_id) {
   return {};
 }
 
-Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std::string_view reason, bool down,
+Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std::string_view reason, bool down, bool stale,
                                                 int64_t now, std::optional<uint64_t> lapsed_claim) {
   RestartPolicy& policy = policy_locked(agent_id);
   // Held out of assignment from this moment until the decision below replaces the sentinel:
@@ -230,7 +230,7 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
   auto failed = update(agent_id, now, [&](AgentView& view) -> Status {
     // A heartbeat failure re-checked on the record it writes: a heartbeat that landed since
     // the agent was listed (here or at another supervisor) wins.
-    if (down && (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms())) {
+    if (stale && (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms())) {
       return fail(Errc::failed_precondition, "agent " + agent_id + " is not stale any more");
     }
     if (lapsed_claim && (view.task_id.empty() || view.claim_token != *lapsed_claim)) {
@@ -281,9 +281,9 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
   return decision;
 }
 
-Result<RestartDecision> Supervisor::fail_agent(std::string_view agent_id, std::string_view reason) {
+Result<RestartDecision> Supervisor::fail_agent(std::string_view agent_id, std::string_view reason, bool gone) {
   std::lock_guard lock(mu_);
-  return fail_locked(std::string(agent_id), reason, false, clock_.now_ms(), std::nullopt);
+  return fail_locked(std::string(agent_id), reason, gone, false, clock_.now_ms(), std::nullopt);
 }
 
 Result<std::vector<std::string>> Supervisor::detect_failures() {
@@ -306,7 +306,7 @@ Result<std::vector<std::string>> Supervisor::detect_failures() {
                                      " ms (at most " + std::to_string(stale_after_ms()) + ")"
                                : "its claim on task " + view.task_id + " ran out at " +
                                      std::to_string(view.claim_expires_ms) + " ms without a delivery or renewal";
-    auto decided = fail_locked(view.record.id, reason, stale, now,
+    auto decided = fail_locked(view.record.id, reason, stale, stale, now,
                                stale ? std::nullopt : std::optional<uint64_t>(view.claim_token));
     if (!decided) {
       // Another supervisor got there first, or the agent heartbeat in between: not ours.

@@ -131,7 +131,10 @@ class Supervisor {
   Status delivered(std::string_view agent_id, const store::ClaimRef& claim);
   // The agent failed (crashed, sent something refused, timed out): agent_failed, its task
   // released, and the restart decision, which the caller acts on for agents it spawned.
-  Result<RestartDecision> fail_agent(std::string_view agent_id, std::string_view reason);
+  // `gone`: the agent is known to be unreachable (its stream ended), so it is marked down as
+  // a heartbeat failure would, and detect_failures() does not fail it a second time; its next
+  // heartbeat or registration brings it back.
+  Result<RestartDecision> fail_agent(std::string_view agent_id, std::string_view reason, bool gone = false);
 
   // Takes the agent out of assignment (its current task finishes); undrain puts it back.
   Status drain(std::string_view agent_id, bool drained = true);
@@ -161,9 +164,10 @@ class Supervisor {
                         const FleetEvent* fleet_event);
   RestartPolicy& policy_locked(const std::string& agent_id);
   AgentView view_locked(store::AgentRecord record, int64_t now);
-  // `down`: a heartbeat failure (re-checked on the record it writes); `lapsed_claim`: the
+  // `down`: mark the agent down; `stale`: a heartbeat failure, re-checked on the record it
+  // writes (a heartbeat since wins); `lapsed_claim`: the
   // claim token that ran out (the failure stands only if the agent still holds it).
-  Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, int64_t now,
+  Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, bool stale, int64_t now,
                                       std::optional<uint64_t> lapsed_claim);
   Status emit(FleetEvent event);
 

@@ -227,6 +227,31 @@ TEST_F(Fleet, AnIdIsPinnedToTheIdentityAndKeyThatEnrolledItUntilAnOperatorForget
   EXPECT_TRUE(stop(server).exited_with(0));
 }
 
+TEST_F(Fleet, ARevokedTokenEndsItsRunnersStreamAndOneStateDirectoryServesOneRunner) {
+  Child server = serve();
+  Child a = runner("r1", "ra", {"--id", "runner-a"});
+  ASSERT_TRUE(eventually([](const auto& agents) { return connected(agents, "runner-a"); })) << a.err();
+  // A second process on the same state directory (same key, same id) is refused at once.
+  ProcessResult twin = runner("r1", "ra", {"--id", "runner-a"}).wait();
+  EXPECT_TRUE(twin.exited_with(6)) << describe(twin);
+  EXPECT_NE(twin.err.find("another runner uses the state directory"), std::string::npos) << twin.err;
+  // Labels are shown on terminals: control characters are refused.
+  ProcessResult escape = runner("r2", "rb", {"--id", "runner-b", "--label", "x=\x1b[2J"}).wait();
+  EXPECT_TRUE(escape.exited_with(3)) << describe(escape);
+  // Revoked while connected: the next heartbeat ends the stream, and the runner stops.
+  std::string text = read_file(tokens);
+  const std::string entry = "\"name\": \"r1\"";
+  text.insert(text.find(entry), "\"revoked\": true, ");
+  write_file(tmp / "tokens.new", text);
+  fs::permissions(tmp / "tokens.new", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  fs::rename(tmp / "tokens.new", tokens);
+  ProcessResult ended = a.wait();
+  EXPECT_TRUE(ended.exited_with(2)) << describe(ended);
+  EXPECT_NE(ended.err.find("revoked"), std::string::npos) << ended.err;
+  EXPECT_TRUE(eventually([](const auto& agents) { return !connected(agents, "runner-a"); }, 5s));
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
 TEST_F(Fleet, DrainAndUndrainAreAdminOnlyAndShowInTheListing) {
   Child server = serve();
   Child a = runner("r1", "ra", {"--id", "runner-a"});
@@ -393,6 +418,199 @@ TEST_F(Fleet, TwoServersOnOneRedisSeeOneFleet) {
   EXPECT_TRUE(a.wait().exited_with(0));
   EXPECT_TRUE(stop(first).exited_with(0));
   EXPECT_TRUE(stop(second).exited_with(0));
+}
+
+}  // namespace
+}  // namespace warden::test
+
+namespace warden::test {
+namespace {
+
+// The fleet_event records of a ledger, as `warden ledger show --json` prints them.
+std::vector<nlohmann::json> fleet_records(const fs::path& ledger) {
+  ProcessResult r = warden({"ledger", "show", ledger.string(), "--kind", "fleet_event", "--json"});
+  EXPECT_TRUE(r.exited_with(0)) << describe(r);
+  std::vector<nlohmann::json> out;
+  for (auto& line : stdout_json_lines(r)) {
+    if (line.value("type", "") == "record") out.push_back(line["payload"]);
+  }
+  return out;
+}
+
+TEST_F(Fleet, TheFleetsEventsAreInTheLedgerOnceEachAcrossRestartsSignedAndReplayed) {
+  auto events_after = [&](size_t n) {
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (fleet_records(ledger).size() > n) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  size_t before_restart = 0;
+  {
+    Child server = serve();
+    Child a = runner("r1", "ra", {"--id", "runner-a"});
+    ASSERT_TRUE(eventually([](const auto& agents) { return connected(agents, "runner-a"); })) << a.err();
+    ASSERT_TRUE(events_after(0)) << server.err();
+    a.kill(SIGKILL);
+    (void)a.wait();
+    ASSERT_TRUE(eventually([](const auto& agents) { return !connected(agents, "runner-a"); }, 5s));
+    ASSERT_TRUE(events_after(1));
+    EXPECT_TRUE(stop(server).exited_with(0));
+    before_restart = fleet_records(ledger).size();
+  }
+  {
+    Child server = serve();
+    Child a = runner("r1", "ra", {"--id", "runner-a"});
+    ASSERT_TRUE(eventually([](const auto& agents) { return connected(agents, "runner-a"); })) << a.err();
+    ASSERT_TRUE(events_after(before_restart));
+    a.kill(SIGTERM);
+    EXPECT_TRUE(a.wait().exited_with(0));
+    EXPECT_TRUE(stop(server).exited_with(0));
+  }
+  auto records = fleet_records(ledger);
+  std::vector<std::string> types;
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].value("store", ""), "lmdb");
+    EXPECT_EQ(records[i].value("store_seq", uint64_t{0}), i + 1) << "once each, in store order: " << records[i].dump();
+    types.push_back(records[i]["event"].value("type", ""));
+    EXPECT_EQ(records[i]["event"].value("agent", ""), "runner-a");
+  }
+  ASSERT_GE(types.size(), 3u);
+  EXPECT_EQ(types[0], "registered");
+  EXPECT_NE(std::find(types.begin(), types.end(), "failed"), types.end()) << "the killed runner";
+  EXPECT_EQ(std::count(types.begin(), types.end(), "registered"), 2) << "once per start";
+
+  // Signed as they were recorded, and replay reads them.
+  ProcessResult verified = warden({"ledger", "verify", ledger.string(), "--require-signed-tail"});
+  EXPECT_TRUE(verified.exited_with(0)) << describe(verified);
+  ProcessResult replayed = warden({"replay", ledger.string()});
+  EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
+
+  // A fleet event out of its store's order (one skipped) is named by replay.
+  fs::path skipped = tmp / "skipped.json";
+  write_file(skipped, "{\"event\":{\"agent\":\"runner-a\",\"at_ms\":1,\"type\":\"registered\"},\"store\":\"lmdb\","
+                      "\"store_seq\":" + std::to_string(records.size() + 2) + "}");
+  ASSERT_TRUE(warden({"ledger", "append", ledger.string(), "--kind", "fleet_event", "--payload", skipped.string()})
+                  .exited_with(0));
+  ProcessResult gap = warden({"replay", ledger.string(), "--json"});
+  EXPECT_TRUE(gap.exited_with(1)) << describe(gap);
+  EXPECT_NE(gap.out.find("missing or repeated"), std::string::npos) << gap.out;
+}
+
+TEST_F(Fleet, AFleetEventRecordOutsideItsSchemaFailsReplay) {
+  for (const std::string& payload : {std::string("{\"store\":\"lmdb\",\"store_seq\":1}"),
+                                    std::string("{\"event\":{\"type\":\"registered\"},\"store\":\"lmdb\",\"store_seq\":1}"),
+                                    std::string("{\"event\":{\"agent\":\"a\",\"at_ms\":1,\"type\":\"registered\"},"
+                                                "\"store\":\"lmdb\",\"store_seq\":0}")}) {
+    TempDir dir;
+    fs::path l = dir / "ledger";
+    ASSERT_TRUE(warden({"ledger", "init", l.string()}).exited_with(0));
+    fs::path p = dir / "p.json";
+    write_file(p, payload);
+    ASSERT_TRUE(warden({"ledger", "append", l.string(), "--kind", "fleet_event", "--payload", p.string()}).exited_with(0));
+    ProcessResult r = warden({"replay", l.string()});
+    EXPECT_TRUE(r.exited_with(1)) << payload << "\n" << describe(r);
+    EXPECT_NE(r.out.find("(fleet_event): fleet_event record"), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace warden::test
+
+namespace warden::test {
+namespace {
+
+class SpawnedAgents : public Fleet {
+ protected:
+  fs::path agents_file = tmp / "agents.json";
+  fs::path agent_dir(const std::string& id) { return state / "agents" / id; }
+};
+
+TEST_F(SpawnedAgents, ACrashLoopBacksOffOpensTheCircuitAndNeverBusyLoops) {
+  write_file(agents_file, R"({"agents": [{"id": "crasher", "command": ["/bin/sh", "-c", "echo start >> starts; exit 3"]}],
+      "restart": {"backoff": {"base_ms": 100, "factor": 2, "max_ms": 5000, "jitter": 0},
+                  "intensity": {"max_restarts": 100, "window_ms": 60000},
+                  "breaker": {"failure_threshold": 3, "cool_off_ms": 1500}}})");
+  Child server = serve({"--agents", agents_file.string()});
+  std::this_thread::sleep_for(3s);
+  ProcessResult shown = agents_cli({"show", "crasher", "--json"});
+  EXPECT_TRUE(shown.exited_with(0)) << describe(shown);
+  ProcessResult stopped = stop(server);
+  EXPECT_TRUE(stopped.exited_with(0));
+  // 0 ms, 100, 300, then the open circuit holds it 1.5 s: four starts in three seconds, where
+  // a busy loop would make thousands.
+  const auto starts = complete_lines(read_file(agent_dir("crasher") / "starts")).size();
+  EXPECT_GE(starts, 3u);
+  EXPECT_LE(starts, 5u);
+  std::vector<int64_t> delays;
+  bool opened = false;
+  for (const auto& r : fleet_records(ledger)) {
+    const auto& e = r["event"];
+    if (e.value("type", "") == "restart") delays.push_back(e.value("delay_ms", int64_t{-1}));
+    if (e.value("type", "") == "circuit" && e.value("circuit", "") == "open") opened = true;
+  }
+  ASSERT_GE(delays.size(), 3u) << stopped.err;
+  EXPECT_EQ(delays[0], 100);
+  EXPECT_EQ(delays[1], 200);
+  EXPECT_EQ(delays[2], 400);
+  EXPECT_TRUE(std::is_sorted(delays.begin(), delays.end())) << "the backoff grows";
+  EXPECT_TRUE(opened) << "three failures in a row open the circuit";
+  EXPECT_NE(stopped.err.find("agent crasher: its program exited with status 3; restart"), std::string::npos) << stopped.err;
+}
+
+TEST_F(SpawnedAgents, PastTheRestartIntensityTheAgentIsGivenUpAndNotStartedAgain) {
+  write_file(agents_file, R"({"agents": [{"id": "crasher", "command": ["/bin/sh", "-c", "echo start >> starts; exit 1"]}],
+      "restart": {"backoff": {"base_ms": 20, "factor": 1, "max_ms": 20, "jitter": 0},
+                  "intensity": {"max_restarts": 2, "window_ms": 60000}}})");
+  Child server = serve({"--agents", agents_file.string()});
+  bool given_up = false;
+  for (int i = 0; i < 100 && !given_up; ++i) {
+    ProcessResult shown = agents_cli({"show", "crasher", "--json"});
+    given_up = shown.exited_with(0) && stdout_json(shown)["agent"].value("given_up", false);
+    if (!given_up) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(given_up);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(complete_lines(read_file(agent_dir("crasher") / "starts")).size(), 3u) << "the first start and two restarts";
+  ProcessResult stopped = stop(server);
+  EXPECT_TRUE(stopped.exited_with(0));
+  EXPECT_NE(stopped.err.find("given up"), std::string::npos) << stopped.err;
+}
+
+TEST_F(SpawnedAgents, ALiveAgentStaysUpWithItsOwnEnvironmentAndStopsWithTheServer) {
+  write_file(agents_file, R"({"agents": [{"id": "sleeper", "role": "executor", "labels": {"k": "v"}, "env": {"GREETING": "hi"},
+      "command": ["/bin/sh", "-c", "echo $$ > pid; env > env; echo started; exec sleep 60"]}]})");
+  ::setenv("WARDEN_LEAK_CHECK", "server-secret", 1);
+  Child server = serve({"--agents", agents_file.string()});
+  ::unsetenv("WARDEN_LEAK_CHECK");
+  ASSERT_TRUE(eventually([](const auto& agents) { return agents.contains("sleeper"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(4 * kIntervalMs));
+  auto agents = listed();
+  EXPECT_FALSE(agents["sleeper"].value("down", true)) << "the spawner heartbeats while the process lives";
+  EXPECT_EQ(agents["sleeper"]["owner"], "warden:spawned");
+  EXPECT_EQ(agents["sleeper"]["labels"]["k"], "v");
+  const std::string env = read_file(agent_dir("sleeper") / "env");
+  EXPECT_NE(env.find("GREETING=hi"), std::string::npos) << env;
+  EXPECT_NE(env.find("WARDEN_AGENT_ID=sleeper"), std::string::npos) << env;
+  EXPECT_EQ(env.find("server-secret"), std::string::npos) << "the server's environment is not the agent's: " << env;
+  EXPECT_NE(read_file(agent_dir("sleeper") / "log").find("started"), std::string::npos);
+  const pid_t pid = std::stoi(read_file(agent_dir("sleeper") / "pid"));
+  EXPECT_EQ(::kill(pid, 0), 0);
+  EXPECT_TRUE(stop(server).exited_with(0));
+  EXPECT_EQ(::kill(pid, 0), -1) << "the agent's process ended with the server";
+}
+
+TEST_F(SpawnedAgents, AnAgentsFileOutsideItsFormatStopsTheServerNamingTheField) {
+  for (const std::string& bad : {std::string(R"({"agents": [{"id": "a b", "command": ["x"]}]})"),
+                                 std::string(R"({"agents": [{"id": "a", "command": []}]})"),
+                                 std::string(R"({"agents": [{"id": "a", "command": ["x"]}, {"id": "a", "command": ["y"]}]})"),
+                                 std::string(R"({"agents": [], "restart": {"backoff": {"factor": 0.5}}})"),
+                                 std::string(R"({"agents": [], "surprise": 1})")}) {
+    write_file(agents_file, bad);
+    ProcessResult r = start({"--agents", agents_file.string(), "--tokens", tokens.string()}).wait();
+    EXPECT_TRUE(r.exited_with(3)) << bad << "\n" << describe(r);
+  }
 }
 
 }  // namespace

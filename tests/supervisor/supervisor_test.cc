@@ -403,6 +403,19 @@ TEST(Supervisor, AnAgentIsPinnedToWhoEnrolledItAndWithWhichKeyUntilForgotten) {
   EXPECT_EQ(fleet.view("r1").key, "cc33");
 }
 
+TEST(Supervisor, AnAgentKnownGoneIsFailedOnceNotAgainWhenItsHeartbeatsGoStale) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  ASSERT_TRUE(fleet.sup->fail_agent("r1", "its stream ended", /*gone=*/true));
+  EXPECT_TRUE(fleet.view("r1").down);
+  fleet.clock.advance(10 * fleet.sup->stale_after_ms());
+  EXPECT_TRUE(fleet.sup->detect_failures()->empty()) << "already down: not failed a second time";
+  auto events = types(fleet.events());
+  EXPECT_EQ(std::count(events.begin(), events.end(), FleetEventType::failed), 1);
+  ASSERT_TRUE(fleet.sup->heartbeat("r1"));
+  EXPECT_FALSE(fleet.view("r1").down) << "a heartbeat brings it back";
+}
+
 TEST(Supervisor, TwoSupervisorsOnOneStoreAssignEachTaskOnce) {
   Fleet fleet;
   auto second = Supervisor::create(*fleet.store, fleet.clock, fleet.random, test_config());

@@ -127,6 +127,10 @@ Result<Connection> Connection::open(const ConnectOptions& o, std::chrono::second
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  if (o.keepalive) {
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  }
   c.channel_ = grpc::CreateCustomChannel(target->first, credentials, args);
   // Connect first, so that a server that is not there is said once, plainly, instead of as
   // the first call's transport error. A failed attempt (nothing listening, a refused TLS

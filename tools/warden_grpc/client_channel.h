@@ -24,6 +24,10 @@ struct ConnectOptions {
   std::string server;
   std::string token_file;                    // the bearer token's file, mode 0600 or stricter
   std::string tls_ca, tls_cert, tls_key;     // PEM files: the server's CA; the client's own
+  // Ping the server every 20 s while a call is open, and drop a connection that does not
+  // answer within 10 s: a long-lived stream (a runner's) notices a server that vanished
+  // without closing its connection, instead of after TCP gives up (~15 minutes).
+  bool keepalive = false;
 };
 
 class Connection {

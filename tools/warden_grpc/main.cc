@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
                     "and its task runs elsewhere")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{50}, int64_t{600'000}));
+  std::string agents;
+  serve->add_option("--agents", agents,
+                    "Agents to start and keep running, restarted with backoff, intensity and circuit breaker: "
+                    "{\"agents\": [{\"id\", \"command\": [...], \"role\", \"labels\", \"env\"}], \"restart\": {...}}");
   serve->add_option("--missed-heartbeats", options.fleet.supervisor.missed_heartbeats,
                     "Intervals without a heartbeat before a runner is failed")
       ->capture_default_str()
@@ -86,6 +90,7 @@ int main(int argc, char** argv) {
   options.socket = socket;
   options.tokens = tokens;
   options.blueprints = blueprints;
+  options.agents = agents;
   options.tcp.tls = {tls_cert, tls_key, client_ca};
   try {
     auto served = warden::service::serve(options, std::cerr);

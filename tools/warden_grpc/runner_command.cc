@@ -6,6 +6,8 @@
 // doubling to 30 s, with jitter); an enrolment the server refuses for good (a pinned id, a
 // token without the runner role) ends the runner with the server's reason.
 #include <fleet.grpc.pb.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,17 +58,31 @@ std::string default_state_dir() {
 
 Status make_private_dir(const fs::path& dir) {
   std::error_code ec;
+  const bool fresh = !fs::exists(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) return fail(Errc::io_error, "creating the runner's state directory " + dir.string() + ": " + ec.message());
+  if (fresh && ::chmod(dir.c_str(), 0700) != 0) return std::unexpected(errno_error("chmod " + dir.string(), errno));
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return std::unexpected(errno_error("stat " + dir.string(), errno));
+  // Its key proves who the runner is: a directory others can read or write may have given
+  // it away, so it is refused, not quietly tightened.
   if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-    // Its key proves who the runner is: a directory others can read or write gives it away.
-    if (st.st_uid != ::geteuid() || ::chmod(dir.c_str(), 0700) != 0) {
-      return fail(Errc::invalid_argument, "--state " + dir.string() + ": must be yours and private (chmod 0700)");
-    }
+    return fail(Errc::invalid_argument, "--state " + dir.string() + ": must be yours and private (chmod 0700)");
   }
   return {};
+}
+
+// One runner per state directory: two sharing a key and an id would take the agent from each
+// other on every reconnect. Held (by the returned descriptor) for the process's life.
+Result<UniqueFd> lock_state_dir(const fs::path& dir) {
+  const fs::path path = dir / "runner.lock";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return std::unexpected(errno_error("open " + path.string(), errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return fail(Errc::already_exists, "another runner uses the state directory " + dir.string());
+    return std::unexpected(errno_error("flock " + path.string(), errno));
+  }
+  return fd;
 }
 
 // An id for a runner that was given none: the host's name (as an agent id may spell it)
@@ -97,10 +113,15 @@ Result<RunnerIdentity> load_identity(const fs::path& dir, const std::string& giv
     if (!key) return std::unexpected(key.error());
     if (Status st = create_file_atomic(key_file, to_hex(key->seed()) + "\n", 0600); !st) return std::unexpected(st.error());
   }
+  // The key is the runner's identity: only a regular file of ours that nobody else can read.
   struct stat st;
-  if (::stat(key_file.c_str(), &st) != 0) return std::unexpected(errno_error("stat " + key_file.string(), errno));
+  if (::lstat(key_file.c_str(), &st) != 0) return std::unexpected(errno_error("stat " + key_file.string(), errno));
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    return fail(Errc::invalid_argument, key_file.string() + ": not a regular file of yours (a link is refused)");
+  }
   if ((st.st_mode & 077) != 0) {
-    return fail(Errc::invalid_argument, key_file.string() + ": others may read the runner's key (chmod 0600)");
+    return fail(Errc::invalid_argument, key_file.string() + ": others may read the runner's key; it may have leaked: "
+                                                            "remove it to make a new one, then forget the runner's id");
   }
   auto text = read_file(key_file, 4096);
   if (!text) return std::unexpected(text.error());
@@ -160,13 +181,16 @@ class Runner {
     for (;;) {
       if (stopping()) return kOk;
       bool enrolled = false;
+      const auto began = std::chrono::steady_clock::now();
       grpc::Status status = session(enrolled);
       if (stopping()) return kOk;
       if (permanent(status)) {
         std::cerr << "warden runner: the server refused " << identity_.agent_id << "\n";
         return report_status(status, false);
       }
-      if (enrolled) backoff = kFirstBackoff;  // it worked for a while: start the backoff over
+      // A session that held for a while starts the backoff over; one cut at once (another
+      // process with this identity, a server refusing it after enrolling) keeps it growing.
+      if (enrolled && std::chrono::steady_clock::now() - began > kMostBackoff) backoff = kFirstBackoff;
       const auto wait = backoff / 2 + std::chrono::milliseconds(jitter() % static_cast<uint64_t>(backoff.count() / 2 + 1));
       std::cerr << "warden runner: " << (status.error_message().empty() ? "the server went away" : status.error_message())
                 << "; trying again in " << wait.count() << " ms\n";
@@ -184,7 +208,9 @@ class Runner {
 
   // One connection: enrol, then heartbeat until the stream ends.
   grpc::Status session(bool& enrolled) {
-    auto connection = Connection::open(args_.connect, std::chrono::seconds(5));
+    ConnectOptions connect = args_.connect;
+    connect.keepalive = true;
+    auto connection = Connection::open(connect, std::chrono::seconds(5));
     if (!connection) {
       // A bad address or token file will not get better; a server not up yet may.
       const bool ours = connection.error().code == Errc::invalid_argument;
@@ -283,6 +309,9 @@ int run_runner(const RunnerArgs& a) {
   }
   const std::string state = a.state.empty() ? default_state_dir() : a.state;
   if (state.empty()) return cli::report_error(Error{Errc::invalid_argument, "--state: no HOME to keep the runner's key under; name a directory"}, false, kUsage);
+  if (Status st = make_private_dir(state); !st) return cli::report_error(st.error(), false);
+  auto lock = lock_state_dir(state);
+  if (!lock) return cli::report_error(lock.error(), false);
   auto identity = load_identity(state, a.id);
   if (!identity) return cli::report_error(identity.error(), false);
   InterruptToCancel interrupt;  // before any gRPC thread starts
