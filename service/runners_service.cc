@@ -205,9 +205,17 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
           break;
         }
         watchdog.feed();
-        // A store that fails a heartbeat is the store's problem, not the runner's: the
-        // supervisor's loop reports it as readiness; the runner keeps its stream.
-        (void)fleet_.supervisor().heartbeat(spec.id);
+        // Only for this stream's registration: a runner that re-enrolled at another server
+        // sharing the store, or an id forgotten (and perhaps enrolled by another runner),
+        // ends this stream instead of keeping someone else's record alive. A store that fails
+        // a heartbeat otherwise is the store's problem, not the runner's: the supervisor's
+        // loop reports it as readiness; the runner keeps its stream.
+        Status beat = fleet_.supervisor().heartbeat(spec.id, registered->epoch);
+        if (!beat && (beat.error().code == Errc::failed_precondition || beat.error().code == Errc::not_found)) {
+          why = "";
+          status = grpc::Status(grpc::StatusCode::ABORTED, beat.error().message + ": this stream no longer speaks for it");
+          break;
+        }
         continue;
       }
       why = "the runner sent " + std::string(message.has_enrol() ? "enrol" : message.has_proof() ? "proof" : "an empty message") +
@@ -220,7 +228,7 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   // Only the agent's current stream fails it: one superseded by a newer enrolment (the
   // runner reconnected) or forgotten by an operator leaves the agent as it is. The runner is
   // gone, so it is down at once (not failed again when its heartbeats go stale).
-  if (session.leave()) (void)fleet_.supervisor().fail_agent(spec.id, why, /*gone=*/true);
+  if (session.leave() && !why.empty()) (void)fleet_.supervisor().fail_agent(spec.id, why, /*gone=*/true, registered->epoch);
   return status;
 }
 

@@ -18,6 +18,7 @@ std::string encode_details(const AgentView& view) {
   Json json = {{"down", view.down}, {"drained", view.drained}};
   if (!view.owner.empty()) json["owner"] = view.owner;
   if (!view.key.empty()) json["key"] = view.key;
+  if (view.epoch != 0) json["epoch"] = view.epoch;
   if (!view.task_id.empty()) {
     json["task"] = view.task_id;
     json["token"] = view.claim_token;
@@ -41,6 +42,7 @@ Status decode_into(const store::AgentRecord& record, AgentView& view) {
   r.string("task", view.task_id, false);
   r.string("owner", view.owner, false);
   r.string("key", view.key, false);
+  r.unsigned_integer("epoch", view.epoch, 0, std::numeric_limits<uint64_t>::max(), false);
   r.unsigned_integer("token", view.claim_token, 0, std::numeric_limits<uint64_t>::max(), false);
   r.integer("expires_ms", view.claim_expires_ms, std::numeric_limits<int64_t>::min(),
             std::numeric_limits<int64_t>::max(), false);
@@ -50,6 +52,13 @@ Status decode_into(const store::AgentRecord& record, AgentView& view) {
 // The claim the agent holds, for the store's ack and release.
 store::ClaimRef held_claim(const AgentView& view) {
   return store::ClaimRef{view.task_id, view.record.id, view.claim_token};
+}
+
+// The registration a caller speaks for must still be the record's.
+Status same_epoch(const AgentView& view, std::optional<uint64_t> epoch) {
+  if (!epoch || view.epoch == *epoch) return {};
+  return fail(Errc::failed_precondition, "agent " + view.record.id + " was registered again since (registration " +
+                                             std::to_string(view.epoch) + ", not " + std::to_string(*epoch) + ")");
 }
 
 bool same_claim(const AgentView& view, const store::ClaimRef& claim) {
@@ -171,7 +180,9 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
       // A registering process holds nothing: whatever its previous life held goes back.
       if (!old.task_id.empty()) (void)store_.release(held_claim(old), now);
       view.drained = old.drained;
+      view.epoch = old.epoch;
     }
+    ++view.epoch;
     view.record.id = spec.id;
     view.record.role = spec.role;
     view.record.labels = spec.labels;
@@ -195,19 +206,20 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
   return fail(Errc::failed_precondition, "agent " + spec.id + " kept changing while it registered");
 }
 
-Status Supervisor::heartbeat(std::string_view agent_id) {
+Status Supervisor::heartbeat(std::string_view agent_id, std::optional<uint64_t> epoch) {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
   // A heartbeat within a quarter interval of the last one this process recorded changes
   // nothing detection needs, so it writes nothing: an agent (or a flood of calls in its name)
   // cannot turn heartbeats into store writes faster than four per interval.
   auto cached = known_.find(std::string(agent_id));
-  if (cached != known_.end() && !cached->second.down &&
+  if (cached != known_.end() && !cached->second.down && (!epoch || cached->second.epoch == *epoch) &&
       now - cached->second.record.last_heartbeat_ms < config_.heartbeat_interval_ms / 4 &&
       now >= cached->second.record.last_heartbeat_ms) {
     return {};
   }
   auto done = update(agent_id, now, [&](AgentView& view) -> Status {
+    if (Status st = same_epoch(view, epoch); !st) return st;
     // Heartbeats carry no clock of the agent's: the supervisor's reading is the one compared.
     view.record.last_heartbeat_ms = std::max(view.record.last_heartbeat_ms, now);
     view.down = false;
@@ -218,7 +230,8 @@ Status Supervisor::heartbeat(std::string_view agent_id) {
 }
 
 Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std::string_view reason, bool down, bool stale,
-                                                int64_t now, std::optional<uint64_t> lapsed_claim) {
+                                                int64_t now, std::optional<uint64_t> lapsed_claim,
+                                                std::optional<uint64_t> epoch) {
   RestartPolicy& policy = policy_locked(agent_id);
   // Held out of assignment from this moment until the decision below replaces the sentinel:
   // an assign() between the failure and the decision cannot pick the agent.
@@ -233,6 +246,7 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
     if (stale && (view.down || now - view.record.last_heartbeat_ms <= stale_after_ms())) {
       return fail(Errc::failed_precondition, "agent " + agent_id + " is not stale any more");
     }
+    if (Status st = same_epoch(view, epoch); !st) return st;
     if (lapsed_claim && (view.task_id.empty() || view.claim_token != *lapsed_claim)) {
       return fail(Errc::failed_precondition, "agent " + agent_id + " no longer holds the lapsed claim");
     }
@@ -281,9 +295,10 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
   return decision;
 }
 
-Result<RestartDecision> Supervisor::fail_agent(std::string_view agent_id, std::string_view reason, bool gone) {
+Result<RestartDecision> Supervisor::fail_agent(std::string_view agent_id, std::string_view reason, bool gone,
+                                               std::optional<uint64_t> epoch) {
   std::lock_guard lock(mu_);
-  return fail_locked(std::string(agent_id), reason, gone, false, clock_.now_ms(), std::nullopt);
+  return fail_locked(std::string(agent_id), reason, gone, false, clock_.now_ms(), std::nullopt, epoch);
 }
 
 Result<std::vector<std::string>> Supervisor::detect_failures() {

@@ -81,6 +81,9 @@ struct AgentView {
   bool drained = false;    // taken out of assignment by an operator
   std::string owner;       // AgentSpec::owner, as pinned
   std::string key;         // AgentSpec::key, as pinned
+  // 1 at the first registration, +1 at each later one: which registration (which process, or
+  // which runner stream, possibly at another server) the record is now.
+  uint64_t epoch = 0;
   bool given_up = false;   // past the restart intensity (this supervisor's view)
   BreakerState breaker = BreakerState::closed;  // this supervisor's view
 };
@@ -102,8 +105,10 @@ class Supervisor {
   // another owner or key than `spec` names (AgentSpec::owner).
   Result<AgentView> register_agent(const AgentSpec& spec);
   // Records a heartbeat now; an agent that was down is up again. One within a quarter
-  // interval of the last this process recorded is answered without a write.
-  Status heartbeat(std::string_view agent_id);
+  // interval of the last this process recorded is answered without a write. With `epoch`,
+  // only for that registration: failed_precondition, writing nothing, once the agent was
+  // registered again (elsewhere) or forgotten (not_found).
+  Status heartbeat(std::string_view agent_id, std::optional<uint64_t> epoch = std::nullopt);
 
   // Fails every agent that is not already down and whose last heartbeat is older than
   // stale_after_ms() (it is marked down), or that holds a claim whose lease has run out:
@@ -134,7 +139,10 @@ class Supervisor {
   // `gone`: the agent is known to be unreachable (its stream ended), so it is marked down as
   // a heartbeat failure would, and detect_failures() does not fail it a second time; its next
   // heartbeat or registration brings it back.
-  Result<RestartDecision> fail_agent(std::string_view agent_id, std::string_view reason, bool gone = false);
+  // With `epoch`, only that registration is failed (failed_precondition once a newer one
+  // holds the record: a stream that ended after its runner re-enrolled elsewhere).
+  Result<RestartDecision> fail_agent(std::string_view agent_id, std::string_view reason, bool gone = false,
+                                     std::optional<uint64_t> epoch = std::nullopt);
 
   // Takes the agent out of assignment (its current task finishes); undrain puts it back.
   Status drain(std::string_view agent_id, bool drained = true);
@@ -168,7 +176,7 @@ class Supervisor {
   // writes (a heartbeat since wins); `lapsed_claim`: the
   // claim token that ran out (the failure stands only if the agent still holds it).
   Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, bool stale, int64_t now,
-                                      std::optional<uint64_t> lapsed_claim);
+                                      std::optional<uint64_t> lapsed_claim, std::optional<uint64_t> epoch = std::nullopt);
   Status emit(FleetEvent event);
 
   store::StateStore& store_;

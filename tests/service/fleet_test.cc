@@ -414,6 +414,18 @@ TEST_F(Fleet, TwoServersOnOneRedisSeeOneFleet) {
   EXPECT_EQ(lines[0].value("id", ""), "runner-a");
   EXPECT_EQ(lines[0].value("owner", ""), "r1");
   EXPECT_FALSE(lines[0].value("connected", true)) << "its stream is open to the first server";
+  // Forgotten at the second server, which cannot cut the first one's stream: that stream's
+  // next heartbeat finds its registration gone, ends, and the runner enrols afresh.
+  ProcessResult forgot = warden({"agents", "forget", "runner-a", "--server", (state2 / "warden.sock").string(), "--token",
+                                 token_file("ops").string()});
+  ASSERT_TRUE(forgot.exited_with(0)) << describe(forgot);
+  bool cut = false;
+  for (int i = 0; i < 100 && !cut; ++i) {
+    a.pump(std::chrono::steady_clock::now() + 50ms);
+    cut = a.err().find("no longer speaks for it") != std::string::npos;
+  }
+  EXPECT_TRUE(cut) << a.err();
+  EXPECT_TRUE(eventually([](const auto& agents) { return connected(agents, "runner-a"); })) << a.err();
   a.kill(SIGTERM);
   EXPECT_TRUE(a.wait().exited_with(0));
   EXPECT_TRUE(stop(first).exited_with(0));

@@ -416,6 +416,28 @@ TEST(Supervisor, AnAgentKnownGoneIsFailedOnceNotAgainWhenItsHeartbeatsGoStale) {
   EXPECT_FALSE(fleet.view("r1").down) << "a heartbeat brings it back";
 }
 
+TEST(Supervisor, AHeartbeatOrFailureForAnEarlierRegistrationChangesNothing) {
+  Fleet fleet;
+  auto first = fleet.sup->register_agent({"r1", "runner", {}});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->epoch, 1u);
+  ASSERT_TRUE(fleet.sup->heartbeat("r1", 1));
+  auto second = fleet.sup->register_agent({"r1", "runner", {}});  // re-enrolled, maybe elsewhere
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->epoch, 2u);
+  fleet.clock.advance(1000);
+  EXPECT_EQ(fleet.sup->heartbeat("r1", 1).error().code, Errc::failed_precondition);
+  EXPECT_EQ(fleet.view("r1").record.last_heartbeat_ms, 1000) << "the old stream's heartbeat wrote nothing";
+  EXPECT_EQ(fleet.sup->fail_agent("r1", "old stream ended", true, 1).error().code, Errc::failed_precondition);
+  EXPECT_FALSE(fleet.view("r1").down);
+  ASSERT_TRUE(fleet.sup->heartbeat("r1", 2));
+  ASSERT_TRUE(fleet.sup->forget("r1"));
+  EXPECT_EQ(fleet.sup->heartbeat("r1", 2).error().code, Errc::not_found);
+  auto again = fleet.sup->register_agent({"r1", "runner", {}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->epoch, 1u) << "a forgotten agent starts over";
+}
+
 TEST(Supervisor, TwoSupervisorsOnOneStoreAssignEachTaskOnce) {
   Fleet fleet;
   auto second = Supervisor::create(*fleet.store, fleet.clock, fleet.random, test_config());
