@@ -172,7 +172,7 @@ void AgentSpawner::supervise(const SpawnedAgentSpec& spec, std::stop_token stop)
   while (!stop.stop_requested()) {
     // Registered afresh at each start: idle and heartbeating; its restart policy stays.
     auto registered = supervisor_.register_agent(
-        {.id = spec.id, .role = spec.role, .labels = spec.labels, .owner = "warden:spawned", .key = ""});
+        {.id = spec.id, .role = spec.role, .labels = spec.labels, .owner = "warden:spawned", .key = "", .self_restarting = false});
     if (!registered) {
       say("agent " + spec.id + " could not be registered: " + registered.error().message + "; trying again in 1 s");
       if (stopped_within(stop, std::chrono::seconds(1))) return;

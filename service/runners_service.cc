@@ -149,7 +149,8 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   }
 
   supervisor::AgentSpec spec{.id = enrol.agent_id(), .role = "runner", .labels = shape.labels,
-                             .owner = identity->name, .key = to_hex(std::string_view(enrol.public_key()))};
+                             .owner = identity->name, .key = to_hex(std::string_view(enrol.public_key())),
+                             .self_restarting = true};
   auto refused = [](const Error& error) {
     if (error.code == Errc::verification_failed) return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, error.message);
     return to_status(error);

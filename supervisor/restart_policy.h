@@ -193,6 +193,11 @@ class RestartPolicy {
   // lifted. Restarts already in the intensity window stay there until they age out.
   void on_success();
 
+  // The agent came back on its own (a remote runner enrolling again): the restart intensity
+  // bounds the restarts the supervisor makes, so its window starts over and a give-up is
+  // lifted. The breaker, the backoff count and any cooldown stand.
+  void start_intensity_over() { intensity_ = RestartIntensity(config_.intensity); }
+
   // Crash handling begins: hold the agent out of assignment until on_failure decides.
   void mark_failing() { cooldown_.set_sentinel(); }
   // The crash was spurious (e.g. agent_failed was an InvalidTransition): drop the sentinel;

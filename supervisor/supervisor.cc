@@ -161,7 +161,7 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
   if (auto ok = store::check_id(spec.role, "agent " + spec.id + ": role"); !ok) return std::unexpected(ok.error());
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
-  policy_locked(spec.id);
+  RestartPolicy& policy = policy_locked(spec.id);
   for (int attempt = 0; attempt < kCasTries; ++attempt) {
     auto stored = store_.get_agent(spec.id);
     if (!stored) return std::unexpected(stored.error());
@@ -195,7 +195,9 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
     auto put = store_.put_agent(view.record, expected,
                                 encode({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}));
     if (put) {
+      if (spec.self_restarting) policy.start_intensity_over();
       view.record.version = *put;
+      view.given_up = policy.given_up();
       known_[spec.id] = view;
       return view;
     }

@@ -68,6 +68,10 @@ struct AgentSpec {
   // one naming others is refused until an operator forgets the agent. Empty: not pinned.
   std::string owner{};
   std::string key{};
+  // The agent restarts itself (a remote runner reconnecting), rather than being restarted by
+  // the supervisor's caller: each registration starts its restart intensity over
+  // (RestartPolicy::start_intensity_over), so reconnects never give it up for good.
+  bool self_restarting = false;
 };
 
 // An agent as the store holds it, decoded.

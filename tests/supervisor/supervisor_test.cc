@@ -438,6 +438,21 @@ TEST(Supervisor, AHeartbeatOrFailureForAnEarlierRegistrationChangesNothing) {
   EXPECT_EQ(again->epoch, 1u) << "a forgotten agent starts over";
 }
 
+TEST(Supervisor, AnAgentThatComesBackOnItsOwnIsNeverGivenUpForGoodByReconnecting) {
+  Fleet fleet;  // intensity: 3 restarts in 60 s
+  for (const bool self_restarting : {false, true}) {
+    const std::string id = self_restarting ? "runner" : "spawned";
+    AgentSpec spec{id, "runner", {}, "", "", self_restarting};
+    ASSERT_TRUE(fleet.sup->register_agent(spec));
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(fleet.sup->fail_agent(id, "stream ended", true));
+    EXPECT_TRUE(fleet.view(id).given_up) << id;
+    auto again = fleet.sup->register_agent(spec);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->given_up, !self_restarting) << id << ": only the supervisor's own restarts are bounded";
+    EXPECT_EQ(fleet.view(id).given_up, !self_restarting) << id;
+  }
+}
+
 TEST(Supervisor, TwoSupervisorsOnOneStoreAssignEachTaskOnce) {
   Fleet fleet;
   auto second = Supervisor::create(*fleet.store, fleet.clock, fleet.random, test_config());
