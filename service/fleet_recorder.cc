@@ -79,10 +79,18 @@ Result<FleetRecorder::Pumped> FleetRecorder::pump() {
       }
       entries.push_back(AppendEntry{std::string(kernel::record_kind::fleet_event), record->to_json()});
     }
-    auto appended = ledger_.append(entries, signer_ ? &*signer_ : nullptr);
+    auto appended = ledger_.append(entries);
     if (!appended) return std::unexpected(appended.error().with_context("recording fleet events in the ledger"));
+    // The records are durable: from here on a failure must not make the next pass copy them
+    // again (replay would find them repeated).
     position_ = expect - 1;
     pumped.recorded += entries.size();
+    if (signer_) {
+      // Unsigned records wait for the next checkpoint (this recorder's or a run's).
+      if (Status st = ledger_.checkpoint(*signer_); !st) {
+        return std::unexpected(st.error().with_context("signing a checkpoint over the fleet's events"));
+      }
+    }
   }
   return pumped;
 }

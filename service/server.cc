@@ -203,7 +203,14 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   // The fleet's events go into the ledger, signed with the ledger's key when the server has it
   // (else the next run's checkpoint covers them).
   std::optional<NoteSigner> fleet_signer;
-  if (auto key = find_ledger_signer_key(options.ledger, std::nullopt)) fleet_signer.emplace(std::move(key->signer));
+  if (auto key = find_ledger_signer_key(options.ledger, std::nullopt)) {
+    // A key that is not the ledger's would sign checkpoints no verifier accepts.
+    if (key->signer.verifier().encoded() != (*ledger)->verifier_key()) {
+      return fail(Errc::invalid_argument, key->path.string() + " is not the signer key of the ledger " +
+                                              options.ledger.string() + " (its verifier key differs)");
+    }
+    fleet_signer.emplace(std::move(key->signer));
+  }
   auto recorder = FleetRecorder::create(**ledger, (*fleet)->store(), (*fleet)->store_name(), std::move(fleet_signer));
   if (!recorder) return std::unexpected(recorder.error().with_context("finding the fleet's last recorded event"));
   (*fleet)->start([&recorder, &log]() -> Status {

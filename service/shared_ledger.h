@@ -48,20 +48,21 @@ class SharedLedger {
   }
 
   bool writable() const { return writable_; }
-  // Appends `entries` in one transaction (all or none), then, with a signer, signs the new
-  // tree head. failed_precondition when the ledger could only be opened read-only.
-  Result<std::vector<Appended>> append(std::span<const AppendEntry> entries, const NoteSigner* signer) {
+  // Appends `entries` in one transaction (all or none). failed_precondition when the ledger
+  // could only be opened read-only.
+  Result<std::vector<Appended>> append(std::span<const AppendEntry> entries) {
     if (!writable_) return fail(Errc::failed_precondition, "the ledger " + ledger_.dir().string() + " is read-only here");
     std::lock_guard lock(mu_);
-    auto appended = ledger_.append_batch(entries);
-    if (!appended) return std::unexpected(appended.error());
-    if (signer) {
-      // The records are durable already; a checkpoint that fails is signed by the next one.
-      if (auto cp = ledger_.checkpoint(*signer); !cp) return std::unexpected(cp.error().with_context("signing a checkpoint"));
-    }
-    return appended;
+    return ledger_.append_batch(entries);
   }
-
+  // Signs the current tree head with `signer` and stores the checkpoint.
+  Status checkpoint(const NoteSigner& signer) {
+    if (!writable_) return fail(Errc::failed_precondition, "the ledger " + ledger_.dir().string() + " is read-only here");
+    std::lock_guard lock(mu_);
+    auto cp = ledger_.checkpoint(signer);
+    if (!cp) return std::unexpected(cp.error());
+    return {};
+  }
   Result<LedgerSnapshot> snapshot() {
     std::lock_guard lock(mu_);
     return ledger_.snapshot();

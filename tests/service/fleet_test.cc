@@ -10,6 +10,10 @@
 
 #include "common/ed25519.h"
 #include "common/sha256.h"
+#include "ledger/note.h"
+#include "service/fleet_recorder.h"
+#include "service/shared_ledger.h"
+#include "store/lmdb_state_store.h"
 #include "tests/service/serve_fixture.h"
 #include "tests/support/files.h"
 #include "tests/support/redis_server.h"
@@ -97,7 +101,7 @@ class Fleet : public ServeFixture {
     return false;
   }
 
-  std::unique_ptr<v1::Runners::Stub> runners_stub() { return v1::Runners::NewStub(channel()); }
+  std::unique_ptr<v1::Runners::Stub> runners_client() { return v1::Runners::NewStub(channel()); }
   void authorize(grpc::ClientContext& context, const std::string& name) {
     context.AddMetadata("authorization", "Bearer " + secret(name));
     context.set_deadline(std::chrono::system_clock::now() + 30s);
@@ -286,10 +290,10 @@ TEST_F(Fleet, ForgedReplayedAndMisdirectedProofsAreRefusedAndNothingIsRegistered
   // what `sign` makes of it; returns the final status.
   auto attempt = [&](const std::string& token, const std::string& id, const std::string& public_key,
                      const std::function<std::string(const v1::EnrolChallenge&)>& sign) {
-    auto stub = runners_stub();
+    auto runners = runners_client();
     grpc::ClientContext context;
     authorize(context, token);
-    auto stream = stub->Work(&context);
+    auto stream = runners->Work(&context);
     v1::RunnerMessage enrol;
     enrol.mutable_enrol()->set_agent_id(id);
     enrol.mutable_enrol()->set_public_key(public_key);
@@ -337,10 +341,10 @@ TEST_F(Fleet, ForgedReplayedAndMisdirectedProofsAreRefusedAndNothingIsRegistered
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(attempt("agent", "x5", pub, honest("x5")).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   {
-    auto stub = runners_stub();
+    auto runners = runners_client();
     grpc::ClientContext context;
     authorize(context, "r1");
-    auto stream = stub->Work(&context);
+    auto stream = runners->Work(&context);
     v1::RunnerMessage beat;
     beat.mutable_heartbeat();
     stream->Write(beat);
@@ -355,11 +359,11 @@ TEST_F(Fleet, ForgedReplayedAndMisdirectedProofsAreRefusedAndNothingIsRegistered
 
 TEST_F(Fleet, AStreamThatNeverEnrolsIsCutOffAndTheServerStopsWithRunnersConnected) {
   Child server = serve();
-  auto stub = runners_stub();
+  auto runners = runners_client();
   grpc::ClientContext context;
   authorize(context, "r1");
   const auto opened = std::chrono::steady_clock::now();
-  auto stream = stub->Work(&context);
+  auto stream = runners->Work(&context);
   v1::ServerMessage answer;
   EXPECT_FALSE(stream->Read(&answer));  // the server ends the stream; nothing was sent
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
@@ -623,6 +627,55 @@ TEST_F(SpawnedAgents, AnAgentsFileOutsideItsFormatStopsTheServerNamingTheField) 
     ProcessResult r = start({"--agents", agents_file.string(), "--tokens", tokens.string()}).wait();
     EXPECT_TRUE(r.exited_with(3)) << bad << "\n" << describe(r);
   }
+}
+
+}  // namespace
+}  // namespace warden::test
+
+namespace warden::test {
+namespace {
+
+// A checkpoint that fails after the records were appended (a key that is not the ledger's, a
+// disk that fills between the two) must not make the next pass copy the events again:
+// replay would find them repeated, and the fleet's history would read as a lie.
+TEST(FleetRecorder, ACheckpointThatFailsAfterTheAppendNeverRecordsAnEventTwice) {
+  TempDir dir;
+  ASSERT_TRUE(warden({"ledger", "init", (dir / "ledger").string()}).exited_with(0));
+  auto ledger = service::SharedLedger::open(dir / "ledger");
+  ASSERT_TRUE(ledger) << ledger.error().message;
+  auto store = store::open_lmdb_state_store(dir / "fleet", {.sync = false});
+  ASSERT_TRUE(store);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*store)->append("{\"agent\":\"a\",\"at_ms\":" + std::to_string(i) + ",\"type\":\"registered\"}"));
+  }
+  auto stranger = NoteSigner::generate("not-the-ledgers");
+  ASSERT_TRUE(stranger);
+  auto recorder = service::FleetRecorder::create(**ledger, **store, "lmdb", std::move(*stranger));
+  ASSERT_TRUE(recorder);
+  auto pumped = (*recorder)->pump();
+  ASSERT_FALSE(pumped) << "the stranger's checkpoint is refused";
+  EXPECT_NE(pumped.error().message.find("checkpoint"), std::string::npos) << pumped.error().message;
+  for (int pass = 0; pass < 3; ++pass) {
+    auto again = (*recorder)->pump();
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_EQ(again->recorded, 0u) << "nothing copied twice";
+  }
+  ASSERT_TRUE((*store)->append("{\"agent\":\"a\",\"at_ms\":9,\"type\":\"registered\"}"));
+  EXPECT_FALSE((*recorder)->pump());
+  ledger->reset();  // the CLI opens the ledger itself
+  auto records = fleet_records(dir / "ledger");
+  ASSERT_EQ(records.size(), 4u) << "each event once, however often signing failed";
+  for (size_t i = 0; i < records.size(); ++i) EXPECT_EQ(records[i].value("store_seq", uint64_t{0}), i + 1);
+  ProcessResult replayed = warden({"replay", (dir / "ledger").string()});
+  EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
+}
+
+TEST_F(Fleet, ALedgerKeyThatIsNotTheLedgersStopsTheServerBeforeItSignsAnything) {
+  ASSERT_TRUE(warden({"ledger", "init", (tmp / "other").string()}).exited_with(0));
+  fs::copy_file(tmp / "other" / "signer.key", ledger / "signer.key", fs::copy_options::overwrite_existing);
+  ProcessResult r = start({"--tokens", tokens.string()}).wait();
+  EXPECT_TRUE(r.exited_with(3)) << describe(r);
+  EXPECT_NE(r.err.find("is not the signer key of the ledger"), std::string::npos) << r.err;
 }
 
 }  // namespace

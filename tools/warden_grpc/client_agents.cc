@@ -75,19 +75,19 @@ void print_agent_details(const v1::AgentInfo& a) {
 }
 
 template <typename Call>
-int with_stub(const AgentsArgs& a, Call call) {
+int with_agents(const AgentsArgs& a, Call call) {
   auto connection = Connection::open(a.connect);
   if (!connection) return cli::report_error(connection.error(), a.json);
-  auto stub = v1::Agents::NewStub(connection->channel());
+  auto agents = v1::Agents::NewStub(connection->channel());
   grpc::ClientContext context;
   connection->prepare(context, std::chrono::seconds(60));
-  return call(*stub, context);
+  return call(*agents, context);
 }
 
 int list(const AgentsArgs& a) {
-  return with_stub(a, [&](v1::Agents::Stub& stub, grpc::ClientContext& context) -> int {
+  return with_agents(a, [&](v1::Agents::Stub& agents, grpc::ClientContext& context) -> int {
     v1::ListAgentsResponse response;
-    if (grpc::Status st = stub.List(&context, {}, &response); !st.ok()) return report_status(st, a.json);
+    if (grpc::Status st = agents.List(&context, {}, &response); !st.ok()) return report_status(st, a.json);
     print_whole([&] {
       if (a.json) {
         for (const auto& agent : response.agents()) cli::print_item("agent", agent_json(agent));
@@ -105,11 +105,11 @@ int list(const AgentsArgs& a) {
 }
 
 int show(const AgentsArgs& a) {
-  return with_stub(a, [&](v1::Agents::Stub& stub, grpc::ClientContext& context) -> int {
+  return with_agents(a, [&](v1::Agents::Stub& agents, grpc::ClientContext& context) -> int {
     v1::GetAgentRequest request;
     request.set_agent_id(a.agent_id);
     v1::AgentInfo info;
-    if (grpc::Status st = stub.Get(&context, request, &info); !st.ok()) return report_status(st, a.json);
+    if (grpc::Status st = agents.Get(&context, request, &info); !st.ok()) return report_status(st, a.json);
     print_whole([&] {
       if (a.json) return cli::print_json({{"agent", agent_json(info)}});
       print_agent_details(info);
@@ -119,12 +119,12 @@ int show(const AgentsArgs& a) {
 }
 
 int drain(const AgentsArgs& a) {
-  return with_stub(a, [&](v1::Agents::Stub& stub, grpc::ClientContext& context) -> int {
+  return with_agents(a, [&](v1::Agents::Stub& agents, grpc::ClientContext& context) -> int {
     v1::DrainAgentRequest request;
     request.set_agent_id(a.agent_id);
     request.set_drained(!a.undrain);
     v1::AgentInfo info;
-    if (grpc::Status st = stub.Drain(&context, request, &info); !st.ok()) return report_status(st, a.json);
+    if (grpc::Status st = agents.Drain(&context, request, &info); !st.ok()) return report_status(st, a.json);
     print_whole([&] {
       if (a.json) return cli::print_json({{"agent", agent_json(info)}});
       std::cout << "agent " << info.id() << (a.undrain ? " takes tasks again" : " is drained: it takes no new task") << "\n";
@@ -134,11 +134,11 @@ int drain(const AgentsArgs& a) {
 }
 
 int forget(const AgentsArgs& a) {
-  return with_stub(a, [&](v1::Agents::Stub& stub, grpc::ClientContext& context) -> int {
+  return with_agents(a, [&](v1::Agents::Stub& agents, grpc::ClientContext& context) -> int {
     v1::ForgetAgentRequest request;
     request.set_agent_id(a.agent_id);
     v1::ForgetAgentResponse response;
-    if (grpc::Status st = stub.Forget(&context, request, &response); !st.ok()) return report_status(st, a.json);
+    if (grpc::Status st = agents.Forget(&context, request, &response); !st.ok()) return report_status(st, a.json);
     print_whole([&] {
       if (a.json) return cli::print_json({{"forgotten", a.agent_id}});
       std::cout << "agent " << a.agent_id << " forgotten: the next runner to enrol under its id is pinned afresh\n";
