@@ -1,8 +1,6 @@
 #include "tools/warden/kernel_cli.h"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -122,39 +120,6 @@ Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spe
                                                        std::move(*launcher));
   }
   return fail(Errc::invalid_argument, "--executor must be plan, command:CMD or remote:LABEL, not \"" + spec + "\"");
-}
-
-namespace {
-
-sigset_t stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGUSR1);  // our own "no more waiting"
-  return set;
-}
-
-}  // namespace
-
-CancelOnSignal::CancelOnSignal() {
-  sigset_t set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // threads started from here on inherit it
-  waiter_ = std::thread([this, set] {
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&set, &sig) != 0) continue;
-      if (sig == SIGUSR1) return;
-      source_.request_stop();
-    }
-  });
-}
-
-CancelOnSignal::~CancelOnSignal() {
-  pthread_kill(waiter_.native_handle(), SIGUSR1);
-  waiter_.join();
-  sigset_t set = stop_signals();
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 }  // namespace warden::cli

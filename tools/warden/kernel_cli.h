@@ -8,12 +8,12 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/command_launcher.h"
 #include "common/error.h"
+#include "common/signal_waiter.h"
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/run_recovery.h"
@@ -60,15 +60,12 @@ Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spe
 // (a dedicated thread waits for them; the signals are blocked in every other thread).
 class CancelOnSignal {
  public:
-  CancelOnSignal();
-  ~CancelOnSignal();
-  CancelOnSignal(const CancelOnSignal&) = delete;
-  CancelOnSignal& operator=(const CancelOnSignal&) = delete;
+  CancelOnSignal() = default;
   std::stop_token token() const { return source_.get_token(); }
 
  private:
   std::stop_source source_;
-  std::thread waiter_;
+  SignalWaiter waiter_{[this](int) { source_.request_stop(); }};  // after source_: it stops first
 };
 
 }  // namespace warden::cli

@@ -5,7 +5,8 @@
 
 #include <functional>
 #include <mutex>
-#include <thread>
+
+#include "common/signal_waiter.h"
 
 namespace warden::grpc_client {
 
@@ -14,18 +15,17 @@ namespace warden::grpc_client {
 // with on_interrupt() — at once, or when it is set if the signal came first; thread-safe.
 class InterruptToCancel {
  public:
-  InterruptToCancel();
-  ~InterruptToCancel();
-  InterruptToCancel(const InterruptToCancel&) = delete;
-  InterruptToCancel& operator=(const InterruptToCancel&) = delete;
+  InterruptToCancel() = default;
 
   void on_interrupt(std::function<void()> action);
 
  private:
+  void interrupted();
+
   std::mutex mutex_;
   std::function<void()> action_;
   bool interrupted_ = false;
-  std::thread waiter_;
+  SignalWaiter waiter_{[this](int) { interrupted(); }};  // last: it stops before the rest goes
 };
 
 }  // namespace warden::grpc_client
