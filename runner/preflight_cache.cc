@@ -16,7 +16,7 @@ namespace warden {
 namespace {
 
 // Bump when what a cached report means changes (the judge, the report's shape).
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 2: bwrap named by its file's identity, not its bytes
 constexpr off_t kMaxFileBytes = 64 << 10;
 
 // The directory, opened, if it is ours alone: owned by our effective uid, no group or other
@@ -30,26 +30,40 @@ UniqueFd open_trusted_dir(const std::filesystem::path& dir) {
 
 std::string file_name(const Digest& key) { return key.hex() + ".json"; }
 
+int64_t nanoseconds(const struct timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; }
+
 }  // namespace
+
+HostIdentity HostIdentity::read(const std::filesystem::path& bwrap) {
+  HostIdentity id;
+  struct utsname u {};
+  ::uname(&u);
+  id.kernel = {u.sysname, u.release, u.version, u.machine};
+  id.namespaces = own_namespaces();
+  id.overflow_uid = warden::overflow_uid();
+  id.euid = ::geteuid();
+  struct stat st {};
+  if (::stat(bwrap.c_str(), &st) == 0) {
+    id.bwrap_file = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                    std::to_string(nanoseconds(st.st_mtim)) + ":" + std::to_string(nanoseconds(st.st_ctim));
+  }
+  return id;
+}
 
 Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
                      const SandboxHost& host) {
-  struct utsname u {};
-  ::uname(&u);
-  // An unreadable bwrap digests as empty: the sandbox will not start, and nothing is cached.
-  auto bwrap = read_file(host.bwrap, 16 << 20);
-  Json ns = Json::object();
-  for (const auto& [name, link] : own_namespaces()) ns[name] = link;
+  const HostIdentity read = host.identity ? HostIdentity() : HostIdentity::read(host.bwrap);
+  const HostIdentity& id = host.identity ? *host.identity : read;
   Json key = {{"format", kFormat},
               {"profile_sha256", profile_digest.str()},
               {"seccomp_sha256", sha256(seccomp_program).str()},
               {"probe_sha256", sha256(preflight_script(profile)).str()},
               {"bwrap", host.bwrap},
-              {"bwrap_sha256", sha256(bwrap ? *bwrap : std::string()).str()},
-              {"kernel", {std::string(u.sysname), std::string(u.release), std::string(u.version), std::string(u.machine)}},
-              {"namespaces", ns},
-              {"overflow_uid", overflow_uid()},
-              {"euid", ::geteuid()},
+              {"bwrap_file", id.bwrap_file},
+              {"kernel", id.kernel},
+              {"namespaces", id.namespaces},
+              {"overflow_uid", id.overflow_uid},
+              {"euid", id.euid},
               {"uid", host.uid},
               {"gid", host.gid},
               {"drop", host.drop},

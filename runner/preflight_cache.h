@@ -2,7 +2,7 @@
 // (an agent harness calls one per tool call) does not re-run the probe every time.
 //
 // A verdict is keyed by everything the probe's outcome depends on (PreflightKey): the
-// profile digest, the seccomp program, the probe script, the bwrap binary's bytes, the
+// profile digest, the seccomp program, the probe script, the bwrap binary's identity, the
 // kernel's identity, the runner's namespaces and the uids involved. Only passing verdicts
 // are kept: a failing host is probed again each time, so fixing it takes effect at once. A
 // verdict is never older than kMaxAge, and the caller forgets it when a sandbox then fails to
@@ -19,9 +19,14 @@
 // cannot be read or written is a miss, and the probe runs.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/sha256.h"
 #include "runner/preflight.h"
@@ -31,8 +36,24 @@ namespace warden {
 struct SandboxHost;
 struct SandboxProfile;
 
-// What the probe's verdict depends on, digested. Reads the bwrap binary, uname() and
-// /proc/self/ns: about a tenth of a millisecond.
+// The host side of a verdict's key: the kernel (uname), this process's namespaces and
+// effective uid, how unmapped owners show (overflowuid), and which bwrap binary runs. bwrap is
+// named by its file's identity (device, inode, size, modification and change times), not its
+// bytes: replacing or rewriting the file changes the inode or the change time, which no
+// unprivileged caller can set back, and stat() costs microseconds where hashing 70 KB did not.
+// SandboxHost::detect() reads one, so a key costs no system call on the one-shot path.
+struct HostIdentity {
+  std::vector<std::string> kernel;                 // sysname, release, version, machine
+  std::map<std::string, std::string> namespaces;   // own_namespaces()
+  std::string overflow_uid;
+  uid_t euid = 0;
+  std::string bwrap_file;  // "dev:ino:size:mtime_ns:ctime_ns"; empty when bwrap cannot be stat()ed
+
+  static HostIdentity read(const std::filesystem::path& bwrap);
+};
+
+// What the probe's verdict depends on, digested: the profile's parts and host.identity (read
+// here when the host has none).
 Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
                      const SandboxHost& host);
 

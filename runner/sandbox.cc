@@ -135,6 +135,7 @@ SandboxHost SandboxHost::detect() {
   }
   h.cgroups = CgroupHost::detect();
   h.run_tmpfs = ::geteuid() == 0;
+  h.identity = HostIdentity::read(h.bwrap);
   return h;
 }
 
@@ -146,10 +147,6 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
   auto program = compile_seccomp(s.profile_.seccomp);
   if (!program) return std::unexpected(program.error().with_context("profile " + s.profile_.name));
   s.seccomp_program_ = std::move(*program);
-  // Processes killed before their destructors ran left their scratch behind; nothing else
-  // would ever remove it (on /dev/shm it is host memory).
-  reclaim_orphaned_scratch(s.host_.scratch_root);
-  s.host_.cgroups.reclaim_orphans();
   s.nproc_limit_ = s.profile_.limits.processes;
   if (s.host_.cgroups.has("pids")) s.nproc_limit_ = std::max(s.nproc_limit_, nproc_backstop());
   auto files = ScratchDir::create(s.host_.scratch_root, "warden-sandbox-", 0711);
@@ -217,8 +214,8 @@ const PreflightReport& Sandbox::preflight() {
     }
   }
   HostFacts facts;
-  facts.namespaces = own_namespaces();
-  facts.overflow_uid = overflow_uid();
+  facts.namespaces = host_.identity ? host_.identity->namespaces : own_namespaces();
+  facts.overflow_uid = host_.identity ? host_.identity->overflow_uid : overflow_uid();
   facts.cgroup_by = std::string(host_.cgroups.by());
   facts.cgroup_pids = host_.cgroups.has("pids");
   facts.cgroup_memory = host_.cgroups.has("memory");
@@ -360,6 +357,15 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   auto spawned = SandboxChild::spawn(spec);
   if (!spawned) return std::unexpected(spawned.error());
   RunChild child(*spawned, cgroup ? &*cgroup : nullptr);
+  if (!reclaimed_) {
+    // Processes killed before their destructors ran left their scratch and cgroups behind;
+    // nothing else would ever remove them (on /dev/shm the scratch is host memory). Once per
+    // Sandbox, while bwrap starts on the other core rather than before it: the one-shot CLI
+    // pays for this on every call.
+    reclaim_orphaned_scratch(host_.scratch_root);
+    host_.cgroups.reclaim_orphans();
+    reclaimed_ = true;
+  }
   // Our copies of the write ends must go, or EOF would never come.
   out_pipe->second.reset();
   err_pipe->second.reset();

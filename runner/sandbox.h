@@ -71,6 +71,9 @@ struct SandboxHost {
   // Each run's writable layer on a tmpfs of its own, bounded by the profile's disk_bytes and
   // disk_inodes (detect(): when Warden is root, the only way to mount one).
   bool run_tmpfs = false;
+  // What a remembered preflight verdict is keyed by on the host's side (detect() reads it;
+  // without one, preflight_key() reads it each time).
+  std::optional<HostIdentity> identity;
 
   static SandboxHost detect();
 };
@@ -172,6 +175,7 @@ class Sandbox {
   std::optional<PreflightCache> preflight_cache_;
   bool preflight_from_cache_ = false;
   uint64_t nproc_limit_ = 0;
+  bool reclaimed_ = false;  // orphaned scratch and cgroups reclaimed (the first execute())
 };
 
 }  // namespace warden

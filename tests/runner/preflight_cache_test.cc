@@ -4,12 +4,18 @@
 // sandbox's uid cannot enter is refused before bwrap starts, naming the user and the fix.
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "common/file.h"
+#include "common/process_identity.h"
 #include "runner/preflight_cache.h"
+#include "runner/seccomp_filter.h"
 #include "runner/sandbox.h"
 #include "tests/support/process.h"
 #include "tests/support/sandbox_support.h"
@@ -134,6 +140,81 @@ TEST(PreflightCache, ASandboxThatFailsToStartDropsTheVerdict) {
   ASSERT_TRUE(run);
   EXPECT_NE(run->exit_code, 0);
   EXPECT_TRUE(verdict_files(tmp / "preflight").empty());
+}
+
+// The host's part of the key names bwrap by its file: a rewritten or replaced bwrap is a new
+// key (a miss, so the probe runs again), and reading the identity in detect() or on demand
+// gives the same key.
+TEST(PreflightKey, ARewrittenOrReplacedBwrapIsANewKey) {
+  TempDir tmp;
+  auto profile = SandboxProfile::load("default");
+  ASSERT_TRUE(profile);
+  auto program = compile_seccomp(profile->seccomp);
+  ASSERT_TRUE(program);
+  fs::path bwrap = tmp / "bwrap";
+  fs::copy_file("/usr/bin/bwrap", bwrap);
+  SandboxHost host = SandboxHost::detect();
+  host.bwrap = bwrap;
+  host.identity = HostIdentity::read(bwrap);
+  auto key = [&] { return preflight_key(*profile, profile->digest(), *program, host); };
+  const Digest first = key();
+  SandboxHost on_demand = host;
+  on_demand.identity.reset();
+  EXPECT_EQ(preflight_key(*profile, profile->digest(), *program, on_demand), first);
+  EXPECT_EQ(key(), first);
+
+  // The same bytes written again: the change time moved, and no caller can set it back.
+  std::string bytes = read_file(bwrap, 16 << 20).value();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::ofstream(bwrap, std::ios::binary | std::ios::trunc) << bytes;
+  host.identity = HostIdentity::read(bwrap);
+  const Digest rewritten = key();
+  EXPECT_NE(rewritten, first);
+
+  // Another file renamed over it.
+  fs::copy_file("/usr/bin/bwrap", tmp / "bwrap.new");
+  fs::rename(tmp / "bwrap.new", bwrap);
+  host.identity = HostIdentity::read(bwrap);
+  EXPECT_NE(key(), rewritten);
+  EXPECT_NE(key(), first);
+
+  // Gone: an identity of its own (the sandbox will not start, and nothing is remembered).
+  fs::remove(bwrap);
+  host.identity = HostIdentity::read(bwrap);
+  EXPECT_TRUE(host.identity->bwrap_file.empty());
+  EXPECT_NE(key(), first);
+}
+
+// Scratch a killed Warden left behind is removed by the next sandbox's first run (not when the
+// sandbox is made: the one-shot CLI would pay for the scan before bwrap starts).
+TEST(SandboxScratch, ADeadProcesssScratchIsReclaimedByTheFirstRun) {
+  TempDir tmp;
+  auto profile = SandboxProfile::load("default");
+  ASSERT_TRUE(profile);
+  SandboxHost host = SandboxHost::detect();
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const fs::path orphan = host.scratch_root / ("warden-run-p" + ProcessIdentity{dead, 1}.str() + "-AbC123");
+  const fs::path live = host.scratch_root / ("warden-run-p" + ProcessIdentity::self().str() + "-AbC123");
+  for (const auto& dir : {orphan, live}) {
+    fs::create_directories(dir / "upper");
+    std::ofstream(dir / "upper" / "left.txt") << "left behind\n";
+  }
+  auto sandbox = Sandbox::create(*profile, host);
+  ASSERT_TRUE(sandbox);
+  EXPECT_TRUE(fs::exists(orphan)) << "reclaimed before any run";
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0777), 0);
+  SandboxRequest req;
+  req.argv = {"/bin/true"};
+  req.workspace_dir = tmp.path();
+  auto run = sandbox->run(req);
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_EQ(run->exit_code, 0);
+  EXPECT_FALSE(fs::exists(orphan)) << "a dead process's scratch survived the first run";
+  EXPECT_TRUE(fs::exists(live)) << "a live process's scratch was removed";
+  fs::remove_all(live);
 }
 
 TEST(SandboxWorkspace, RootWithAWorkspaceTheSandboxUserCannotEnterIsRefusedClearly) {
