@@ -1,5 +1,7 @@
 #include "runner/scratch_dir.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/file.h"
 #include "common/process_identity.h"
@@ -68,17 +72,42 @@ Status make_owned_dir(const fs::path& path, uid_t uid, gid_t gid, unsigned mode)
   return {};
 }
 
-void remove_tree(const fs::path& path) {
-  std::error_code ec;
-  // Directories first get owner rwx, so their contents can be listed and unlinked.
+namespace {
+
+// Removes `name` inside the open directory `parent`, never through a link: every entry is
+// opened relative to its parent with O_NOFOLLOW, and a directory is entered through the
+// descriptor that was checked, so an entry swapped for a symlink meanwhile (by whoever else
+// can write there) is at worst unlinked itself, never followed. A directory closed to its
+// owner gets owner rwx first, changed through its own descriptor (/proc/self/fd), not by path.
+void remove_entry(int parent, const char* name) {
+  if (::unlinkat(parent, name, 0) == 0 || errno == ENOENT) return;
+  UniqueFd at(::openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
   struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::chmod(path.c_str(), (st.st_mode & 07777) | S_IRWXU);
-    for (auto it = fs::directory_iterator(path, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-      remove_tree(it->path());
+  if (!at || ::fstat(at.get(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  const std::string self = "/proc/self/fd/" + std::to_string(at.get());
+  if ((st.st_mode & S_IRWXU) != S_IRWXU) ::chmod(self.c_str(), (st.st_mode & 07777) | S_IRWXU);
+  UniqueFd dir(::open(self.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) {
+    if (DIR* listing = ::fdopendir(dir.get())) {
+      dir.release();  // the listing owns it now
+      std::vector<std::string> names;
+      while (const dirent* e = ::readdir(listing)) {
+        std::string_view n = e->d_name;
+        if (n != "." && n != "..") names.emplace_back(n);
+      }
+      for (const auto& n : names) remove_entry(::dirfd(listing), n.c_str());
+      ::closedir(listing);
     }
   }
-  fs::remove(path, ec);
+  ::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
+void remove_tree(const fs::path& path) {
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  UniqueFd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) remove_entry(dir.get(), path.filename().c_str());
 }
 
 size_t reclaim_orphaned_scratch(const fs::path& parent) {
@@ -94,8 +123,10 @@ size_t reclaim_orphaned_scratch(const fs::path& parent) {
     if (owner_at == std::string::npos || name[owner_at + 1] != 'p') continue;
     auto owner = ProcessIdentity::parse(std::string_view(name).substr(owner_at + 2, suffix - owner_at - 2));
     if (!owner || owner->alive()) continue;
-    std::error_code type_ec;
-    if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+    // Only Warden's own: anyone may create a name like this in a world-writable scratch root,
+    // and root must not remove (or descend into) what another uid owns.
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     // A run's own tmpfs (create_tmpfs) is detached first. Anything else, or no privilege to
     // unmount, makes this fail harmlessly (EINVAL, EPERM).
     ::umount2(it->path().c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);

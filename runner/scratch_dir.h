@@ -52,12 +52,14 @@ class ScratchDir {
 
 // mkdir (mode exactly, whatever the umask) and chown to uid:gid when those differ from ours.
 Status make_owned_dir(const std::filesystem::path& path, uid_t uid, gid_t gid, unsigned mode = 0755);
-// Removes a tree, giving directories owner rwx first; symlinks are never followed.
+// Removes a tree, giving directories owner rwx first; symlinks are never followed, not even one
+// swapped in for a directory while the tree is being removed (each entry is opened relative to
+// its parent's descriptor). `path`'s parent directories are trusted.
 void remove_tree(const std::filesystem::path& path);
 // Removes the directories under `parent` named "warden-...p<pid>.<start time>-XXXXXX" by
 // ScratchDir::create whose owning process is gone (detaching a tmpfs mounted on one first);
 // returns how many. Directories of live
-// processes, and every other name, are left alone.
+// processes, directories another uid owns, and every other name, are left alone.
 size_t reclaim_orphaned_scratch(const std::filesystem::path& parent);
 
 }  // namespace warden

@@ -17,6 +17,7 @@
 #include "runner/preflight_cache.h"
 #include "runner/seccomp_filter.h"
 #include "runner/sandbox.h"
+#include "runner/scratch_dir.h"
 #include "tests/support/process.h"
 #include "tests/support/sandbox_support.h"
 #include "tests/support/temp_dir.h"
@@ -215,6 +216,53 @@ TEST(SandboxScratch, ADeadProcesssScratchIsReclaimedByTheFirstRun) {
   EXPECT_FALSE(fs::exists(orphan)) << "a dead process's scratch survived the first run";
   EXPECT_TRUE(fs::exists(live)) << "a live process's scratch was removed";
   fs::remove_all(live);
+}
+
+// Anyone may create entries in the scratch root (/dev/shm is world-writable): a directory
+// named like a dead Warden's scratch but owned by another uid is not Warden's, and root's
+// Warden must not descend into it (its owner could swap a directory for a symlink to /etc
+// between a check and the descent, and have root delete what the link points at).
+TEST(SandboxScratch, ScratchNamedLikeWardensButOwnedByAnotherUidIsLeftAlone) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to plant a directory as another uid";
+  TempDir tmp;
+  auto profile = SandboxProfile::load("default");
+  ASSERT_TRUE(profile);
+  SandboxHost host = SandboxHost::detect();
+  const fs::path planted = host.scratch_root / ("warden-run-p" + ProcessIdentity{1, 1}.str() + "-PlAnT1");
+  fs::create_directories(planted / "inner");
+  std::ofstream(planted / "inner" / "precious.txt") << "not Warden's to delete\n";
+  for (const auto& p : {planted, planted / "inner", planted / "inner" / "precious.txt"}) {
+    ASSERT_EQ(::lchown(p.c_str(), 65534, 65534), 0);
+  }
+  auto sandbox = Sandbox::create(*profile, host);
+  ASSERT_TRUE(sandbox);
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0777), 0);
+  SandboxRequest req;
+  req.argv = {"/bin/true"};
+  req.workspace_dir = tmp.path();
+  auto run = sandbox->run(req);
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_TRUE(fs::exists(planted / "inner" / "precious.txt")) << "root's Warden removed another uid's directory";
+  fs::remove_all(planted);
+}
+
+// remove_tree never follows a link, at the top or inside: what a link points at survives.
+TEST(SandboxScratch, RemovingATreeNeverFollowsItsLinks) {
+  TempDir tmp;
+  fs::create_directories(tmp / "outside" / "sub");
+  std::ofstream(tmp / "outside" / "sub" / "keep.txt") << "keep\n";
+  fs::create_directories(tmp / "tree" / "a" / "b");
+  std::ofstream(tmp / "tree" / "a" / "b" / "gone.txt") << "gone\n";
+  fs::create_directory_symlink(tmp / "outside", tmp / "tree" / "a" / "link");
+  fs::create_symlink(tmp / "outside" / "sub" / "keep.txt", tmp / "tree" / "file-link");
+  ASSERT_EQ(::chmod((tmp / "tree" / "a" / "b").c_str(), 0), 0);  // the run may leave a directory closed to its owner
+  remove_tree(tmp / "tree");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tmp / "tree")));
+  EXPECT_TRUE(fs::exists(tmp / "outside" / "sub" / "keep.txt"));
+  fs::create_directory_symlink(tmp / "outside", tmp / "top-link");
+  remove_tree(tmp / "top-link");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tmp / "top-link")));
+  EXPECT_TRUE(fs::exists(tmp / "outside" / "sub" / "keep.txt"));
 }
 
 TEST(SandboxWorkspace, RootWithAWorkspaceTheSandboxUserCannotEnterIsRefusedClearly) {
