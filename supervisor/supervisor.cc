@@ -180,9 +180,13 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
       // A registering process holds nothing: whatever its previous life held goes back.
       if (!old.task_id.empty()) (void)store_.release(held_claim(old), now);
       view.drained = old.drained;
-      view.epoch = old.epoch;
     }
-    ++view.epoch;
+    // A registration is named by the record version it is written at: versions never repeat
+    // for an id, not even after forget (the store continues from the removed record's), so a
+    // stream of an earlier registration can never pass for this one. Over an existing record
+    // that version is expected + 1; a new record's is known only once written (0 until then,
+    // which no registration's stream carries).
+    view.epoch = expected == 0 ? 0 : expected + 1;
     view.record.id = spec.id;
     view.record.role = spec.role;
     view.record.labels = spec.labels;
@@ -194,6 +198,18 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
     view.record.details = encode_details(view);
     auto put = store_.put_agent(view.record, expected,
                                 encode({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}));
+    if (put && view.epoch != *put) {
+      view.epoch = *put;
+      view.record.details = encode_details(view);
+      auto named = store_.put_agent(view.record, *put, "");
+      if (!named) {
+        if (named.error().code != Errc::failed_precondition && named.error().code != Errc::not_found) {
+          return std::unexpected(named.error());
+        }
+        continue;  // changed or forgotten meanwhile: register again over what is there now
+      }
+      put = named;
+    }
     if (put) {
       if (spec.self_restarting) policy.start_intensity_over();
       view.record.version = *put;

@@ -85,8 +85,9 @@ struct AgentView {
   bool drained = false;    // taken out of assignment by an operator
   std::string owner;       // AgentSpec::owner, as pinned
   std::string key;         // AgentSpec::key, as pinned
-  // 1 at the first registration, +1 at each later one: which registration (which process, or
-  // which runner stream, possibly at another server) the record is now.
+  // Which registration (which process, or which runner stream, possibly at another server)
+  // the record is now: the record version the registration was written at, so never the
+  // same for two registrations of one id, across forget too.
   uint64_t epoch = 0;
   bool given_up = false;   // past the restart intensity (this supervisor's view)
   BreakerState breaker = BreakerState::closed;  // this supervisor's view

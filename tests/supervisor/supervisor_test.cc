@@ -420,22 +420,46 @@ TEST(Supervisor, AHeartbeatOrFailureForAnEarlierRegistrationChangesNothing) {
   Fleet fleet;
   auto first = fleet.sup->register_agent({"r1", "runner", {}});
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->epoch, 1u);
-  ASSERT_TRUE(fleet.sup->heartbeat("r1", 1));
+  const uint64_t e1 = first->epoch;
+  EXPECT_NE(e1, 0u);
+  ASSERT_TRUE(fleet.sup->heartbeat("r1", e1));
   auto second = fleet.sup->register_agent({"r1", "runner", {}});  // re-enrolled, maybe elsewhere
   ASSERT_TRUE(second);
-  EXPECT_EQ(second->epoch, 2u);
+  const uint64_t e2 = second->epoch;
+  EXPECT_GT(e2, e1);
   fleet.clock.advance(1000);
-  EXPECT_EQ(fleet.sup->heartbeat("r1", 1).error().code, Errc::failed_precondition);
+  EXPECT_EQ(fleet.sup->heartbeat("r1", e1).error().code, Errc::failed_precondition);
   EXPECT_EQ(fleet.view("r1").record.last_heartbeat_ms, 1000) << "the old stream's heartbeat wrote nothing";
-  EXPECT_EQ(fleet.sup->fail_agent("r1", "old stream ended", true, 1).error().code, Errc::failed_precondition);
+  EXPECT_EQ(fleet.sup->fail_agent("r1", "old stream ended", true, e1).error().code, Errc::failed_precondition);
   EXPECT_FALSE(fleet.view("r1").down);
-  ASSERT_TRUE(fleet.sup->heartbeat("r1", 2));
+  ASSERT_TRUE(fleet.sup->heartbeat("r1", e2));
   ASSERT_TRUE(fleet.sup->forget("r1"));
-  EXPECT_EQ(fleet.sup->heartbeat("r1", 2).error().code, Errc::not_found);
+  EXPECT_EQ(fleet.sup->heartbeat("r1", e2).error().code, Errc::not_found);
   auto again = fleet.sup->register_agent({"r1", "runner", {}});
   ASSERT_TRUE(again);
-  EXPECT_EQ(again->epoch, 1u) << "a forgotten agent starts over";
+  EXPECT_EQ(fleet.view("r1").epoch, again->epoch) << "the stored record names the registration";
+  EXPECT_GT(again->epoch, e2) << "a registration after forget never reuses an earlier one's epoch";
+}
+
+// The attack of the review: a stream left at another server from before an operator's forget
+// carries the epoch the id's first registration had. Registered again after the forget (by
+// anyone), the id must not take that stream's heartbeats or be failed by its end.
+TEST(Supervisor, AStreamFromBeforeAForgetCannotPassForTheNextRegistration) {
+  Fleet fleet;
+  auto old_stream = fleet.sup->register_agent({"r1", "runner", {}, "alice"});
+  ASSERT_TRUE(old_stream);
+  ASSERT_TRUE(fleet.sup->forget("r1"));
+  auto next = fleet.sup->register_agent({"r1", "runner", {}, "bob"});
+  ASSERT_TRUE(next);
+  EXPECT_NE(next->epoch, old_stream->epoch);
+  fleet.clock.advance(1000);
+  const uint64_t version = fleet.view("r1").record.version;
+  EXPECT_EQ(fleet.sup->heartbeat("r1", old_stream->epoch).error().code, Errc::failed_precondition);
+  EXPECT_EQ(fleet.view("r1").record.version, version) << "the stale stream's heartbeat wrote to bob's record";
+  EXPECT_EQ(fleet.sup->fail_agent("r1", "old stream ended", true, old_stream->epoch).error().code, Errc::failed_precondition);
+  EXPECT_FALSE(fleet.view("r1").down) << "the stale stream's end failed bob's registration";
+  EXPECT_EQ(fleet.view("r1").owner, "bob");
+  ASSERT_TRUE(fleet.sup->heartbeat("r1", next->epoch));
 }
 
 TEST(Supervisor, AnAgentThatComesBackOnItsOwnIsNeverGivenUpForGoodByReconnecting) {
