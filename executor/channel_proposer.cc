@@ -1,39 +1,12 @@
 #include "executor/channel_proposer.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <functional>
 
 namespace warden::executor {
 namespace {
-
-constexpr std::string_view kClosed = "the executor channel closed";
-
-// An eventfd that becomes readable when `stop` is requested, so a poll on the socket wakes
-// for a cancel at once. Without a stop that can be requested it holds no fd.
-class StopWake {
- public:
-  explicit StopWake(const std::stop_token& stop)
-      : fd_(stop.stop_possible() ? ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1),
-        callback_(stop, [fd = fd_.get()] {
-          if (fd < 0) return;
-          uint64_t one = 1;
-          [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof one);
-        }) {}
-  int fd() const { return fd_.get(); }
-
- private:
-  UniqueFd fd_;
-  std::stop_callback<std::function<void()>> callback_;
-};
 
 // The answer's fields, checked; `field` is "proposal" or "plan".
 Checked<std::string> answer_text(const Json& answer, std::string_view field, std::optional<std::string>& identity) {
@@ -81,16 +54,20 @@ std::string random_nonce() {
   return hex;
 }
 
+// A channel failure as the executor's refusal: a timeout or a stop is executor_timeout.
+Refusal refusal_of(LineFailure failure) {
+  const RefusalCode code = failure.kind == LineFailure::Kind::closed ? RefusalCode::executor_failed : RefusalCode::executor_timeout;
+  return Refusal{code, "", std::move(failure.detail)};
+}
+
 }  // namespace
 
 ChannelProposer::ChannelProposer(std::string label, UniqueFd socket, size_t max_line_bytes)
-    : label_(std::move(label)), socket_(std::move(socket)), max_line_bytes_(max_line_bytes), nonce_(random_nonce()) {}
+    : label_(std::move(label)), socket_(std::move(socket), max_line_bytes, "executor"), nonce_(random_nonce()) {}
 
 ChannelProposer::~ChannelProposer() {
-  if (broken_) return;
   // Best effort and never blocking: the server also takes EOF as the end.
-  static constexpr std::string_view kEnd = "{\"type\":\"end\"}\n";
-  [[maybe_unused]] ssize_t n = ::send(socket_.get(), kEnd.data(), kEnd.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  socket_.send_now("{\"type\":\"end\"}\n");
 }
 
 Checked<std::string> ChannelProposer::propose(const ProposalRequest& request) {
@@ -99,9 +76,9 @@ Checked<std::string> ChannelProposer::propose(const ProposalRequest& request) {
 }
 
 void ChannelProposer::learn(const Json& refusal) {
-  if (broken_) return;
+  if (socket_.broken()) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  (void)send_line(Json{{"type", "learn"}, {"refusal", refusal}}.dump() + "\n", deadline, {});
+  (void)socket_.send(Json{{"type", "learn"}, {"refusal", refusal}}.dump() + "\n", deadline, {});
 }
 
 Result<std::string> ChannelProposer::replan(const Json& request, std::chrono::milliseconds timeout) {
@@ -116,7 +93,7 @@ Result<std::string> ChannelProposer::replan(const Json& request, std::chrono::mi
 Checked<std::string> ChannelProposer::ask(std::string_view type, std::string_view field, const Json& request,
                                           std::chrono::milliseconds timeout, std::stop_token stop) {
   answered_by_.reset();
-  if (broken_) return refuse(RefusalCode::executor_failed, "", *broken_);
+  if (socket_.broken()) return refuse(RefusalCode::executor_failed, "", *socket_.broken());
   if (stop.stop_requested()) return refuse(RefusalCode::executor_timeout, "", "stopped before asking the executor");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const std::string id = nonce_ + "-" + std::to_string(next_request_++);
@@ -127,10 +104,10 @@ Checked<std::string> ChannelProposer::ask(std::string_view type, std::string_vie
     }
     return std::unexpected(std::move(refusal));
   };
-  if (auto sent = send_line(line.dump() + "\n", deadline, stop); !sent) return failed(sent.error());
+  if (auto sent = socket_.send(line.dump() + "\n", deadline, stop); !sent) return failed(refusal_of(sent.error()));
   for (;;) {
-    auto text = read_line(deadline, stop);
-    if (!text) return failed(text.error());
+    auto text = socket_.read(deadline, stop);
+    if (!text) return failed(refusal_of(text.error()));
     auto answer = parse_json(*text, "the executor's answer");
     if (!answer) return refuse(RefusalCode::executor_failed, "", answer.error().message);
     if (!answer->is_object()) return refuse(RefusalCode::executor_failed, "", "the executor's answer is not a JSON object");
@@ -145,74 +122,6 @@ Checked<std::string> ChannelProposer::ask(std::string_view type, std::string_vie
     if (*answer_id != id) continue;  // a late answer to an earlier request
     return answer_text(*answer, field, answered_by_);
   }
-}
-
-std::unexpected<Refusal> ChannelProposer::closed(std::string detail) {
-  broken_ = std::move(detail);
-  return refuse(RefusalCode::executor_failed, "", *broken_);
-}
-
-Checked<void> ChannelProposer::wait_ready(short events, Deadline deadline, const std::stop_token& stop) {
-  StopWake wake(stop);
-  for (;;) {
-    if (stop.stop_requested()) return refuse(RefusalCode::executor_timeout, "", "stopped while waiting for the executor");
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return refuse(RefusalCode::executor_timeout, "", "executor timed out");
-    pollfd fds[2] = {{socket_.get(), events, 0}, {wake.fd(), POLLIN, 0}};
-    const int wait_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, 60'000));
-    const int ready = ::poll(fds, wake.fd() >= 0 ? 2 : 1, wait_ms);
-    if (ready < 0 && errno != EINTR) return closed(std::string(kClosed) + ": poll: " + std::strerror(errno));
-    // Readable/writable, hung up or in error: the read or write that follows says which.
-    if (ready > 0 && fds[0].revents != 0) return {};
-  }
-}
-
-Checked<void> ChannelProposer::send_line(const std::string& line, Deadline deadline, const std::stop_token& stop) {
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::send(socket_.get(), line.data() + done, line.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (auto ready = wait_ready(POLLOUT, deadline, stop); !ready) {
-        // A line cut short cannot be framed: nothing more can be said on this channel.
-        if (done > 0) broken_ = std::string(kClosed) + ": a request was cut short";
-        return ready;
-      }
-      continue;
-    }
-    return closed(std::string(kClosed) + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
-  }
-  return {};
-}
-
-Checked<std::string> ChannelProposer::read_line(Deadline deadline, const std::stop_token& stop) {
-  for (;;) {
-    if (const size_t end = buffered_.find('\n'); end != std::string::npos) {
-      if (end > max_line_bytes_) break;
-      std::string line = buffered_.substr(0, end);
-      buffered_.erase(0, end + 1);
-      return line;
-    }
-    if (buffered_.size() > max_line_bytes_) break;
-    if (auto ready = wait_ready(POLLIN, deadline, stop); !ready) return std::unexpected(ready.error());
-    // Never more than the bound plus the byte that shows a line is over it.
-    char chunk[65536];
-    const size_t room = std::min(sizeof chunk, max_line_bytes_ + 1 - buffered_.size());
-    const ssize_t n = ::recv(socket_.get(), chunk, room, MSG_DONTWAIT);
-    if (n > 0) {
-      buffered_.append(chunk, static_cast<size_t>(n));
-    } else if (n == 0) {
-      return closed(std::string(kClosed));
-    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-      return closed(std::string(kClosed) + ": " + std::strerror(errno));
-    }
-  }
-  buffered_.clear();
-  return closed("the executor sent a line longer than the bound of " + std::to_string(max_line_bytes_) + " bytes");
 }
 
 }  // namespace warden::executor

@@ -59,6 +59,7 @@
 #include <string>
 
 #include "common/file.h"
+#include "common/line_socket.h"
 #include "executor/proposer.h"
 
 namespace warden::executor {
@@ -86,27 +87,15 @@ class ChannelProposer final : public Proposer {
   Result<std::string> replan(const Json& request, std::chrono::milliseconds timeout) override;
 
  private:
-  using Deadline = std::chrono::steady_clock::time_point;
-
   // Sends `type` with `request` under a fresh id and waits for the answer's `field` string
   // ("proposal" or "plan"). Sets answered_by_ from the answer.
   Checked<std::string> ask(std::string_view type, std::string_view field, const Json& request,
                            std::chrono::milliseconds timeout, std::stop_token stop);
-  Checked<void> send_line(const std::string& line, Deadline deadline, const std::stop_token& stop);
-  // The next complete line, without its "\n".
-  Checked<std::string> read_line(Deadline deadline, const std::stop_token& stop);
-  // Waits until the socket is ready for `events`; a refusal on timeout, stop or error.
-  Checked<void> wait_ready(short events, Deadline deadline, const std::stop_token& stop);
-  // Marks the channel closed and says so.
-  std::unexpected<Refusal> closed(std::string detail);
 
   std::string label_;
-  UniqueFd socket_;
-  size_t max_line_bytes_;
+  LineSocket socket_;
   std::string nonce_;  // the random half of every request id
   uint64_t next_request_ = 1;
-  std::string buffered_;              // bytes read past the last line taken; <= max_line_bytes_ + 1
-  std::optional<std::string> broken_; // why the channel is closed for good
   std::optional<std::string> answered_by_;
 };
 

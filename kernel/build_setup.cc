@@ -1,6 +1,7 @@
 #include "kernel/build_setup.h"
 
 #include "kernel/records.h"
+#include "runner/channel_runner.h"
 #include "kernel/run_recovery.h"
 
 namespace warden::kernel {
@@ -71,8 +72,12 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
                                           " (an earlier build?): build into a new repository or delete the branch");
   }
 
-  std::unique_ptr<LocalRunner> local;
-  if (!session.runner) {
+  std::unique_ptr<Runner> local;
+  if (!session.runner && session.runner_channel) {
+    auto profile = policy.sandbox_profile_with_programs();
+    if (!profile) return std::unexpected(profile.error());
+    local = std::make_unique<ChannelRunner>(std::move(session.runner_channel), std::move(*profile), session.host_independent);
+  } else if (!session.runner) {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
     RunnerOptions runner_options;

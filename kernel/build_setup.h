@@ -22,8 +22,8 @@ struct BuildSite {
   Ledger ledger;
   OpenedRepository repo;
   ObjectId base;                              // the commit the run starts from
-  std::unique_ptr<LocalRunner> local_runner;  // when the session gives no runner
-  Runner* runner = nullptr;                   // the session's, or local_runner
+  std::unique_ptr<Runner> own_runner;  // when the session gives no runner
+  Runner* runner = nullptr;           // the session's, or own_runner
   std::string run_id;
   std::vector<RecoveredRun> recovered;  // dead runs of this ledger whose end was recorded now
 };

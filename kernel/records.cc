@@ -281,11 +281,13 @@ Result<ProposalRecord> ProposalRecord::from_json(const Json& json) {
 }
 
 Json RunResultRecord::to_json() const {
-  return {{"run_id", run_id},
-          {"step_id", step_id},
-          {"attempt", attempt},
-          {"run_result_sha256", run_result_sha256.str()},
-          {"run_result", run_result}};
+  Json j = {{"run_id", run_id},
+            {"step_id", step_id},
+            {"attempt", attempt},
+            {"run_result_sha256", run_result_sha256.str()},
+            {"run_result", run_result}};
+  if (attestation) j["attestation"] = *attestation;
+  return j;
 }
 
 Result<RunResultRecord> RunResultRecord::from_json(const Json& json) {
@@ -296,15 +298,18 @@ Result<RunResultRecord> RunResultRecord::from_json(const Json& json) {
   attempt_number(r, rr.attempt);
   r.digest("run_result_sha256", rr.run_result_sha256);
   object(r, "run_result", rr.run_result);
+  if (const Json* a = r.value("attestation", Json::value_t::object, /*required=*/false)) rr.attestation = *a;
   return done(r, std::move(rr));
 }
 
 Json BaseRunRecord::to_json() const {
-  return {{"run_id", run_id},
-          {"step_id", step_id},
-          {"tree", tree},
-          {"run_result_sha256", run_result_sha256.str()},
-          {"run_result", run_result}};
+  Json j = {{"run_id", run_id},
+            {"step_id", step_id},
+            {"tree", tree},
+            {"run_result_sha256", run_result_sha256.str()},
+            {"run_result", run_result}};
+  if (attestation) j["attestation"] = *attestation;
+  return j;
 }
 
 Result<BaseRunRecord> BaseRunRecord::from_json(const Json& json) {
@@ -315,15 +320,18 @@ Result<BaseRunRecord> BaseRunRecord::from_json(const Json& json) {
   non_empty(r, "tree", b.tree);
   r.digest("run_result_sha256", b.run_result_sha256);
   object(r, "run_result", b.run_result);
+  if (const Json* a = r.value("attestation", Json::value_t::object, /*required=*/false)) b.attestation = *a;
   return done(r, std::move(b));
 }
 
 Json OracleRunRecord::to_json() const {
-  return {{"run_id", run_id},
-          {"step_id", step_id},
-          {"attempt", attempt},
-          {"run_result_sha256", run_result_sha256.str()},
-          {"run_result", run_result}};
+  Json j = {{"run_id", run_id},
+            {"step_id", step_id},
+            {"attempt", attempt},
+            {"run_result_sha256", run_result_sha256.str()},
+            {"run_result", run_result}};
+  if (attestation) j["attestation"] = *attestation;
+  return j;
 }
 
 Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
@@ -334,6 +342,7 @@ Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
   attempt_number(r, o.attempt);
   r.digest("run_result_sha256", o.run_result_sha256);
   object(r, "run_result", o.run_result);
+  if (const Json* a = r.value("attestation", Json::value_t::object, /*required=*/false)) o.attestation = *a;
   return done(r, std::move(o));
 }
 

@@ -182,6 +182,10 @@ struct RunResultRecord {
   Digest run_result_sha256;  // RunResult::deterministic_digest()
   Json run_result;           // RunResult::deterministic_json(); RunResult::from_json reads it
 
+  // A remote runner's signature over the result (runner/remote_run.h, ResultAttestation),
+  // when one ran it; absent for the kernel's own sandbox.
+  std::optional<Json> attestation;
+
   Json to_json() const;
   static Result<RunResultRecord> from_json(const Json& json);
 };
@@ -198,6 +202,10 @@ struct BaseRunRecord {
   Digest run_result_sha256;  // RunResult::deterministic_digest()
   Json run_result;           // RunResult::deterministic_json()
 
+  // A remote runner's signature over the result (runner/remote_run.h, ResultAttestation),
+  // when one ran it; absent for the kernel's own sandbox.
+  std::optional<Json> attestation;
+
   Json to_json() const;
   static Result<BaseRunRecord> from_json(const Json& json);
 };
@@ -211,6 +219,10 @@ struct OracleRunRecord {
   int64_t attempt = 0;
   Digest run_result_sha256;  // RunResult::deterministic_digest()
   Json run_result;           // RunResult::deterministic_json(); its diff_sha256 is the oracle diff's
+
+  // A remote runner's signature over the result (runner/remote_run.h, ResultAttestation),
+  // when one ran it; absent for the kernel's own sandbox.
+  std::optional<Json> attestation;
 
   Json to_json() const;
   static Result<OracleRunRecord> from_json(const Json& json);

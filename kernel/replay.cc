@@ -24,6 +24,7 @@
 #include "diff/diff_apply.h"
 #include "runner/git_repo.h"
 #include "runner/local_runner.h"
+#include "runner/remote_run.h"
 
 namespace warden::kernel {
 
@@ -139,9 +140,9 @@ class Replayer {
     // read back as their kind, so no record of the kernel's is outside its schema.
     if (kind_ == record_kind::refusal) return typed<ProposalRefusalRecord>(p, &Replayer::readable<ProposalRefusalRecord>);
     if (kind_ == record_kind::proposal) return typed<ProposalRecord>(p, &Replayer::readable<ProposalRecord>);
-    if (kind_ == record_kind::run_result) return typed<RunResultRecord>(p, &Replayer::readable<RunResultRecord>);
-    if (kind_ == record_kind::base_run) return typed<BaseRunRecord>(p, &Replayer::readable<BaseRunRecord>);
-    if (kind_ == record_kind::oracle_run) return typed<OracleRunRecord>(p, &Replayer::readable<OracleRunRecord>);
+    if (kind_ == record_kind::run_result) return typed<RunResultRecord>(p, &Replayer::attested<RunResultRecord>);
+    if (kind_ == record_kind::base_run) return typed<BaseRunRecord>(p, &Replayer::attested<BaseRunRecord>);
+    if (kind_ == record_kind::oracle_run) return typed<OracleRunRecord>(p, &Replayer::attested<OracleRunRecord>);
     if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
     if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
     if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
@@ -165,6 +166,21 @@ class Replayer {
 
   template <typename R>
   Status readable(const R&) {
+    return {};
+  }
+
+  // A result a remote runner ran carries its signature (runner/remote_run.h): it must be the
+  // named key's over exactly the recorded result, so no record claims a runner that did not
+  // sign it. Whether that key was the runner's enrolled one is the fleet's record.
+  template <typename R>
+  Status attested(const R& r) {
+    if (!r.attestation) return {};
+    auto a = ResultAttestation::from_json(*r.attestation);
+    if (!a) {
+      problem(a.error().message);
+      return {};
+    }
+    if (Status st = verify_attestation(*a, r.run_result_sha256); !st) problem(st.error().message);
     return {};
   }
 

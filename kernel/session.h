@@ -14,6 +14,7 @@
 #include <stop_token>
 
 #include "common/clock.h"
+#include "common/file.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/work_ticker.h"
 #include "ledger/note.h"
@@ -38,8 +39,12 @@ struct KernelSession {
   // ledgers are byte-identical on any host with the same packages.
   bool host_independent = false;
   // Who evaluates proposals. None: a LocalRunner (bwrap on this host) with the policy's
-  // sandbox profile. Tests give a fake; remote runners will be given here.
+  // sandbox profile, or, with runner_channel, the runners `warden serve` governs. Tests give
+  // a fake.
   Runner* runner = nullptr;
+  // A connected unix socket to `warden serve` (runner/channel_runner.h): the build's checks
+  // run on its remote runners, in the policy's sandbox profile. Taken by the build.
+  UniqueFd runner_channel;
 };
 
 }  // namespace warden::kernel

@@ -155,6 +155,63 @@ Checked<GitTree> GitRepo::tree(const ObjectId& tree_id) {
   return GitTree(repo_.get(), TreePtr(raw));
 }
 
+namespace {
+using OdbPtr = std::unique_ptr<git_odb, GitFree<git_odb, git_odb_free>>;
+using OdbObjectPtr = std::unique_ptr<git_odb_object, GitFree<git_odb_object, git_odb_object_free>>;
+}  // namespace
+
+Checked<RawObject> GitRepo::read_object(const ObjectId& id) {
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git_failure("opening the object database");
+  OdbPtr odb(odb_raw);
+  git_odb_object* raw = nullptr;
+  if (git_odb_read(&raw, odb.get(), &id.oid) != 0) return git_failure("reading object " + id.hex());
+  OdbObjectPtr object(raw);
+  RawObject out{id, "", std::string(static_cast<const char*>(git_odb_object_data(raw)), git_odb_object_size(raw))};
+  switch (git_odb_object_type(raw)) {
+    case GIT_OBJECT_BLOB: out.type = "blob"; break;
+    case GIT_OBJECT_TREE: out.type = "tree"; break;
+    default: return refuse(RefusalCode::repository_error, "", "object " + id.hex() + " is neither a blob nor a tree");
+  }
+  return out;
+}
+
+bool GitRepo::has_object(const ObjectId& id) {
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return false;
+  OdbPtr odb(odb_raw);
+  return git_odb_exists(odb.get(), &id.oid) == 1;
+}
+
+Checked<ObjectId> GitRepo::write_object(std::string_view type, std::string_view data) {
+  git_object_t kind = type == "blob" ? GIT_OBJECT_BLOB : type == "tree" ? GIT_OBJECT_TREE : GIT_OBJECT_INVALID;
+  if (kind == GIT_OBJECT_INVALID) return refuse(RefusalCode::repository_error, "", "an object of type \"" + std::string(type) + "\"");
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git_failure("opening the object database");
+  OdbPtr odb(odb_raw);
+  ObjectId id;
+  if (git_odb_write(&id.oid, odb.get(), data.data(), data.size(), kind) != 0) return git_failure("writing a " + std::string(type));
+  return id;
+}
+
+Checked<std::vector<TreeChild>> GitRepo::tree_children(const ObjectId& tree_id) {
+  auto t = tree(tree_id);
+  if (!t) return std::unexpected(t.error());
+  std::vector<TreeChild> out;
+  const size_t n = git_tree_entrycount(t->root());
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const git_tree_entry* e = git_tree_entry_byindex(t->root(), i);
+    const git_object_t type = git_tree_entry_type(e);
+    if (type != GIT_OBJECT_BLOB && type != GIT_OBJECT_TREE) continue;
+    TreeChild child;
+    git_oid_cpy(&child.id.oid, git_tree_entry_id(e));
+    child.is_tree = type == GIT_OBJECT_TREE;
+    out.push_back(child);
+  }
+  return out;
+}
+
 Checked<std::vector<std::string>> GitRepo::files_named(const ObjectId& tree_id,
                                                       const std::function<bool(std::string_view)>& wanted) {
   auto root = tree(tree_id);

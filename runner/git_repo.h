@@ -87,6 +87,20 @@ class GitTree final : public BaseTree {
   TreePtr root_;
 };
 
+// One git object as stored: what crosses to a runner on another machine, which has no git
+// remote of its own (runner/remote_run.h).
+struct RawObject {
+  ObjectId id;
+  std::string type;  // "blob" or "tree"
+  std::string data;
+};
+
+// A tree's direct entry that is an object of the repository (gitlinks are not).
+struct TreeChild {
+  ObjectId id;
+  bool is_tree = false;
+};
+
 class GitRepo {
  public:
   static Checked<GitRepo> open(const std::filesystem::path& path);
@@ -123,6 +137,13 @@ class GitRepo {
   // The first commit of an empty repository: `files` as its tree, no parent; the branch is
   // created and HEAD points at it. Refused when the branch exists already.
   Checked<ObjectId> commit_root(const std::vector<ResolvedFile>& files, const CommitRequest& request);
+
+  // Raw objects (RawObject): only blobs and trees; anything else is a repository_error.
+  Checked<RawObject> read_object(const ObjectId& id);
+  bool has_object(const ObjectId& id);
+  // Stores `data` as an object of `type` ("blob", "tree") and returns the id git gives it.
+  Checked<ObjectId> write_object(std::string_view type, std::string_view data);
+  Checked<std::vector<TreeChild>> tree_children(const ObjectId& tree_id);
 
   git_repository* get() const { return repo_.get(); }
 

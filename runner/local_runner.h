@@ -69,7 +69,9 @@ class LocalRunner final : public Runner {
   Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override;
 
   // The steps of run(), public for the CLI and the benchmark.
-  Checked<ObjectId> tree_under_test(GitRepo& repo, const RunRequest& request);
+  // The tree a request names: its tree, or the diff applied to its base (every hash of the
+  // diff checked again: a runner trusts no one's word that a diff applies), or the base.
+  static Checked<ObjectId> tree_under_test(GitRepo& repo, const RunRequest& request);
   Checked<Digest> tree_hash(GitRepo& repo, const ObjectId& tree);
   Digest cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const;
   Checked<PreparedWorkspace> prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree);

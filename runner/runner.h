@@ -21,6 +21,7 @@
 #include "common/refusal.h"
 #include "runner/check_spec.h"
 #include "runner/git_repo.h"
+#include "runner/remote_run.h"
 #include "runner/run_result.h"
 
 namespace warden {
@@ -51,6 +52,9 @@ struct RunOutcome {
   // For the caller to record and show; never part of the result (a run is the same run
   // whether its base checkout was rebuilt or not).
   std::vector<DiscardedCheckout> discarded_checkouts;
+  // A runner on another machine ran it (runner/channel_runner.h): who, and its signature over
+  // the result, recorded with it so an auditor can check it offline.
+  std::optional<ResultAttestation> attestation;
 };
 
 class Runner {

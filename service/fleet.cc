@@ -72,10 +72,12 @@ Result<std::unique_ptr<Fleet>> Fleet::open(const FleetOptions& options, Clock& c
   return std::unique_ptr<Fleet>(new Fleet(options, std::move(*store), std::move(*sup), std::move(on_ready)));
 }
 
-void Fleet::start(std::function<Status()> after_tick) {
+void Fleet::start(std::function<Status()> after_tick,
+                  std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned) {
   std::lock_guard lock(mu_);
   if (loop_.joinable() || stopping_) return;
   after_tick_ = std::move(after_tick);
+  on_assigned_ = std::move(on_assigned);
   loop_ = std::thread([this] { loop(); });
 }
 
@@ -118,6 +120,7 @@ Status Fleet::tick() {
   if (!failed) return std::unexpected(failed.error().with_context("detecting failed agents"));
   auto assigned = supervisor_->assign();
   if (!assigned) return std::unexpected(assigned.error().with_context("assigning tasks"));
+  if (on_assigned_ && !assigned->empty()) on_assigned_(*assigned);
   if (after_tick_) return after_tick_();
   return {};
 }

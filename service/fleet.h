@@ -87,8 +87,10 @@ class Fleet {
                                              std::function<void(bool ready, const std::string& why)> on_ready);
   // Starts the loop (once). `after_tick`, if given, runs on the loop's thread after each pass
   // (the fleet's recorder copies the pass's events into the ledger); its error counts as the
-  // pass's.
-  void start(std::function<Status()> after_tick = {});
+  // pass's. `on_assigned`, if given, gets each pass's assignments on the loop's thread (the
+  // remote runners' tasks go out on their streams).
+  void start(std::function<Status()> after_tick = {},
+             std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned = {});
   ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
@@ -120,6 +122,7 @@ class Fleet {
   std::unique_ptr<supervisor::Supervisor> supervisor_;
   std::function<void(bool, const std::string&)> on_ready_;
   std::function<Status()> after_tick_;  // set by start(), before the loop runs
+  std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned_;  // likewise
   RunnerSessions sessions_;
   std::atomic<bool> ready_{false};
 

@@ -213,13 +213,14 @@ Result<std::optional<CallDocument>> add_policy(const fs::path& state_dir, const 
 }  // namespace
 
 KernelService::KernelService(KernelServiceOptions options, SharedLedger& ledger, RunManager& runs, InFlight& in_flight,
-                             const TokenTable& tokens, RemoteExecutors& remote, StreamQuota& streams)
+                             const TokenTable& tokens, RemoteExecutors& remote, RemoteRunners& runners, StreamQuota& streams)
     : options_(std::move(options)),
       ledger_(ledger),
       runs_(runs),
       in_flight_(in_flight),
       tokens_(tokens),
       remote_(remote),
+      runners_(runners),
       streams_(streams) {}
 
 grpc::Status KernelService::StartRun(grpc::ServerContext* context, const v1::StartRunRequest* request,
@@ -294,6 +295,14 @@ grpc::Status KernelService::StartRun(grpc::ServerContext* context, const v1::Sta
     run.executor = "remote:" + request->executor_label();
   } else {
     return invalid("executor", "\"" + executor + "\" is not plan, command:CMD or remote");
+  }
+
+  if (request->checks_on() == "runners") {
+    auto channel = runners_.open(run.repo);
+    if (!channel) return to_status(channel.error());
+    run.runner_channel = std::move(*channel);
+  } else if (!request->checks_on().empty() && request->checks_on() != "local") {
+    return invalid("checks_on", "\"" + request->checks_on() + "\" is not local or runners");
   }
 
   if (!request->policy().empty()) {

@@ -18,6 +18,7 @@
 
 #include "service/in_flight.h"
 #include "service/remote_executors.h"
+#include "service/remote_runners.h"
 #include "service/run_manager.h"
 #include "service/shared_ledger.h"
 #include "service/stream_quota.h"
@@ -34,7 +35,7 @@ class KernelService final : public v1::Kernel::Service {
  public:
   // Borrows everything; all must outlive it.
   KernelService(KernelServiceOptions options, SharedLedger& ledger, RunManager& runs, InFlight& in_flight,
-                const TokenTable& tokens, RemoteExecutors& remote, StreamQuota& streams);
+                const TokenTable& tokens, RemoteExecutors& remote, RemoteRunners& runners, StreamQuota& streams);
 
   // Plans, by the CLI's own `warden plan generate|verify|commit` in a child process. A
   // blueprint must be self-contained (content inline); a policy is a built-in name or a
@@ -62,6 +63,7 @@ class KernelService final : public v1::Kernel::Service {
   InFlight& in_flight_;
   const TokenTable& tokens_;
   RemoteExecutors& remote_;
+  RemoteRunners& runners_;
   StreamQuota& streams_;  // WatchRun's share per caller
   // Held by a logical-clock StartRun from numbering its run until the run is recorded, so the
   // next one numbers after it.

@@ -71,6 +71,7 @@ std::vector<std::string> build_argv(const RunManagerOptions& o, const RunRequest
   if (!r.policy.empty()) argv.insert(argv.end(), {"--policy", r.policy});
   if (r.step_timeout_ms > 0) argv.insert(argv.end(), {"--step-timeout", std::to_string(r.step_timeout_ms / 1000.0)});
   if (r.channel) argv.insert(argv.end(), {"--executor-channel", "3"});
+  if (r.runner_channel) argv.insert(argv.end(), {"--runner-channel", "4"});
   if (!r.run_id.empty()) argv.insert(argv.end(), {"--run-id", r.run_id});
   return argv;
 }
@@ -117,13 +118,20 @@ Result<std::string> RunManager::start(RunRequest request) {
   // This thread forks, so the child's PR_SET_PDEATHSIG follows the thread's life: it waits
   // for the child and never ends before it. It owns every descriptor it is given.
   run.thread = std::jthread([this, &run, args = build_argv(options_, request), channel = std::move(request.channel),
+                             runner_channel = std::move(request.runner_channel),
                              devnull = std::move(devnull), log = std::move(log), out = std::move(out_read),
                              out_write = std::move(out_write), server_pid = ::getpid()]() mutable {
     // Everything the child needs is built before fork: after it, only async-signal-safe calls.
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    const int channel_fd = channel ? channel.get() : -1;
+    // The channels go to fds 3 and 4 in the child: first out of the way of both (and of 0-2).
+    UniqueFd executor_fd(channel ? ::fcntl(channel.get(), F_DUPFD_CLOEXEC, 5) : -1);
+    UniqueFd runner_fd(runner_channel ? ::fcntl(runner_channel.get(), F_DUPFD_CLOEXEC, 5) : -1);
+    channel.reset();
+    runner_channel.reset();
+    const int channel_fd = executor_fd.get();
+    const int runner_channel_fd = runner_fd.get();
     pid_t pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
@@ -136,18 +144,18 @@ Result<std::string> RunManager::start(RunRequest request) {
       ::dup2(devnull.get(), 0);
       ::dup2(out_write.get(), 1);
       ::dup2(log.get(), 2);
-      if (channel_fd == 3) {
-        ::fcntl(3, F_SETFD, 0);
-      } else if (channel_fd >= 0) {
-        ::dup2(channel_fd, 3);
-      }
-      ::close_range(channel_fd >= 0 ? 4 : 3, ~0U, 0);
+      // Both are at 5 or above: dup2 onto 3 and 4 clears close-on-exec on the copies.
+      if (channel_fd >= 0) ::dup2(channel_fd, 3);
+      if (runner_channel_fd >= 0) ::dup2(runner_channel_fd, 4);
+      if (channel_fd < 0) ::close(3);
+      ::close_range(runner_channel_fd >= 0 ? 5 : 4, ~0U, 0);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
     const int fork_errno = errno;
     out_write.reset();
-    channel.reset();  // the child has its copy
+    executor_fd.reset();  // the child has its copies
+    runner_fd.reset();
     {
       std::lock_guard rl(mu_);
       run.pid = pid;

@@ -48,6 +48,7 @@ struct RunRequest {
   std::string run_id;               // empty: the child's id source picks it
   std::string owner;                // the caller who started it (its token's name)
   UniqueFd channel;                 // remote:LABEL only: the child's end of the executor channel
+  UniqueFd runner_channel;          // checks on remote runners only: the child's end of its channel
 };
 
 struct RunManagerOptions {

@@ -193,7 +193,31 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   enrolled.mutable_enrolled()->set_heartbeat_interval_ms(interval);
   grpc::Status status = grpc::Status::OK;
   std::string why = "the runner's stream ended";
+  Mailbox mailbox;
+  mailbox.agent_id = spec.id;
+  mailbox.owner = spec.owner;
+  mailbox.key = spec.key;
   if (stream->Write(enrolled)) {
+    // From here on only the writer writes: tasks and object batches, as they come.
+    work_.attach(mailbox);
+    std::thread writer([&] {
+      v1::ServerMessage out;
+      while (work_.next(mailbox, out)) {
+        if (!stream->Write(out)) {
+          context->TryCancel();
+          break;
+        }
+      }
+    });
+    struct JoinWriter {
+      RemoteRunners& work;
+      Mailbox& mailbox;
+      std::thread& writer;
+      ~JoinWriter() {
+        work.detach(mailbox);
+        writer.join();
+      }
+    } join_writer{work_, mailbox, writer};
     v1::RunnerMessage message;
     while (stream->Read(&message)) {
       if (message.has_heartbeat()) {
@@ -217,11 +241,24 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
           status = grpc::Status(grpc::StatusCode::ABORTED, beat.error().message + ": this stream no longer speaks for it");
           break;
         }
+        work_.renew(mailbox);
+        continue;
+      }
+      if (message.has_fetch()) {
+        work_.fetch(mailbox, message.fetch());
+        continue;
+      }
+      if (message.has_result()) {
+        work_.complete(mailbox, message.result());
+        continue;
+      }
+      if (message.has_failed()) {
+        work_.failed(mailbox, message.failed());
         continue;
       }
       why = "the runner sent " + std::string(message.has_enrol() ? "enrol" : message.has_proof() ? "proof" : "an empty message") +
             " after enrolling";
-      status = invalid(why + "; an enrolled runner sends heartbeats only");
+      status = invalid(why + "; an enrolled runner sends heartbeats, fetches and task answers only");
       break;
     }
   }

@@ -3,6 +3,8 @@
 // identity; the agent id is then the supervisor's, pinned to that identity and key; the
 // runner's heartbeats reach the supervisor; and when the stream ends the agent is failed, so
 // whatever it held goes back to the queue at once rather than when its heartbeats go stale.
+// Between heartbeats it takes check tasks and answers them (RemoteRunners): the stream's
+// messages are written by one writer thread per stream, from its Mailbox.
 //
 // Needs the runner role. Each stream holds one of the caller's StreamQuota shares.
 // Thread-safe: each stream works on its own state and the Fleet, which is.
@@ -12,6 +14,7 @@
 
 #include "common/random_source.h"
 #include "service/fleet.h"
+#include "service/remote_runners.h"
 #include "service/in_flight.h"
 #include "service/stream_quota.h"
 #include "service/tokens.h"
@@ -24,14 +27,16 @@ std::string enrol_message(std::string_view agent_id, std::string_view identity, 
 class RunnersService final : public v1::Runners::Service {
  public:
   // Borrows everything; all must outlive it. `random` makes the enrolment nonces.
-  RunnersService(Fleet& fleet, InFlight& in_flight, const TokenTable& tokens, StreamQuota& streams, RandomSource& random)
-      : fleet_(fleet), in_flight_(in_flight), tokens_(tokens), streams_(streams), random_(random) {}
+  RunnersService(Fleet& fleet, RemoteRunners& work, InFlight& in_flight, const TokenTable& tokens, StreamQuota& streams,
+                 RandomSource& random)
+      : fleet_(fleet), work_(work), in_flight_(in_flight), tokens_(tokens), streams_(streams), random_(random) {}
 
   grpc::Status Work(grpc::ServerContext* context,
                     grpc::ServerReaderWriter<v1::ServerMessage, v1::RunnerMessage>* stream) override;
 
  private:
   Fleet& fleet_;
+  RemoteRunners& work_;
   InFlight& in_flight_;
   const TokenTable& tokens_;
   StreamQuota& streams_;

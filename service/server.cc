@@ -168,7 +168,6 @@ Status serve(const ServeOptions& given, std::ostream& log) {
                                       options.blueprints.empty() ? options.state_dir / "blueprints" : options.blueprints};
   RemoteExecutors remote;
   StreamQuota streams(static_cast<size_t>(std::max(1, options.max_calls / 4)));
-  KernelService kernel_service(kernel_options, **ledger, runs, in_flight, *tokens, remote, streams);
   ExecutorService executor_service(remote, **ledger, runs, in_flight, *tokens, streams);
   PipelineService pipeline_service(options.state_dir, **ledger, in_flight, *tokens, streams);
   HealthService health(in_flight);
@@ -213,12 +212,18 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   }
   auto recorder = FleetRecorder::create(**ledger, (*fleet)->store(), (*fleet)->store_name(), std::move(fleet_signer));
   if (!recorder) return std::unexpected(recorder.error().with_context("finding the fleet's last recorded event"));
-  (*fleet)->start([&recorder, &log]() -> Status {
-    auto pumped = (*recorder)->pump();
-    if (!pumped) return std::unexpected(pumped.error());
-    if (!pumped->note.empty()) log << "warden serve: " << pumped->note << "\n" << std::flush;
-    return {};
-  });
+  // Runs whose checks go to the fleet's runners: declared before the loop starts (it
+  // dispatches their tasks) and so destroyed after it stops.
+  RemoteRunners remote_runners(**fleet, fleet_random);
+  KernelService kernel_service(kernel_options, **ledger, runs, in_flight, *tokens, remote, remote_runners, streams);
+  (*fleet)->start(
+      [&recorder, &log]() -> Status {
+        auto pumped = (*recorder)->pump();
+        if (!pumped) return std::unexpected(pumped.error());
+        if (!pumped->note.empty()) log << "warden serve: " << pumped->note << "\n" << std::flush;
+        return {};
+      },
+      [&remote_runners](const std::vector<supervisor::Assignment>& assigned) { remote_runners.dispatch(assigned); });
   // The loop uses the recorder: it stops before the recorder goes, on every way out.
   struct StopFleet {
     Fleet& fleet;
@@ -226,7 +231,7 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   } stop_fleet{**fleet};
   AgentSpawner spawner((*fleet)->supervisor(), fleet_clock, options.state_dir, options.socket, log);
   AgentsService agents_service(**fleet, in_flight, *tokens);
-  RunnersService runners_service(**fleet, in_flight, *tokens, streams, fleet_random);
+  RunnersService runners_service(**fleet, remote_runners, in_flight, *tokens, streams, fleet_random);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + options.socket.string(), grpc::InsecureServerCredentials());
@@ -282,6 +287,7 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   // Live runs record `cancelled` (their watchers see that terminal event and end).
   if (size_t live = runs.stop_all(kRunStopGrace)) log << "warden serve: cancelled " << live << " live run(s)\n";
   remote.shutdown();  // attached executors' streams end
+  remote_runners.shutdown();  // runs' channels close (their builds were stopped above)
   spawner.stop();  // the spawned agents' process groups end
   (*fleet)->sessions().disconnect_all();  // runners' streams end; they reconnect to the next server
   (*fleet)->stop();

@@ -79,26 +79,12 @@ class Fleet : public ServeFixture {
     return warden(argv);
   }
 
-  // The agents as `warden agents list --json` shows them, by id.
-  std::map<std::string, nlohmann::json> listed() {
-    ProcessResult r = agents_cli({"list", "--json"});
-    EXPECT_TRUE(r.exited_with(0)) << describe(r);
-    std::map<std::string, nlohmann::json> out;
-    for (auto& line : stdout_json_lines(r)) {
-      if (line.value("type", "") == "agent") out[line.value("id", "")] = line;
-    }
-    return out;
+  std::vector<std::string> connect(const std::string& token = "ops") {
+    return {"--server", socket.string(), "--token", token_file(token).string()};
   }
-
-  // Polls the listing until `ok` holds of it (true) or `within` passes (false).
-  bool eventually(const std::function<bool(const std::map<std::string, nlohmann::json>&)>& ok,
-                  std::chrono::milliseconds within = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + within;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (ok(listed())) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
+  AgentListing listed() { return agents_listed(connect()); }
+  bool eventually(const std::function<bool(const AgentListing&)>& ok, std::chrono::milliseconds within = 20s) {
+    return eventually_listed(connect(), ok, within);
   }
 
   std::unique_ptr<v1::Runners::Stub> runners_client() { return v1::Runners::NewStub(channel()); }

@@ -9,7 +9,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/files.h"
@@ -31,6 +34,33 @@ inline int health_status(const std::shared_ptr<grpc::Channel>& channel, const st
   grpc::Status status = health->Check(&context, request, &response);
   if (!status.ok()) return -static_cast<int>(status.error_code());
   return response.status();
+}
+
+using AgentListing = std::map<std::string, nlohmann::json>;
+
+// The agents as `warden agents list --json` shows them, by id; `connect` is the client's
+// --server (and --token) arguments.
+inline AgentListing agents_listed(const std::vector<std::string>& connect) {
+  std::vector<std::string> argv{"agents", "list", "--json"};
+  argv.insert(argv.end(), connect.begin(), connect.end());
+  ProcessResult r = warden(argv);
+  EXPECT_TRUE(r.exited_with(0)) << describe(r);
+  AgentListing out;
+  for (auto& line : stdout_json_lines(r)) {
+    if (line.value("type", "") == "agent") out[line.value("id", "")] = line;
+  }
+  return out;
+}
+
+// Polls the listing until `ok` holds of it (true) or `within` passes (false).
+inline bool eventually_listed(const std::vector<std::string>& connect, const std::function<bool(const AgentListing&)>& ok,
+                              std::chrono::milliseconds within) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ok(agents_listed(connect))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 class ServeFixture : public ::testing::Test {

@@ -26,6 +26,7 @@ struct BuildArgs {
   std::string blueprint, plan_sha256, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id;
   double step_timeout_s = 0;
   std::optional<int> executor_channel;
+  std::optional<int> runner_channel;
   bool json = false;
   ExecutorSandboxOptions executor_sandbox;
 };
@@ -99,6 +100,14 @@ int run(const BuildArgs& a) {
 
   auto sources = make_sources(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
+  // Close-on-exec before any process starts.
+  std::optional<UniqueFd> runner_channel;
+  if (a.runner_channel) {
+    auto adopted = adopt_channel(*a.runner_channel, "--runner-channel");
+    if (!adopted) return report_error(adopted.error(), a.json);
+    runner_channel.emplace(std::move(*adopted));
+  }
+
   // The executor's sandbox passes its preflight before the ledger's directory or key is made.
   auto proposer = make_proposer(a.executor, target->dir, a.executor_sandbox, a.executor_channel);
   if (!proposer) return report_error(proposer.error(), a.json);
@@ -117,6 +126,7 @@ int run(const BuildArgs& a) {
   CancelOnSignal cancel;
   std::optional<kernel::RunRegistration> registration;
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
+  if (runner_channel) session.runner_channel = std::move(*runner_channel);
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   session.stop = cancel.token();
   session.host_independent = a.clock == "logical";
@@ -174,6 +184,9 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--executor-channel", a->executor_channel,
                   "FD of a connected unix stream socket to a remote executor's relay: how `warden serve` runs builds "
                   "for executors attached over gRPC (JSON Lines; executor/channel_proposer.h). Not for direct use");
+  cmd->add_option("--runner-channel", a->runner_channel,
+                  "FD of a connected unix stream socket to `warden serve`: the build's checks run on the remote "
+                  "runners it governs (JSON Lines; runner/channel_runner.h). Not for direct use");
   cmd->add_option("--executor-profile", a->executor_sandbox.profile,
                   "Sandbox profile a command executor runs in: a built-in name or a JSON file (default executor: an "
                   "empty private workspace, the files its command names read-only, no network; recorded with every "

@@ -68,10 +68,10 @@ bool valid_remote_label(std::string_view label) {
   });
 }
 
-// `fd` as the remote executor's channel: an open, connected unix stream socket, made
-// close-on-exec before anything else can run so no sandbox or check inherits it.
-Result<UniqueFd> adopt_channel(int fd) {
-  const std::string what = "--executor-channel " + std::to_string(fd);
+}  // namespace
+
+Result<UniqueFd> adopt_channel(int fd, std::string_view option) {
+  const std::string what = std::string(option) + " " + std::to_string(fd);
   // Standard streams carry the build's own output (--json lines): never the protocol's.
   if (fd <= STDERR_FILENO) return fail(Errc::invalid_argument, what + " is a standard stream, not a channel");
   if (::fcntl(fd, F_GETFD) < 0) return fail(Errc::invalid_argument, what + " is not an open file descriptor");
@@ -91,8 +91,6 @@ Result<UniqueFd> adopt_channel(int fd) {
   return UniqueFd(fd);
 }
 
-}  // namespace
-
 Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& dir,
                                                          const ExecutorSandboxOptions& sandbox,
                                                          std::optional<int> channel) {
@@ -106,7 +104,7 @@ Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spe
     if (!valid_remote_label(label)) {
       return fail(Errc::invalid_argument, "--executor remote:LABEL needs a LABEL of 1 to 64 letters, digits, '.', '_' or '-'");
     }
-    auto socket = adopt_channel(*channel);
+    auto socket = adopt_channel(*channel, "--executor-channel");
     if (!socket) return std::unexpected(socket.error());
     return std::make_unique<executor::ChannelProposer>(label, std::move(*socket));
   }

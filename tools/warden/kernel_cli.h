@@ -47,6 +47,11 @@ struct ExecutorSandboxOptions {
 Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSandboxOptions& options,
                                                                 bool preflight = true);
 
+// `fd` (given as `option`) as a channel to `warden serve`: an open, connected unix stream
+// socket, made close-on-exec before anything else can run so no sandbox or check inherits it.
+// invalid_argument when it is anything else (a standard stream, not open, not such a socket).
+Result<UniqueFd> adopt_channel(int fd, std::string_view option);
+
 // "plan", "command:CMD" (CMD's relative paths are relative to `dir`; it runs confined as
 // `sandbox` says) or "remote:LABEL" with `channel`, the fd of the unix stream socket `warden
 // serve` passes (executor/channel_proposer.h), adopted and made close-on-exec here. An Error

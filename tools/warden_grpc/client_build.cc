@@ -28,7 +28,8 @@ constexpr uint64_t kMaxBlueprintBytes = uint64_t{16} << 20;
 
 struct BuildArgs {
   ConnectOptions connect;
-  std::string blueprint, plan_sha256, repository, executor = "plan", label, serving_identity, policy, clock;
+  std::string blueprint, plan_sha256, repository, executor = "plan", label, serving_identity, policy, clock,
+      checks_on;
   double step_timeout_s = 0;
   bool json = false;
 };
@@ -60,6 +61,7 @@ Result<v1::StartRunRequest> start_request(const BuildArgs& a) {
   r.set_executor_identity(a.serving_identity);
   r.set_policy(a.policy);
   r.set_clock(a.clock);
+  r.set_checks_on(a.checks_on);
   r.set_step_timeout_ms(static_cast<uint32_t>(a.step_timeout_s * 1000));
   return r;
 }
@@ -173,6 +175,10 @@ void add_client_build(CLI::App& client, Action& action) {
                   "With --executor remote: the token name whose executor serves the run (default: this token's)");
   cmd->add_option("--policy", a->policy, "A built-in policy name (default: the blueprint's or plan's)");
   cmd->add_option("--clock", a->clock, "system, or logical for golden runs")->check(CLI::IsMember({"system", "logical"}));
+  cmd->add_option("--checks-on", a->checks_on,
+                  "local (the server's own sandbox, the default) or runners (the `warden runner` processes enrolled "
+                  "with the server, each in its own sandbox; the run waits for one)")
+      ->check(CLI::IsMember({"local", "runners"}));
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's)")
       ->check(CLI::Range(0.001, 86400.0));
   cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line");

@@ -5,6 +5,13 @@
 // then heartbeats until SIGTERM or SIGINT. A lost server is retried with backoff (1 s
 // doubling to 30 s, with jitter); an enrolment the server refuses for good (a pinned id, a
 // token without the runner role) ends the runner with the server's reason.
+//
+// Check tasks (runner/remote_run.h): the runner fetches the git objects of the task's trees it
+// lacks into STATE/objects.git (each checked against its id as it is stored), runs the checks
+// with a LocalRunner in its own bubblewrap sandbox (its own preflight, base checkouts under
+// STATE/cache), signs the result with its key over the claim's nonce, and answers; a task it
+// cannot run is reported as failed. One task at a time, on a worker thread, while the main
+// thread keeps heartbeating; a stream that ends stops the task's checks.
 #include <fleet.grpc.pb.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,6 +19,8 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <deque>
+#include <set>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -23,6 +32,9 @@
 #include "common/exit_codes.h"
 #include "common/file.h"
 #include "common/random_source.h"
+#include "diff/diff.h"
+#include "runner/local_runner.h"
+#include "runner/remote_run.h"
 #include "service/runners_service.h"
 #include "store/record_checks.h"
 #include "tools/warden/json_lines.h"
@@ -164,8 +176,8 @@ bool permanent(const grpc::Status& status) {
 
 class Runner {
  public:
-  Runner(const RunnerArgs& args, RunnerIdentity identity, std::map<std::string, std::string> labels)
-      : args_(args), identity_(std::move(identity)), labels_(std::move(labels)) {}
+  Runner(const RunnerArgs& args, fs::path state, RunnerIdentity identity, std::map<std::string, std::string> labels)
+      : args_(args), state_(std::move(state)), identity_(std::move(identity)), labels_(std::move(labels)) {}
 
   void stop() {
     std::lock_guard lock(mu_);
@@ -265,39 +277,235 @@ class Runner {
               << " (heartbeat every " << interval.count() << " ms)\n";
 
     // The server may end the stream at any moment (a newer enrolment, an operator's forget,
-    // its own stop): a reader notices while this thread heartbeats.
-    std::atomic<bool> ended{false};
+    // its own stop): a reader notices while this thread heartbeats. It also takes the tasks
+    // and object batches the worker waits for.
+    Session session(*stream);
     std::thread reader([&] {
       v1::ServerMessage message;
       while (stream->Read(&message)) {
+        std::lock_guard lock(mu_);
+        if (message.has_task()) session.tasks.push_back(message.task());
+        if (message.has_objects()) session.batches.push_back(message.objects());
+        cv_.notify_all();
       }
-      ended = true;
       std::lock_guard lock(mu_);
+      session.ended = true;
       cv_.notify_all();
     });
+    std::stop_source stop_work;
+    std::thread worker([&] { work(session, stop_work.get_token()); });
     v1::RunnerMessage beat;
     beat.mutable_heartbeat();
     for (;;) {
       {
         std::unique_lock lock(mu_);
-        cv_.wait_for(lock, interval, [&] { return stopping_ || ended.load(); });
-        if (stopping_ || ended) break;
+        cv_.wait_for(lock, interval, [&] { return stopping_ || session.ended; });
+        if (stopping_ || session.ended) break;
       }
-      if (!stream->Write(beat)) break;
+      if (!session.send(beat)) break;
     }
-    if (!ended) stream->WritesDone();
+    // The task in hand stops (its checks are killed): the server gives it to another runner.
+    stop_work.request_stop();
+    {
+      std::lock_guard lock(mu_);
+      cv_.notify_all();
+    }
+    worker.join();
+    bool ended = false;
+    {
+      std::lock_guard lock(mu_);
+      ended = session.ended;
+    }
+    if (!ended) {
+      std::lock_guard lock(session.write_mu);
+      stream->WritesDone();
+    }
     if (stopping()) context.TryCancel();
     reader.join();
     return stream->Finish();
   }
 
+  using Stream = grpc::ClientReaderWriter<v1::RunnerMessage, v1::ServerMessage>;
+
+  // One enrolled stream's traffic between the reader, the worker and the heartbeat.
+  struct Session {
+    explicit Session(Stream& s) : stream(s) {}
+    Stream& stream;
+    std::mutex write_mu;                  // one Write at a time
+    std::deque<v1::CheckTask> tasks;      // guarded by Runner::mu_
+    std::deque<v1::ObjectBatch> batches;  // guarded by Runner::mu_
+    bool ended = false;                   // guarded by Runner::mu_
+
+    bool send(const v1::RunnerMessage& message) {
+      std::lock_guard lock(write_mu);
+      return stream.Write(message);
+    }
+  };
+
+  // The worker: one task at a time until the session ends or `stop`.
+  void work(Session& session, std::stop_token stop) {
+    for (;;) {
+      v1::CheckTask task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !session.tasks.empty() || session.ended || stop.stop_requested(); });
+        if (session.tasks.empty()) return;
+        task = std::move(session.tasks.front());
+        session.tasks.pop_front();
+      }
+      std::cerr << "warden runner: task " << task.task_id() << " (attempt " << task.attempt() << ")\n";
+      v1::RunnerMessage answer;
+      auto done = run_task(session, task, stop);
+      if (stop.stop_requested()) return;  // the server takes a stopped task back when the stream ends
+      if (!done) {
+        std::cerr << "warden runner: task " << task.task_id() << " failed: " << done.error().message << "\n";
+        answer.mutable_failed()->set_task_id(task.task_id());
+        answer.mutable_failed()->set_claim_token(task.claim_token());
+        answer.mutable_failed()->set_reason(done.error().message);
+      } else {
+        answer = std::move(*done);
+      }
+      if (!session.send(answer)) return;
+    }
+  }
+
+  // The task's result, signed, as the message to send.
+  Result<v1::RunnerMessage> run_task(Session& session, const v1::CheckTask& task, const std::stop_token& stop) {
+    auto json = parse_json(task.request_json(), "the task's request");
+    if (!json) return std::unexpected(json.error());
+    auto request = RemoteRunRequest::from_json(*json);
+    if (!request) return std::unexpected(request.error());
+    auto repo = objects();
+    if (!repo) return std::unexpected(repo.error());
+    if (Status st = fetch(session, **repo, task.task_id(), {request->base_tree, request->tree}, stop); !st) {
+      return std::unexpected(st.error());
+    }
+    std::optional<Diff> diff;
+    if (request->diff) {
+      auto parsed = Diff::from_json(*request->diff);
+      if (!parsed) return fail(Errc::invalid_argument, "the task's diff: " + parsed.error().message());
+      diff = std::move(*parsed);
+    }
+    auto runner = local_runner(*request);
+    if (!runner) return std::unexpected(runner.error());
+    RunRequest run;
+    run.base_tree = *ObjectId::parse(request->base_tree);
+    run.tree = *ObjectId::parse(request->tree);
+    run.diff = diff ? &*diff : nullptr;
+    run.checks = request->checks;
+    run.stop = stop;
+    run.reuse = request->reuse;
+    auto outcome = (*runner)->run(**repo, run);
+    if (!outcome) return fail(Errc::io_error, outcome.error().message());
+    const std::string nonce = to_hex(task.nonce());
+    auto signature = identity_.key->sign(
+        attestation_message(identity_.agent_id, task.task_id(), nonce, outcome->result.deterministic_digest()));
+    if (!signature) return std::unexpected(signature.error());
+    v1::RunnerMessage message;
+    v1::TaskResult* result = message.mutable_result();
+    result->set_task_id(task.task_id());
+    result->set_claim_token(task.claim_token());
+    result->set_run_result_json(outcome->result.to_json().dump());
+    for (const auto& [digest, bytes] : outcome->bodies) (*result->mutable_bodies())[digest.str()] = bytes;
+    result->set_signature(std::string(signature->begin(), signature->end()));
+    return message;
+  }
+
+  // The runner's own object store: git objects only, fetched from the server per task.
+  Result<GitRepo*> objects() {
+    if (repo_) return &*repo_;
+    const fs::path dir = state_ / "objects.git";
+    std::error_code ec;
+    auto repo = fs::exists(dir / "HEAD", ec) ? GitRepo::open(dir) : GitRepo::init(dir, /*bare=*/true);
+    if (!repo) return fail(Errc::io_error, "the runner's object store " + dir.string() + ": " + repo.error().message());
+    repo_.emplace(std::move(*repo));
+    return &*repo_;
+  }
+
+  // Makes every object of `roots` present: trees present here are walked for what they lack
+  // (a tree fetched before its entries, by a task that stopped, is completed), missing ones
+  // are fetched in batches. Each object is stored under the id git computes from its bytes:
+  // one that is not the id asked for is refused.
+  Status fetch(Session& session, GitRepo& repo, const std::string& task_id, std::vector<std::string> roots,
+               const std::stop_token& stop) {
+    std::deque<ObjectId> walk;
+    std::vector<std::string> want;
+    std::set<std::string> seen;
+    auto visit = [&](const ObjectId& id, bool is_tree) {
+      if (!seen.insert(id.hex()).second) return;
+      if (!repo.has_object(id)) want.push_back(id.hex());
+      else if (is_tree) walk.push_back(id);
+    };
+    for (const std::string& root : roots) {
+      auto id = ObjectId::parse(root);
+      if (!id) return fail(Errc::invalid_argument, id.error().message());
+      visit(*id, true);
+    }
+    for (;;) {
+      while (!walk.empty()) {
+        auto children = repo.tree_children(walk.front());
+        walk.pop_front();
+        if (!children) return fail(Errc::io_error, children.error().message());
+        for (const TreeChild& c : *children) visit(c.id, c.is_tree);
+      }
+      if (want.empty()) return {};
+      v1::RunnerMessage ask;
+      ask.mutable_fetch()->set_task_id(task_id);
+      const size_t n = std::min<size_t>(want.size(), service::RemoteRunners::kMaxFetchIds);
+      std::set<std::string> asked(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(n));
+      for (size_t i = 0; i < n; ++i) ask.mutable_fetch()->add_ids(want[i]);
+      if (!session.send(ask)) return fail(Errc::io_error, "the server went away while objects were fetched");
+      v1::ObjectBatch batch;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !session.batches.empty() || session.ended || stop.stop_requested(); });
+        if (session.batches.empty()) return fail(Errc::io_error, "stopped while objects were fetched");
+        batch = std::move(session.batches.front());
+        session.batches.pop_front();
+      }
+      if (!batch.error().empty()) return fail(Errc::io_error, "the server refused the objects: " + batch.error());
+      if (batch.objects_size() == 0) return fail(Errc::io_error, "the server sent no object");
+      std::set<std::string> got;
+      for (const v1::GitObject& o : batch.objects()) {
+        if (!asked.contains(o.id()) || got.contains(o.id())) return fail(Errc::verification_failed, "the server sent object " + o.id() + ", which was not asked for");
+        auto id = repo.write_object(o.type(), o.data());
+        if (!id) return fail(Errc::io_error, id.error().message());
+        if (id->hex() != o.id()) return fail(Errc::verification_failed, "the server sent bytes under " + o.id() + " that are object " + id->hex());
+        got.insert(o.id());
+        if (o.type() == "tree") walk.push_back(*id);
+      }
+      std::erase_if(want, [&](const std::string& id) { return got.contains(id); });
+    }
+  }
+
+  // One LocalRunner per profile (and toolchain rule), kept: its preflight and base checkouts
+  // serve every later task.
+  Result<LocalRunner*> local_runner(const RemoteRunRequest& request) {
+    auto profile = SandboxProfile::from_json(request.profile);
+    if (!profile) return std::unexpected(profile.error());
+    const std::string key = profile->digest().str() + (request.host_independent ? "/host-independent" : "");
+    if (auto it = runners_.find(key); it != runners_.end()) return it->second.get();
+    RunnerOptions options;
+    options.cache_dir = state_ / "cache";
+    options.use_cache = false;  // as the kernel's own: a run's evidence is made for its ledger
+    options.kernel_release_in_toolchain = !request.host_independent;
+    auto runner = LocalRunner::create(std::move(*profile), options);
+    if (!runner) return std::unexpected(runner.error());
+    auto [it, fresh] = runners_.emplace(key, std::make_unique<LocalRunner>(std::move(*runner)));
+    return it->second.get();
+  }
+
   const RunnerArgs& args_;
+  const fs::path state_;
   RunnerIdentity identity_;
   std::map<std::string, std::string> labels_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;                      // guarded by mu_
   grpc::ClientContext* context_ = nullptr;     // guarded by mu_: the live session's call
+  // The worker's alone (one task at a time, across sessions).
+  std::optional<GitRepo> repo_;
+  std::map<std::string, std::unique_ptr<LocalRunner>> runners_;
 };
 
 int run_runner(const RunnerArgs& a) {
@@ -315,7 +523,7 @@ int run_runner(const RunnerArgs& a) {
   auto identity = load_identity(state, a.id);
   if (!identity) return cli::report_error(identity.error(), false);
   InterruptToCancel interrupt;  // before any gRPC thread starts
-  Runner runner(a, std::move(*identity), std::move(labels));
+  Runner runner(a, state, std::move(*identity), std::move(labels));
   interrupt.on_interrupt([&runner] { runner.stop(); });
   return runner.run();
 }

@@ -1,0 +1,96 @@
+#include "runner/channel_runner.h"
+
+#include <cstdio>
+
+#include "common/encoding.h"
+#include "common/random_source.h"
+#include "runner/local_runner.h"
+
+namespace warden {
+namespace {
+
+std::unexpected<Refusal> runner_failed(std::string detail) { return refuse(RefusalCode::runner_error, "", std::move(detail)); }
+
+}  // namespace
+
+ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent)
+    : socket_(std::move(socket), kMaxLineBytes, "runner"), profile_(profile.to_json()), host_independent_(host_independent) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(SystemRandomSource().next_u64()));
+  nonce_ = hex;
+}
+
+ChannelRunner::~ChannelRunner() { socket_.send_now("{\"type\":\"end\"}\n"); }
+
+Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request) {
+  if (socket_.broken()) return runner_failed(*socket_.broken());
+  auto tree = LocalRunner::tree_under_test(repo, request);
+  if (!tree) return std::unexpected(tree.error());
+  RemoteRunRequest sent;
+  sent.base_tree = request.base_tree.hex();
+  sent.tree = tree->hex();
+  if (request.diff) sent.diff = request.diff->to_json();
+  sent.checks = request.checks;
+  sent.profile = profile_;
+  sent.reuse = request.reuse;
+  sent.host_independent = host_independent_;
+  const std::string id = nonce_ + "-" + std::to_string(next_request_++);
+  // Checks bound their own time; only a stop ends the wait.
+  const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
+  const Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
+  auto stopped = [&](const LineFailure& f) {
+    if (f.kind != LineFailure::Kind::closed) socket_.send_now(Json{{"type", "cancel"}, {"request_id", id}}.dump() + "\n");
+    return runner_failed(f.detail);
+  };
+  if (auto ok = socket_.send(line.dump() + "\n", forever, request.stop); !ok) return stopped(ok.error());
+  for (;;) {
+    auto text = socket_.read(forever, request.stop);
+    if (!text) return stopped(text.error());
+    auto parsed = parse_json(*text, "the runner channel's answer");
+    if (!parsed || !parsed->is_object()) {
+      return runner_failed(socket_.close("the runner channel sent a line that is not a JSON object").detail);
+    }
+    auto rid = parsed->find("request_id");
+    if (rid == parsed->end() || !rid->is_string()) {
+      return runner_failed(socket_.close("the runner channel sent an answer without a request_id").detail);
+    }
+    if (*rid != id) continue;  // a late answer to a request that was cancelled
+    return answer(repo, sent, id, *parsed);
+  }
+}
+
+Checked<RunOutcome> ChannelRunner::answer(GitRepo& repo, const RemoteRunRequest& sent, const std::string& id, const Json& line) {
+  const std::string type = line.value("type", "");
+  if (type == "error") {
+    const Json* why = line.contains("error") && line["error"].is_string() ? &line["error"] : nullptr;
+    return runner_failed("remote runners: " + (why ? why->get<std::string>() : std::string("(no reason given)")));
+  }
+  if (type != "result") return runner_failed("the runner channel answered with type \"" + type + "\"");
+  auto bad = [](const std::string& what) { return runner_failed("the runner channel's result: " + what); };
+  if (!line.contains("run_result") || !line.contains("bodies") || !line["bodies"].is_object() || !line.contains("attestation")) {
+    return bad("needs run_result, bodies (an object) and attestation");
+  }
+  auto attestation = ResultAttestation::from_json(line["attestation"]);
+  if (!attestation) return bad(attestation.error().message);
+  if (attestation->task_id != id) return bad("its attestation names task " + attestation->task_id + ", not " + id);
+  auto result = RunResult::from_json(line["run_result"]);
+  if (!result) return bad(result.error().message);
+  RunOutcome outcome;
+  for (const auto& [name, encoded] : line["bodies"].items()) {
+    auto digest = Digest::parse(name);
+    if (!digest || !encoded.is_string()) return bad("bodies: " + name + " is not a digest with a base64 string");
+    auto bytes = base64_decode(encoded.get_ref<const std::string&>());
+    if (!bytes) return bad("bodies: " + name + ": " + bytes.error().message);
+    outcome.bodies.emplace(*digest, std::move(*bytes));
+  }
+  const std::string who = "runner " + attestation->agent_id + " (" + attestation->owner + ")";
+  if (Status st = verify_attestation(*attestation, result->deterministic_digest()); !st) return runner_failed(st.error().message);
+  if (Status st = check_remote_result(repo, sent, *result, outcome.bodies, memo_); !st) {
+    return runner_failed(who + ": " + st.error().message);
+  }
+  outcome.result = std::move(*result);
+  outcome.attestation = std::move(*attestation);
+  return outcome;
+}
+
+}  // namespace warden

@@ -1,0 +1,59 @@
+// ChannelRunner: the Runner (runner.h) whose checks run on the runners `warden serve` governs
+// (issue 16): a build child started with `--runner-channel FD` sends each run over a unix
+// socket to the server, which queues it for an enrolled runner, checks what comes back, and
+// relays it here. Nothing the server relays is taken on its word either: every result is
+// held to its request and to this repository (check_remote_result) and its runner's signature
+// is verified (verify_attestation) before the kernel sees it.
+//
+// Protocol (JSON Lines, both ways, as executor/channel_proposer.h):
+//   kernel -> server  {"type":"run","request_id":"<id>","request":<RemoteRunRequest JSON>}
+//   server -> kernel  {"type":"result","request_id":"<id>","run_result":<RunResult JSON>,
+//                      "bodies":{"sha256:<hex>":"<base64>",...},"attestation":<ResultAttestation>}
+//                  or {"type":"error","request_id":"<id>","error":"<why>"}
+//   kernel -> server  {"type":"cancel","request_id":"<id>"}   the kernel stopped waiting
+//   kernel -> server  {"type":"end"}                            done (EOF says the same)
+// Request ids are "<16 random hex digits>-<n>" and are the task ids the server queues, so the
+// attestation must name the request's id. Lines for other ids (late answers) are skipped.
+//
+// There is no deadline beyond the request's stop: checks bound their own time, and a runner
+// that disappears has its task run by another (the server's concern).
+//
+// Ownership: owns the socket. Threads: one run at a time (as LocalRunner); request.stop may
+// be triggered from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/line_socket.h"
+#include "runner/runner.h"
+#include "runner/sandbox_profile.h"
+#include "runner/tree_hash.h"
+
+namespace warden {
+
+class ChannelRunner final : public Runner {
+ public:
+  // Results hold captured outputs (base64 in the line): bounded well above the runner's caps.
+  static constexpr size_t kMaxLineBytes = size_t{256} << 20;
+
+  // `profile` is sent with every run; `host_independent` as RunnerOptions::kernel_release_in_toolchain off.
+  ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent);
+  ~ChannelRunner() override;
+  ChannelRunner(const ChannelRunner&) = delete;
+  ChannelRunner& operator=(const ChannelRunner&) = delete;
+
+  Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override;
+
+ private:
+  Checked<RunOutcome> answer(GitRepo& repo, const RemoteRunRequest& sent, const std::string& id, const Json& line);
+
+  LineSocket socket_;
+  Json profile_;
+  bool host_independent_;
+  std::string nonce_;
+  uint64_t next_request_ = 1;
+  MemoryHashMemo memo_;  // tree hashes re-derived, for the build's life
+};
+
+}  // namespace warden

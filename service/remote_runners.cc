@@ -1,0 +1,386 @@
+#include "service/remote_runners.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include "common/encoding.h"
+#include "common/line_socket.h"
+#include "runner/git_repo.h"
+#include "runner/run_result.h"
+
+namespace warden::service {
+namespace {
+
+// Lines from the child: a run request is a RemoteRunRequest, at most a task's payload.
+constexpr size_t kMaxRequestLine = size_t{2} << 20;
+// An answer the child does not take within this long is lost with its channel.
+constexpr auto kAnswerWait = std::chrono::seconds(30);
+
+std::chrono::steady_clock::time_point forever() { return std::chrono::steady_clock::now() + std::chrono::hours(24 * 365); }
+
+Json error_line(const std::string& task_id, const std::string& why) {
+  return {{"type", "error"}, {"request_id", task_id}, {"error", why}};
+}
+
+}  // namespace
+
+struct RemoteRunners::Channel {
+  std::filesystem::path repo;
+  std::unique_ptr<LineSocket> in;  // the reader thread's alone
+  std::mutex out_mu;
+  std::unique_ptr<LineSocket> out;  // guarded by out_mu
+  std::stop_source stop;
+  std::thread reader;
+};
+
+RemoteRunners::RemoteRunners(Fleet& fleet, RandomSource& random) : fleet_(fleet), random_(random) {}
+
+RemoteRunners::~RemoteRunners() { shutdown(); }
+
+Result<UniqueFd> RemoteRunners::open(std::filesystem::path repo) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return std::unexpected(errno_error("socketpair", errno));
+  UniqueFd ours(fds[0]), theirs(fds[1]);
+  UniqueFd ours_out(::fcntl(ours.get(), F_DUPFD_CLOEXEC, 3));
+  if (!ours_out) return std::unexpected(errno_error("dup", errno));
+  std::lock_guard lock(mu_);
+  if (stopping_) return fail(Errc::io_error, "the server is stopping: no new runs");
+  auto channel = std::make_unique<Channel>();
+  channel->repo = std::move(repo);
+  channel->in = std::make_unique<LineSocket>(std::move(ours), kMaxRequestLine, "build");
+  channel->out = std::make_unique<LineSocket>(std::move(ours_out), kMaxRequestLine, "build");
+  Channel& c = *channel;
+  channels_.push_back(std::move(channel));
+  c.reader = std::thread([this, &c] { read_channel(c); });
+  return theirs;
+}
+
+void RemoteRunners::shutdown() {
+  std::vector<Channel*> all;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& c : channels_) all.push_back(c.get());
+    cv_.notify_all();
+  }
+  for (Channel* c : all) {
+    c->stop.request_stop();
+    if (c->reader.joinable()) c->reader.join();
+  }
+}
+
+std::string RemoteRunners::nonce_hex() {
+  std::string bytes(32, '\0');
+  std::lock_guard lock(random_mu_);
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    const uint64_t word = random_.next_u64();
+    for (size_t j = 0; j < 8; ++j) bytes[i + j] = static_cast<char>(word >> (8 * j));
+  }
+  return to_hex(bytes);
+}
+
+void RemoteRunners::read_channel(Channel& channel) {
+  for (;;) {
+    auto text = channel.in->read(forever(), channel.stop.get_token());
+    if (!text) break;
+    auto line = parse_json(*text, "the build's line");
+    if (!line || !line->is_object() || !line->contains("request_id") || !(*line)["request_id"].is_string()) break;
+    const std::string type = line->value("type", "");
+    const std::string id = (*line)["request_id"].get<std::string>();
+    if (type == "cancel") {
+      std::lock_guard lock(mu_);
+      if (auto it = pending_.find(id); it != pending_.end() && it->second.channel == &channel) it->second.channel = nullptr;
+      continue;
+    }
+    if (type != "run") break;
+    auto request = line->contains("request") ? RemoteRunRequest::from_json((*line)["request"])
+                                             : Result<RemoteRunRequest>(fail(Errc::invalid_argument, "no request"));
+    Status queued = request ? Status{} : Status(std::unexpected(request.error()));
+    if (queued) {
+      store::Task task{id, 0, "runner", request->to_json().dump()};
+      std::lock_guard lock(mu_);
+      // Pending first: the loop may assign the task the moment it is in the store.
+      pending_[id] = Pending{&channel, *request};
+      queued = fleet_.store().enqueue(task);
+      if (!queued) pending_.erase(id);
+    }
+    if (!queued) {
+      std::lock_guard out(channel.out_mu);
+      (void)channel.out->send(error_line(id, "the task could not be queued: " + queued.error().message).dump() + "\n",
+                              std::chrono::steady_clock::now() + kAnswerWait, {});
+      continue;
+    }
+    fleet_.wake();
+  }
+  // The child is done (or gone): nobody waits for its tasks; their claims are acked unrun.
+  std::lock_guard lock(mu_);
+  for (auto& [id, p] : pending_) {
+    if (p.channel == &channel) p.channel = nullptr;
+  }
+}
+
+void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
+  if (mailbox.closed) return;
+  mailbox.outbox.push_back(std::move(message));
+  cv_.notify_all();
+}
+
+void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRef& claim) {
+  auto& sup = fleet_.supervisor();
+  (void)sup.started(agent_id, claim);
+  (void)sup.output_ready(agent_id, claim);
+  (void)sup.delivered(agent_id, claim);
+}
+
+void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignments) {
+  for (const supervisor::Assignment& a : assignments) {
+    if (a.claim.task.kind != "runner") continue;
+    const store::ClaimRef ref = a.claim.ref();
+    enum class Next { sent, leave, drop } next = Next::drop;
+    Channel* tell = nullptr;  // the child to tell its task was given up
+    {
+      std::lock_guard lock(mu_);
+      auto p = pending_.find(ref.task_id);
+      auto m = mailboxes_.find(a.agent_id);
+      if (p == pending_.end() || !p->second.channel) {
+        // Nobody waits for it (its build ended or stopped waiting, or this server restarted).
+        if (p != pending_.end()) pending_.erase(p);
+      } else if (a.claim.attempt > kMaxAttempts + 1) {
+        // Runners took it and went away (or were failed) this often: no more tries.
+        tell = p->second.channel;
+        pending_.erase(p);
+      } else if (m == mailboxes_.end()) {
+        // Its runner's stream is not here (it just ended, or it is another server's): the
+        // stream's end or the claim's lease returns the task to the queue.
+        next = Next::leave;
+      } else {
+        next = Next::sent;
+        Mailbox& mailbox = *m->second;
+        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}};
+        held.fetchable = {held.request.base_tree, held.request.tree};
+        v1::ServerMessage message;
+        v1::CheckTask* task = message.mutable_task();
+        task->set_task_id(ref.task_id);
+        task->set_claim_token(ref.token);
+        task->set_nonce(*from_hex(held.nonce));
+        task->set_request_json(a.claim.task.payload);
+        task->set_attempt(a.claim.attempt);
+        // Working before the runner can answer (under mu_, so no answer overtakes it).
+        (void)fleet_.supervisor().started(a.agent_id, ref);
+        mailbox.held = std::move(held);
+        post_locked(mailbox, std::move(message));
+      }
+    }
+    if (next != Next::drop) continue;
+    drop_claim(a.agent_id, ref);
+    if (tell) {
+      std::lock_guard out(tell->out_mu);
+      (void)tell->out->send(error_line(ref.task_id, "no runner returned a result in " + std::to_string(kMaxAttempts + 1) +
+                                                        " claims of the task (each runner failed or went away)")
+                                    .dump() + "\n",
+                            std::chrono::steady_clock::now() + kAnswerWait, {});
+    }
+  }
+}
+
+void RemoteRunners::attach(Mailbox& mailbox) {
+  std::lock_guard lock(mu_);
+  mailboxes_[mailbox.agent_id] = &mailbox;
+}
+
+void RemoteRunners::detach(Mailbox& mailbox) {
+  std::lock_guard lock(mu_);
+  if (auto it = mailboxes_.find(mailbox.agent_id); it != mailboxes_.end() && it->second == &mailbox) mailboxes_.erase(it);
+  mailbox.closed = true;
+  mailbox.held.reset();
+  cv_.notify_all();
+}
+
+bool RemoteRunners::next(Mailbox& mailbox, v1::ServerMessage& out) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !mailbox.outbox.empty() || mailbox.closed || stopping_; });
+  if (mailbox.outbox.empty()) return false;
+  out = std::move(mailbox.outbox.front());
+  mailbox.outbox.pop_front();
+  return true;
+}
+
+void RemoteRunners::fetch(Mailbox& mailbox, const v1::FetchObjects& request) {
+  v1::ServerMessage reply;
+  v1::ObjectBatch* batch = reply.mutable_objects();
+  batch->set_task_id(request.task_id());
+  std::filesystem::path repo_dir;
+  std::vector<std::string> ids(request.ids().begin(), request.ids().end());
+  {
+    std::lock_guard lock(mu_);
+    std::string refused;
+    if (!mailbox.held || mailbox.held->claim.task_id != request.task_id()) {
+      refused = "task " + request.task_id() + " is not this runner's";
+    } else if (ids.empty() || ids.size() > kMaxFetchIds) {
+      refused = "ask for 1 to " + std::to_string(kMaxFetchIds) + " objects at a time";
+    } else {
+      for (const std::string& id : ids) {
+        if (!mailbox.held->fetchable.contains(id)) {
+          refused = "object " + id + " is not in the task's trees (or its tree was not fetched first)";
+          break;
+        }
+      }
+    }
+    if (!refused.empty()) {
+      batch->set_error(refused);
+      post_locked(mailbox, std::move(reply));
+      return;
+    }
+    repo_dir = mailbox.held->repo;
+  }
+  std::vector<std::string> opened;
+  auto repo = GitRepo::open(repo_dir);
+  size_t bytes = 0;
+  for (const std::string& hex : ids) {
+    if (!repo) break;
+    auto id = ObjectId::parse(hex);
+    auto object = id ? repo->read_object(*id) : Checked<RawObject>(std::unexpected(id.error()));
+    if (!object) {
+      batch->set_error("object " + hex + ": " + object.error().message());
+      break;
+    }
+    if (batch->objects_size() > 0 && bytes + object->data.size() > kBatchBytes) break;
+    bytes += object->data.size();
+    if (object->type == "tree") {
+      auto children = repo->tree_children(*id);
+      if (!children) {
+        batch->set_error("tree " + hex + ": " + children.error().message());
+        break;
+      }
+      for (const TreeChild& c : *children) opened.push_back(c.id.hex());
+    }
+    v1::GitObject* o = batch->add_objects();
+    o->set_id(hex);
+    o->set_type(object->type);
+    o->set_data(std::move(object->data));
+  }
+  if (!repo) batch->set_error("the run's repository: " + repo.error().message());
+  if (!batch->error().empty()) batch->clear_objects();
+  std::lock_guard lock(mu_);
+  if (mailbox.held && mailbox.held->claim.task_id == request.task_id()) {
+    mailbox.held->fetchable.insert(opened.begin(), opened.end());
+  }
+  post_locked(mailbox, std::move(reply));
+}
+
+void RemoteRunners::complete(Mailbox& mailbox, const v1::TaskResult& message) {
+  std::optional<Mailbox::Held> held;
+  {
+    std::lock_guard lock(mu_);
+    if (mailbox.held && mailbox.held->claim.task_id == message.task_id() && mailbox.held->claim.token == message.claim_token()) {
+      held = mailbox.held;
+    }
+  }
+  // A result for a claim this runner no longer holds (it lapsed, the runner was failed) is
+  // late: another runner has the task, and this one's answer counts for nothing.
+  if (!held) return;
+  const std::string& agent = mailbox.agent_id;
+  auto judged = [&]() -> Result<std::pair<RunResult, RunBodies>> {
+    auto json = parse_json(message.run_result_json(), "run_result_json");
+    if (!json) return std::unexpected(json.error());
+    auto result = RunResult::from_json(*json);
+    if (!result) return std::unexpected(result.error());
+    RunBodies bodies;
+    for (const auto& [name, bytes] : message.bodies()) {
+      auto digest = Digest::parse(name);
+      if (!digest) return fail(Errc::verification_failed, "bodies: \"" + name + "\" is not a digest");
+      bodies.emplace(*digest, bytes);
+    }
+    ResultAttestation a{agent, mailbox.owner, mailbox.key, held->claim.task_id, held->nonce, to_hex(message.signature())};
+    if (Status st = verify_attestation(a, result->deterministic_digest()); !st) return std::unexpected(st.error());
+    auto repo = GitRepo::open(held->repo);
+    if (!repo) return fail(Errc::io_error, "the run's repository: " + repo.error().message());
+    std::lock_guard memo(memo_mu_);
+    if (Status st = check_remote_result(*repo, held->request, *result, bodies, memo_); !st) return std::unexpected(st.error());
+    return std::pair{std::move(*result), std::move(bodies)};
+  }();
+  auto& sup = fleet_.supervisor();
+  if (!judged) {
+    // Refused and named: the fleet event carries the reason into the ledger, and the task
+    // goes to another runner.
+    {
+      std::lock_guard lock(mu_);
+      mailbox.held.reset();
+    }
+    (void)sup.fail_agent(agent, "its result for task " + held->claim.task_id + " was refused: " + judged.error().message);
+    fleet_.wake();
+    return;
+  }
+  (void)sup.output_ready(agent, held->claim);
+  Status delivered = sup.delivered(agent, held->claim);
+  Channel* waiting = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (mailbox.held && mailbox.held->claim == held->claim) mailbox.held.reset();
+    if (delivered) {
+      if (auto p = pending_.find(held->claim.task_id); p != pending_.end()) {
+        waiting = p->second.channel;
+        pending_.erase(p);
+      }
+    }
+  }
+  fleet_.wake();
+  if (!delivered || !waiting) return;  // the claim lapsed first, or nobody waits: nothing is passed on
+  Json bodies = Json::object();
+  for (const auto& [digest, bytes] : judged->second) bodies[digest.str()] = base64_encode(bytes);
+  ResultAttestation a{agent, mailbox.owner, mailbox.key, held->claim.task_id, held->nonce, to_hex(message.signature())};
+  const Json line = {{"type", "result"}, {"request_id", held->claim.task_id}, {"run_result", judged->first.to_json()},
+                     {"bodies", std::move(bodies)}, {"attestation", a.to_json()}};
+  std::lock_guard out(waiting->out_mu);
+  (void)waiting->out->send(line.dump() + "\n", std::chrono::steady_clock::now() + kAnswerWait, {});
+  return;
+}
+
+void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
+  std::optional<Mailbox::Held> held;
+  {
+    std::lock_guard lock(mu_);
+    if (mailbox.held && mailbox.held->claim.task_id == report.task_id() && mailbox.held->claim.token == report.claim_token()) {
+      held = mailbox.held;
+      mailbox.held.reset();
+    }
+  }
+  if (!held) return;
+  const std::string reason = report.reason().substr(0, 4096);
+  auto& sup = fleet_.supervisor();
+  if (held->attempt < kMaxAttempts) {
+    (void)sup.fail_agent(mailbox.agent_id, "it could not run task " + held->claim.task_id + ": " + reason);
+    fleet_.wake();
+    return;
+  }
+  // The last try: the build is told, rather than the task going round for ever.
+  (void)sup.output_ready(mailbox.agent_id, held->claim);
+  Status delivered = sup.delivered(mailbox.agent_id, held->claim);
+  Channel* waiting = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (auto p = pending_.find(held->claim.task_id); delivered && p != pending_.end()) {
+      waiting = p->second.channel;
+      pending_.erase(p);
+    }
+  }
+  fleet_.wake();
+  if (!waiting) return;
+  std::lock_guard out(waiting->out_mu);
+  (void)waiting->out->send(error_line(held->claim.task_id, "runners could not run it in " + std::to_string(held->attempt) +
+                                                                " tries; the last, runner " + mailbox.agent_id + ": " + reason)
+                               .dump() + "\n",
+                           std::chrono::steady_clock::now() + kAnswerWait, {});
+  return;
+}
+
+void RemoteRunners::renew(Mailbox& mailbox) {
+  std::optional<store::ClaimRef> claim;
+  {
+    std::lock_guard lock(mu_);
+    if (mailbox.held) claim = mailbox.held->claim;
+  }
+  if (claim) (void)fleet_.supervisor().renew(mailbox.agent_id, *claim);
+}
+
+}  // namespace warden::service

@@ -1,0 +1,131 @@
+// The server's side of remote runners doing check work (issue 16): for every run started with
+// checks_on "runners", the channel to its `warden build` child (runner/channel_runner.h speaks
+// the other end), the tasks it queued in the fleet's store, and each enrolled runner's stream
+// while it holds one of them.
+//
+// A run request from the child becomes a task of kind "runner" (its id the request's id, its
+// payload the RemoteRunRequest); the supervisor assigns it to an idle runner (Fleet's loop
+// calls dispatch()), and the CheckTask goes out on that runner's stream with a fresh nonce.
+// While the runner holds the claim it may fetch the objects of the task's two trees, and only
+// those (each tree served makes its entries fetchable). Its answer is checked here before the
+// child sees it: the signature by the key the runner enrolled with, then everything
+// check_remote_result re-derives from the run's repository. A result that fails is refused:
+// the runner is failed with the reason (a fleet event, so the ledger names it), and the task
+// goes back to the queue for another runner. Only after the store acked the claim is a result
+// passed on, so one task yields one result. A runner's own failure report fails it too, and
+// after kMaxAttempts claims of one task the child is told the runners could not run it.
+//
+// The kernel in the child checks the relayed result again (runner/channel_runner.h): this
+// side keeps forged results from reaching it and from costing the run its step.
+//
+// Thread-safe: gRPC handlers (RunnersService::Work), one reader thread per channel and the
+// fleet's loop call in; mu_ guards the channels, the tasks and every Mailbox's state.
+#pragma once
+
+#include <fleet.grpc.pb.h>  // generated from proto/fleet.proto
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "common/file.h"
+#include "common/random_source.h"
+#include "runner/remote_run.h"
+#include "runner/tree_hash.h"
+#include "service/fleet.h"
+
+namespace warden::service {
+
+// One runner stream, as RemoteRunners sees it: the messages to send it, and the task it holds.
+// Owned by the stream's handler, which attaches it once enrolled and detaches it before it
+// returns. Every field is guarded by RemoteRunners::mu_.
+struct Mailbox {
+  std::string agent_id;
+  std::string owner;  // the token identity that enrolled it
+  std::string key;    // its pinned Ed25519 public key, hex
+  std::deque<v1::ServerMessage> outbox;
+  bool closed = false;  // the stream is ending: nothing more is queued
+
+  struct Held {
+    store::ClaimRef claim;
+    uint32_t attempt = 0;
+    std::string nonce;  // hex
+    RemoteRunRequest request;
+    std::filesystem::path repo;
+    std::set<std::string> fetchable;  // object ids the runner may fetch
+  };
+  std::optional<Held> held;
+};
+
+class RemoteRunners {
+ public:
+  static constexpr uint32_t kMaxAttempts = 3;
+  static constexpr size_t kMaxFetchIds = 4096;
+  static constexpr size_t kBatchBytes = size_t{4} << 20;
+
+  // Borrows the fleet and the random source (the claims' nonces); both must outlive it.
+  RemoteRunners(Fleet& fleet, RandomSource& random);
+  ~RemoteRunners();  // closes every channel and joins the readers
+  RemoteRunners(const RemoteRunners&) = delete;
+  RemoteRunners& operator=(const RemoteRunners&) = delete;
+
+  // A channel for a run that builds in `repo`: returns the child's end.
+  Result<UniqueFd> open(std::filesystem::path repo);
+  // Closes every channel (the server stops): the children's runs fail their checks.
+  void shutdown();
+
+  // Fleet's loop: each runner task assigned to a runner whose stream is here goes out on it.
+  void dispatch(const std::vector<supervisor::Assignment>& assignments);
+
+  // A runner stream, once enrolled, until it ends. detach() gives back nothing: the stream's
+  // end fails the agent, which returns its task to the queue (RunnersService).
+  void attach(Mailbox& mailbox);
+  void detach(Mailbox& mailbox);
+  // Waits until `mailbox` has a message to send (true) or is closed (false).
+  bool next(Mailbox& mailbox, v1::ServerMessage& out);
+  // The runner's messages. A result or report for a claim it no longer holds is dropped.
+  void fetch(Mailbox& mailbox, const v1::FetchObjects& request);
+  void complete(Mailbox& mailbox, const v1::TaskResult& result);
+  void failed(Mailbox& mailbox, const v1::TaskFailed& report);
+  // A heartbeat while it holds a task keeps the claim's lease.
+  void renew(Mailbox& mailbox);
+
+ private:
+  struct Channel;
+  struct Pending {
+    Channel* channel = nullptr;  // null once the child stopped waiting for it
+    RemoteRunRequest request;
+  };
+
+  void read_channel(Channel& channel);
+  // Sends the child its answer line (if it still waits) and forgets the task.
+  void answer_locked(const std::string& task_id, const Json& line);
+  void post_locked(Mailbox& mailbox, v1::ServerMessage message);
+  // Acks a claim whose task nobody waits for any more (its run ended or cancelled it).
+  void drop_claim(const std::string& agent_id, const store::ClaimRef& claim);
+  std::string nonce_hex();
+
+  Fleet& fleet_;
+  std::mutex random_mu_;
+  RandomSource& random_;  // guarded by random_mu_
+
+  std::mutex mu_;
+  std::condition_variable cv_;                      // a mailbox got a message or closed
+  std::vector<std::unique_ptr<Channel>> channels_;  // guarded by mu_
+  std::map<std::string, Pending> pending_;          // guarded by mu_: by task id
+  std::map<std::string, Mailbox*> mailboxes_;       // guarded by mu_: by agent id
+  bool stopping_ = false;                           // guarded by mu_
+  MemoryHashMemo memo_;                             // guarded by memo_mu_
+  std::mutex memo_mu_;
+};
+
+}  // namespace warden::service
