@@ -41,6 +41,11 @@ LineFailure LineSocket::close(std::string detail) {
   return LineFailure{LineFailure::Kind::closed, std::move(detail)};
 }
 
+void LineSocket::shutdown() {
+  ::shutdown(socket_.get(), SHUT_RDWR);
+  if (!broken_) broken_ = closed_text();
+}
+
 void LineSocket::send_now(std::string_view line) {
   if (broken_) return;
   [[maybe_unused]] ssize_t n = ::send(socket_.get(), line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);

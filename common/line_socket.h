@@ -45,6 +45,9 @@ class LineSocket {
   void send_now(std::string_view line);
   // The next complete line, without its "\n".
   std::expected<std::string, LineFailure> read(Deadline deadline, const std::stop_token& stop);
+  // Shuts the connection down both ways (the peer reads EOF, a read here ends) and breaks it:
+  // for a channel that lost a line half sent, which the peer must not wait on.
+  void shutdown();
   // Breaks the socket for good with `detail` (the caller found the peer's lines unusable).
   LineFailure close(std::string detail);
   const std::optional<std::string>& broken() const { return broken_; }

@@ -76,7 +76,11 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   if (!session.runner && session.runner_channel) {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
-    local = std::make_unique<ChannelRunner>(std::move(session.runner_channel), std::move(*profile), session.host_independent);
+    // The stricter of the run's and the policy's: a run may ask for more than its policy, never less.
+    RunnerQuorum quorum = session.runner_quorum;
+    if (policy.runner_quorum && policy.runner_quorum->k > quorum.k) quorum = *policy.runner_quorum;
+    local = std::make_unique<ChannelRunner>(std::move(session.runner_channel), std::move(*profile), session.host_independent,
+                                            quorum);
   } else if (!session.runner) {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());

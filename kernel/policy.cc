@@ -150,6 +150,11 @@ Result<Policy> Policy::parse(std::string_view text, std::string_view what) {
   for (const std::string& inv : p.checkpoint_invariants) {
     if (r.ok() && !p.knows_invariant(inv)) r.fail("checkpoint_invariants", "\"" + inv + "\" is not one of the policy's invariants");
   }
+  if (const Json* q = r.value("runner_quorum", Json::value_t::object, /*required=*/false)) {
+    auto quorum = RunnerQuorum::from_json(*q);
+    if (quorum) p.runner_quorum = *quorum;
+    else r.fail("runner_quorum", quorum.error().message);
+  }
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
   for (const std::string& program : p.referenced_programs()) {
     if (!valid_program_name(program)) {
@@ -202,26 +207,29 @@ Json Policy::to_json() const {
     if (!prog.tests_from.empty()) invariants_j[inv]["tests_from"] = prog.tests_from;
   }
   for (const auto& [file, bytes] : programs) programs_j[file] = sha256(bytes).str();
-  return {{"format", kPolicyFormat},
-          {"name", name},
-          {"language", language},
-          {"description", description},
-          {"sandbox_profile", sandbox_profile},
-          {"checks", checks_j},
-          {"required_checks", required_checks},
-          {"allow_paths", allow_paths},
-          {"deny_paths", deny_paths},
-          {"protected_paths", protected_paths},
-          {"approval_paths", approval_paths},
-          {"oracle", oracle.to_json()},
-          {"max_diff_bytes", max_diff_bytes},
-          {"max_files", max_files},
-          {"exact_content", exact_content},
-          {"dangerous_operations", dangerous_operations},
-          {"dangerous_operation_rules", dangerous_operation_rules},
-          {"invariants", invariants_j},
-          {"checkpoint_invariants", checkpoint_invariants},
-          {"programs", programs_j}};
+  Json j = {{"format", kPolicyFormat},
+            {"name", name},
+            {"language", language},
+            {"description", description},
+            {"sandbox_profile", sandbox_profile},
+            {"checks", checks_j},
+            {"required_checks", required_checks},
+            {"allow_paths", allow_paths},
+            {"deny_paths", deny_paths},
+            {"protected_paths", protected_paths},
+            {"approval_paths", approval_paths},
+            {"oracle", oracle.to_json()},
+            {"max_diff_bytes", max_diff_bytes},
+            {"max_files", max_files},
+            {"exact_content", exact_content},
+            {"dangerous_operations", dangerous_operations},
+            {"dangerous_operation_rules", dangerous_operation_rules},
+            {"invariants", invariants_j},
+            {"checkpoint_invariants", checkpoint_invariants},
+            {"programs", programs_j}};
+  // Only when set: every policy written before it keeps its digest.
+  if (runner_quorum) j["runner_quorum"] = runner_quorum->to_json();
+  return j;
 }
 
 Digest Policy::digest() const { return sha256(canonicalize(to_json()).value()); }

@@ -10,6 +10,7 @@
 //    "oracle": {"paths": [...], "hooks": [...], "sections": [...]},  // the tests' own files (oracle.h);
 //                                             // each list optional, absent: the built-in defaults
 //    "max_diff_bytes": 1048576, "max_files": 200, "exact_content": false,
+//    "runner_quorum": {"k": 2, "n": 3},       // checks on remote runners: k of n identities agree
 //    "dangerous_operations": true,            // the kernel's scan of what a change introduces (dangerous_ops.h):
 //                                             // its safety rules (process execution, eval, ...) ...
 //    "dangerous_operation_rules": ["unbounded_buffer"],  // ... and the lint rules named here
@@ -38,6 +39,7 @@
 #include "common/sha256.h"
 #include "kernel/oracle.h"
 #include "runner/check_spec.h"
+#include "runner/remote_run.h"
 #include "runner/sandbox_profile.h"
 
 namespace warden::kernel {
@@ -76,6 +78,9 @@ struct Policy {
   // Invariants that cannot hold part-way (every function has a test): generated plans prove
   // them at the final verification checkpoint instead of after every step.
   std::vector<std::string> checkpoint_invariants;
+  // When the checks run on remote runners: how many of how many runner identities must
+  // return the same result (runner/remote_run.h). Absent: one runner's signed result.
+  std::optional<RunnerQuorum> runner_quorum;
   // The check programs' bytes by file name, read when the policy was loaded; they are part of
   // the policy's digest, so a changed checker is a changed policy. load() takes every builtin
   // file of policies/checks/ (the programs share helper modules such as checklib.py), and

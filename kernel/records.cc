@@ -280,13 +280,20 @@ Result<ProposalRecord> ProposalRecord::from_json(const Json& json) {
   return done(r, std::move(p));
 }
 
+std::optional<Json> attestations_json(const std::vector<ResultAttestation>& list) {
+  if (list.empty()) return std::nullopt;
+  Json out = Json::array();
+  for (const ResultAttestation& a : list) out.push_back(a.to_json());
+  return out;
+}
+
 Json RunResultRecord::to_json() const {
   Json j = {{"run_id", run_id},
             {"step_id", step_id},
             {"attempt", attempt},
             {"run_result_sha256", run_result_sha256.str()},
             {"run_result", run_result}};
-  if (attestation) j["attestation"] = *attestation;
+  if (attestations) j["attestations"] = *attestations;
   return j;
 }
 
@@ -298,7 +305,7 @@ Result<RunResultRecord> RunResultRecord::from_json(const Json& json) {
   attempt_number(r, rr.attempt);
   r.digest("run_result_sha256", rr.run_result_sha256);
   object(r, "run_result", rr.run_result);
-  if (const Json* a = r.value("attestation", Json::value_t::object, /*required=*/false)) rr.attestation = *a;
+  if (const Json* a = r.value("attestations", Json::value_t::array, /*required=*/false)) rr.attestations = *a;
   return done(r, std::move(rr));
 }
 
@@ -308,7 +315,7 @@ Json BaseRunRecord::to_json() const {
             {"tree", tree},
             {"run_result_sha256", run_result_sha256.str()},
             {"run_result", run_result}};
-  if (attestation) j["attestation"] = *attestation;
+  if (attestations) j["attestations"] = *attestations;
   return j;
 }
 
@@ -320,7 +327,7 @@ Result<BaseRunRecord> BaseRunRecord::from_json(const Json& json) {
   non_empty(r, "tree", b.tree);
   r.digest("run_result_sha256", b.run_result_sha256);
   object(r, "run_result", b.run_result);
-  if (const Json* a = r.value("attestation", Json::value_t::object, /*required=*/false)) b.attestation = *a;
+  if (const Json* a = r.value("attestations", Json::value_t::array, /*required=*/false)) b.attestations = *a;
   return done(r, std::move(b));
 }
 
@@ -330,7 +337,7 @@ Json OracleRunRecord::to_json() const {
             {"attempt", attempt},
             {"run_result_sha256", run_result_sha256.str()},
             {"run_result", run_result}};
-  if (attestation) j["attestation"] = *attestation;
+  if (attestations) j["attestations"] = *attestations;
   return j;
 }
 
@@ -342,7 +349,7 @@ Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
   attempt_number(r, o.attempt);
   r.digest("run_result_sha256", o.run_result_sha256);
   object(r, "run_result", o.run_result);
-  if (const Json* a = r.value("attestation", Json::value_t::object, /*required=*/false)) o.attestation = *a;
+  if (const Json* a = r.value("attestations", Json::value_t::array, /*required=*/false)) o.attestations = *a;
   return done(r, std::move(o));
 }
 

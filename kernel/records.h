@@ -38,6 +38,7 @@
 #include "common/command_launcher.h"
 #include "common/error.h"
 #include "common/sha256.h"
+#include "runner/remote_run.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/verdict.h"
 
@@ -174,6 +175,9 @@ struct ProposalRecord {
   static Result<ProposalRecord> from_json(const Json& json);
 };
 
+// The record's "attestations": absent when `list` is empty.
+std::optional<Json> attestations_json(const std::vector<ResultAttestation>& list);
+
 struct RunResultRecord {
   static constexpr std::string_view kind = record_kind::run_result;
   std::string run_id;
@@ -182,9 +186,9 @@ struct RunResultRecord {
   Digest run_result_sha256;  // RunResult::deterministic_digest()
   Json run_result;           // RunResult::deterministic_json(); RunResult::from_json reads it
 
-  // A remote runner's signature over the result (runner/remote_run.h, ResultAttestation),
-  // when one ran it; absent for the kernel's own sandbox.
-  std::optional<Json> attestation;
+  // The remote runners' signatures over the result (runner/remote_run.h, ResultAttestation
+  // JSON; one, or a quorum's), when runners ran it; absent for the kernel's own sandbox.
+  std::optional<Json> attestations;
 
   Json to_json() const;
   static Result<RunResultRecord> from_json(const Json& json);
@@ -202,9 +206,9 @@ struct BaseRunRecord {
   Digest run_result_sha256;  // RunResult::deterministic_digest()
   Json run_result;           // RunResult::deterministic_json()
 
-  // A remote runner's signature over the result (runner/remote_run.h, ResultAttestation),
-  // when one ran it; absent for the kernel's own sandbox.
-  std::optional<Json> attestation;
+  // The remote runners' signatures over the result (runner/remote_run.h, ResultAttestation
+  // JSON; one, or a quorum's), when runners ran it; absent for the kernel's own sandbox.
+  std::optional<Json> attestations;
 
   Json to_json() const;
   static Result<BaseRunRecord> from_json(const Json& json);
@@ -220,9 +224,9 @@ struct OracleRunRecord {
   Digest run_result_sha256;  // RunResult::deterministic_digest()
   Json run_result;           // RunResult::deterministic_json(); its diff_sha256 is the oracle diff's
 
-  // A remote runner's signature over the result (runner/remote_run.h, ResultAttestation),
-  // when one ran it; absent for the kernel's own sandbox.
-  std::optional<Json> attestation;
+  // The remote runners' signatures over the result (runner/remote_run.h, ResultAttestation
+  // JSON; one, or a quorum's), when runners ran it; absent for the kernel's own sandbox.
+  std::optional<Json> attestations;
 
   Json to_json() const;
   static Result<OracleRunRecord> from_json(const Json& json);

@@ -169,18 +169,30 @@ class Replayer {
     return {};
   }
 
-  // A result a remote runner ran carries its signature (runner/remote_run.h): it must be the
-  // named key's over exactly the recorded result, so no record claims a runner that did not
-  // sign it. Whether that key was the runner's enrolled one is the fleet's record.
+  // A result remote runners ran carries their signatures (runner/remote_run.h): each must be
+  // its key's over exactly the recorded result, by runners of distinct identities, so no
+  // record claims a runner, or a quorum, that did not sign it. Whether each key was that
+  // runner's enrolled one is the fleet's record.
   template <typename R>
   Status attested(const R& r) {
-    if (!r.attestation) return {};
-    auto a = ResultAttestation::from_json(*r.attestation);
-    if (!a) {
-      problem(a.error().message);
-      return {};
+    if (!r.attestations) return {};
+    std::set<std::string> agents, owners;
+    for (const Json& j : *r.attestations) {
+      auto a = ResultAttestation::from_json(j);
+      if (!a) {
+        problem(a.error().message);
+        return {};
+      }
+      if (Status st = verify_attestation(*a, r.run_result_sha256); !st) {
+        problem(st.error().message);
+        return {};
+      }
+      if (!agents.insert(a->agent_id).second || !owners.insert(a->owner).second) {
+        problem("runner " + a->agent_id + " (" + a->owner + ") signs the result twice: a quorum's runners are of distinct identities");
+        return {};
+      }
     }
-    if (Status st = verify_attestation(*a, r.run_result_sha256); !st) problem(st.error().message);
+    if (agents.empty()) problem("an empty attestations list");
     return {};
   }
 

@@ -45,6 +45,9 @@ struct KernelSession {
   // A connected unix socket to `warden serve` (runner/channel_runner.h): the build's checks
   // run on its remote runners, in the policy's sandbox profile. Taken by the build.
   UniqueFd runner_channel;
+  // With runner_channel: the quorum the run asks for; the policy's (Policy::runner_quorum),
+  // when stricter, holds instead.
+  RunnerQuorum runner_quorum;
 };
 
 }  // namespace warden::kernel

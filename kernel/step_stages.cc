@@ -172,7 +172,7 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   record.tree = tree->hex();
   record.run_result_sha256 = ran->result.deterministic_digest();
   record.run_result = ran->result.deterministic_json();
-  if (ran->attestation) record.attestation = ran->attestation->to_json();
+  record.attestations = attestations_json(ran->attestations);
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   return std::optional<BaseRun>(BaseRun{*tree, std::move(ran->result), rec->seq});
@@ -213,7 +213,7 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
   record.attempt = proposed.number;
   record.run_result_sha256 = ran->result.deterministic_digest();
   record.run_result = ran->result.deterministic_json();
-  if (ran->attestation) record.attestation = ran->attestation->to_json();
+  record.attestations = attestations_json(ran->attestations);
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   return std::optional<OracleRun>(OracleRun{std::move(ran->result), rec->seq});
@@ -325,7 +325,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   record.attempt = proposed.number;
   record.run_result_sha256 = out.run.deterministic_digest();
   record.run_result = out.run.deterministic_json();
-  if (ran->attestation) record.attestation = ran->attestation->to_json();
+  record.attestations = attestations_json(ran->attestations);
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   out.record = *rec;

@@ -1,6 +1,7 @@
 #include "runner/channel_runner.h"
 
 #include <cstdio>
+#include <set>
 
 #include "common/encoding.h"
 #include "common/random_source.h"
@@ -13,8 +14,11 @@ std::unexpected<Refusal> runner_failed(std::string detail) { return refuse(Refus
 
 }  // namespace
 
-ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent)
-    : socket_(std::move(socket), kMaxLineBytes, "runner"), profile_(profile.to_json()), host_independent_(host_independent) {
+ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum)
+    : socket_(std::move(socket), kMaxLineBytes, "runner"),
+      profile_(profile.to_json()),
+      host_independent_(host_independent),
+      quorum_(quorum) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(SystemRandomSource().next_u64()));
   nonce_ = hex;
@@ -37,7 +41,8 @@ Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request)
   const std::string id = nonce_ + "-" + std::to_string(next_request_++);
   // Checks bound their own time; only a stop ends the wait.
   const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
-  const Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
+  Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
+  if (!quorum_.single()) line["quorum"] = quorum_.to_json();
   auto stopped = [&](const LineFailure& f) {
     if (f.kind != LineFailure::Kind::closed) socket_.send_now(Json{{"type", "cancel"}, {"request_id", id}}.dump() + "\n");
     return runner_failed(f.detail);
@@ -67,12 +72,10 @@ Checked<RunOutcome> ChannelRunner::answer(GitRepo& repo, const RemoteRunRequest&
   }
   if (type != "result") return runner_failed("the runner channel answered with type \"" + type + "\"");
   auto bad = [](const std::string& what) { return runner_failed("the runner channel's result: " + what); };
-  if (!line.contains("run_result") || !line.contains("bodies") || !line["bodies"].is_object() || !line.contains("attestation")) {
-    return bad("needs run_result, bodies (an object) and attestation");
+  if (!line.contains("run_result") || !line.contains("bodies") || !line["bodies"].is_object() || !line.contains("attestations") ||
+      !line["attestations"].is_array()) {
+    return bad("needs run_result, bodies (an object) and attestations (an array)");
   }
-  auto attestation = ResultAttestation::from_json(line["attestation"]);
-  if (!attestation) return bad(attestation.error().message);
-  if (attestation->task_id != id) return bad("its attestation names task " + attestation->task_id + ", not " + id);
   auto result = RunResult::from_json(line["run_result"]);
   if (!result) return bad(result.error().message);
   RunOutcome outcome;
@@ -83,13 +86,30 @@ Checked<RunOutcome> ChannelRunner::answer(GitRepo& repo, const RemoteRunRequest&
     if (!bytes) return bad("bodies: " + name + ": " + bytes.error().message);
     outcome.bodies.emplace(*digest, std::move(*bytes));
   }
-  const std::string who = "runner " + attestation->agent_id + " (" + attestation->owner + ")";
-  if (Status st = verify_attestation(*attestation, result->deterministic_digest()); !st) return runner_failed(st.error().message);
+  const Digest digest = result->deterministic_digest();
+  std::set<std::string> agents, owners;
+  std::string who;
+  for (const Json& j : line["attestations"]) {
+    auto a = ResultAttestation::from_json(j);
+    if (!a) return bad(a.error().message);
+    const bool ours = quorum_.single() ? a->task_id == id
+                                       : a->task_id.size() == id.size() + 3 && a->task_id.starts_with(id + ".q");
+    if (!ours) return bad("an attestation names task " + a->task_id + ", not " + id);
+    if (Status st = verify_attestation(*a, digest); !st) return runner_failed(st.error().message);
+    if (!agents.insert(a->agent_id).second || !owners.insert(a->owner).second) {
+      return bad("runner " + a->agent_id + " (" + a->owner + ") counts twice; a quorum's runners are of distinct identities");
+    }
+    who += (who.empty() ? "runner " : ", ") + a->agent_id + " (" + a->owner + ")";
+    outcome.attestations.push_back(std::move(*a));
+  }
+  if (outcome.attestations.size() < quorum_.k || outcome.attestations.empty()) {
+    return bad(std::to_string(outcome.attestations.size()) + " runners signed it; the quorum is " + std::to_string(quorum_.k) +
+               " of " + std::to_string(quorum_.n));
+  }
   if (Status st = check_remote_result(repo, sent, *result, outcome.bodies, memo_); !st) {
     return runner_failed(who + ": " + st.error().message);
   }
   outcome.result = std::move(*result);
-  outcome.attestation = std::move(*attestation);
   return outcome;
 }
 

@@ -6,14 +6,19 @@
 // is verified (verify_attestation) before the kernel sees it.
 //
 // Protocol (JSON Lines, both ways, as executor/channel_proposer.h):
-//   kernel -> server  {"type":"run","request_id":"<id>","request":<RemoteRunRequest JSON>}
+//   kernel -> server  {"type":"run","request_id":"<id>","request":<RemoteRunRequest JSON>,
+//                      "quorum":{"k":K,"n":N}}          ("quorum" only when N > 1)
 //   server -> kernel  {"type":"result","request_id":"<id>","run_result":<RunResult JSON>,
-//                      "bodies":{"sha256:<hex>":"<base64>",...},"attestation":<ResultAttestation>}
+//                      "bodies":{"sha256:<hex>":"<base64>",...},
+//                      "attestations":[<ResultAttestation>,...]}
 //                  or {"type":"error","request_id":"<id>","error":"<why>"}
+// With a quorum, the server runs the request on N runners of distinct identities (tasks
+// "<id>.q1" .. "<id>.qN") and answers once K returned the same deterministic result; the
+// kernel takes it only with K valid signatures over it by distinct runners and identities.
 //   kernel -> server  {"type":"cancel","request_id":"<id>"}   the kernel stopped waiting
 //   kernel -> server  {"type":"end"}                            done (EOF says the same)
-// Request ids are "<16 random hex digits>-<n>" and are the task ids the server queues, so the
-// attestation must name the request's id. Lines for other ids (late answers) are skipped.
+// Request ids are "<16 random hex digits>-<n>" and are the task ids the server queues (a
+// quorum's: the id and ".q<i>"), so every attestation must name one of those. Lines for other ids (late answers) are skipped.
 //
 // There is no deadline beyond the request's stop: checks bound their own time, and a runner
 // that disappears has its task run by another (the server's concern).
@@ -38,7 +43,7 @@ class ChannelRunner final : public Runner {
   static constexpr size_t kMaxLineBytes = size_t{256} << 20;
 
   // `profile` is sent with every run; `host_independent` as RunnerOptions::kernel_release_in_toolchain off.
-  ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent);
+  ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum = {});
   ~ChannelRunner() override;
   ChannelRunner(const ChannelRunner&) = delete;
   ChannelRunner& operator=(const ChannelRunner&) = delete;
@@ -51,6 +56,7 @@ class ChannelRunner final : public Runner {
   LineSocket socket_;
   Json profile_;
   bool host_independent_;
+  RunnerQuorum quorum_;
   std::string nonce_;
   uint64_t next_request_ = 1;
   MemoryHashMemo memo_;  // tree hashes re-derived, for the build's life

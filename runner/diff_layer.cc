@@ -44,6 +44,11 @@ class LayerWriter {
 
   // Writes one tree entry (and, for a directory, everything below it).
   Checked<void> write(const git_tree_entry* e, const fs::path& p) {
+    // The only way into the layer: a name that would leave the directory is refused here.
+    if (!safe_entry_name(git_tree_entry_name(e))) {
+      return std::unexpected(Refusal{RefusalCode::repository_error, "", std::string("a tree entry named \"") +
+                                                                          git_tree_entry_name(e) + "\", which no checkout may write"});
+    }
     git_filemode_t mode = git_tree_entry_filemode(e);
     const git_oid* id = git_tree_entry_id(e);
     if (mode == GIT_FILEMODE_TREE) {
@@ -101,6 +106,9 @@ class LayerWriter {
     }
     for (const auto& [name, b] : in_base) {
       if (!in_target.contains(name)) {
+        if (!safe_entry_name(name)) {
+          return std::unexpected(Refusal{RefusalCode::repository_error, "", "a tree entry named \"" + std::string(name) + "\""});
+        }
         if (auto st = whiteout(dir / name); !st) return st;
       }
     }

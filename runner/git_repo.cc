@@ -160,6 +160,12 @@ using OdbPtr = std::unique_ptr<git_odb, GitFree<git_odb, git_odb_free>>;
 using OdbObjectPtr = std::unique_ptr<git_odb_object, GitFree<git_odb_object, git_odb_object_free>>;
 }  // namespace
 
+bool safe_entry_name(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  if (name.size() == 4 && name[0] == '.' && (name[1] | 0x20) == 'g' && (name[2] | 0x20) == 'i' && (name[3] | 0x20) == 't') return false;
+  return name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
+}
+
 Checked<RawObject> GitRepo::read_object(const ObjectId& id) {
   git_odb* odb_raw = nullptr;
   if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git_failure("opening the object database");
@@ -207,6 +213,7 @@ Checked<std::vector<TreeChild>> GitRepo::tree_children(const ObjectId& tree_id) 
     TreeChild child;
     git_oid_cpy(&child.id.oid, git_tree_entry_id(e));
     child.is_tree = type == GIT_OBJECT_TREE;
+    child.name = git_tree_entry_name(e);
     out.push_back(child);
   }
   return out;

@@ -99,7 +99,14 @@ struct RawObject {
 struct TreeChild {
   ObjectId id;
   bool is_tree = false;
+  std::string name;
 };
+
+// Whether a tree entry's name can be written into a directory as one entry of it: not empty,
+// ".", ".." or ".git" (in any case), and without "/" or NUL. git itself never writes other
+// names, but a tree made by hand (one another machine sends) can hold them, and a checkout
+// that joined such a name to a directory would write outside it.
+bool safe_entry_name(std::string_view name);
 
 class GitRepo {
  public:

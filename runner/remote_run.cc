@@ -19,6 +19,35 @@ bool is_hex(std::string_view s, size_t size) {
 
 }  // namespace
 
+Result<RunnerQuorum> RunnerQuorum::make(uint32_t k, uint32_t n) {
+  if (k < 1 || n < k || n > 9 || 2 * k <= n) {
+    return fail(Errc::invalid_argument, "runner quorum " + std::to_string(k) + "/" + std::to_string(n) +
+                                            ": needs 1 <= k <= n <= 9 and k more than half of n");
+  }
+  return RunnerQuorum{k, n};
+}
+
+Result<RunnerQuorum> RunnerQuorum::from_json(const Json& json) {
+  JsonReader r(json, "runner_quorum");
+  uint64_t k = 0, n = 0;
+  r.unsigned_integer("k", k, 1, 9);
+  r.unsigned_integer("n", n, 1, 9);
+  if (Status st = r.finish(); !st) return std::unexpected(st.error());
+  return make(static_cast<uint32_t>(k), static_cast<uint32_t>(n));
+}
+
+Result<RunnerQuorum> RunnerQuorum::parse(std::string_view text) {
+  const size_t slash = text.find('/');
+  auto number = [](std::string_view digits) -> std::optional<uint32_t> {
+    if (digits.size() != 1 || digits[0] < '0' || digits[0] > '9') return std::nullopt;
+    return static_cast<uint32_t>(digits[0] - '0');
+  };
+  auto k = slash == std::string_view::npos ? std::nullopt : number(text.substr(0, slash));
+  auto n = slash == std::string_view::npos ? std::nullopt : number(text.substr(slash + 1));
+  if (!k || !n) return fail(Errc::invalid_argument, "runner quorum \"" + std::string(text) + "\": expected K/N, such as 2/3");
+  return make(*k, *n);
+}
+
 Json RemoteRunRequest::to_json() const {
   Json checks_json = Json::array();
   for (const CheckSpec& c : checks) checks_json.push_back(c.to_json());

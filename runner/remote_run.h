@@ -31,6 +31,23 @@
 
 namespace warden {
 
+// k of n runners, each of another identity (the token that enrolled it), must return the
+// same deterministic result (RunResult::deterministic_digest) before it counts: one
+// compromised runner, or one identity's, then cannot pass a change. 1 <= k <= n <= 9 and
+// 2k > n, so no two different results can both have k.
+struct RunnerQuorum {
+  uint32_t k = 1;
+  uint32_t n = 1;
+
+  bool single() const { return n == 1; }
+  Json to_json() const { return {{"k", k}, {"n", n}}; }
+  // invalid_argument naming the bound broken.
+  static Result<RunnerQuorum> make(uint32_t k, uint32_t n);
+  static Result<RunnerQuorum> from_json(const Json& json);
+  static Result<RunnerQuorum> parse(std::string_view text);  // "K/N"
+  bool operator==(const RunnerQuorum&) const = default;
+};
+
 // A RunRequest as it travels: the base tree, the tree under test (always given: the kernel
 // built it), the Diff that made it (if any), the checks and the sandbox profile to run them in.
 struct RemoteRunRequest {

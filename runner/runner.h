@@ -52,9 +52,10 @@ struct RunOutcome {
   // For the caller to record and show; never part of the result (a run is the same run
   // whether its base checkout was rebuilt or not).
   std::vector<DiscardedCheckout> discarded_checkouts;
-  // A runner on another machine ran it (runner/channel_runner.h): who, and its signature over
-  // the result, recorded with it so an auditor can check it offline.
-  std::optional<ResultAttestation> attestation;
+  // Runners on other machines ran it (runner/channel_runner.h): who, and each one's signature
+  // over the result (several when a quorum agreed on it), recorded with it so an auditor can
+  // check them offline. Empty for this host's own sandbox.
+  std::vector<ResultAttestation> attestations;
 };
 
 class Runner {

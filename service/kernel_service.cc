@@ -297,11 +297,12 @@ grpc::Status KernelService::StartRun(grpc::ServerContext* context, const v1::Sta
     return invalid("executor", "\"" + executor + "\" is not plan, command:CMD or remote");
   }
 
-  if (request->checks_on() == "runners") {
-    auto channel = runners_.open(run.repo);
-    if (!channel) return to_status(channel.error());
-    run.runner_channel = std::move(*channel);
-  } else if (!request->checks_on().empty() && request->checks_on() != "local") {
+  if (!request->runner_quorum().empty()) {
+    if (request->checks_on() != "runners") return invalid("runner_quorum", "only checks on runners have a quorum");
+    if (auto q = RunnerQuorum::parse(request->runner_quorum()); !q) return invalid("runner_quorum", q.error().message);
+    run.runner_quorum = request->runner_quorum();
+  }
+  if (!request->checks_on().empty() && request->checks_on() != "local" && request->checks_on() != "runners") {
     return invalid("checks_on", "\"" + request->checks_on() + "\" is not local or runners");
   }
 
@@ -338,6 +339,15 @@ grpc::Status KernelService::StartRun(grpc::ServerContext* context, const v1::Sta
     }
   }
 
+  // Last, once the request is known good: a channel is a reader thread and two descriptors.
+  if (request->checks_on() == "runners") {
+    auto channel = runners_.open(run.repo);
+    if (!channel) {
+      if (ticket) remote_.discard(*ticket);
+      return to_status(channel.error());
+    }
+    run.runner_channel = std::move(*channel);
+  }
   auto run_id = runs_.start(std::move(run));
   if (ticket) {
     if (run_id) {

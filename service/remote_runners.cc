@@ -1,10 +1,13 @@
 #include "service/remote_runners.h"
 
 #include <fcntl.h>
+#include <algorithm>
+#include <iterator>
 #include <sys/socket.h>
 
 #include "common/encoding.h"
 #include "common/line_socket.h"
+#include "supervisor/supervisor.h"
 #include "runner/git_repo.h"
 #include "runner/run_result.h"
 
@@ -31,7 +34,23 @@ struct RemoteRunners::Channel {
   std::unique_ptr<LineSocket> out;  // guarded by out_mu
   std::stop_source stop;
   std::thread reader;
+  std::atomic<bool> done{false};  // the reader has ended: the channel may be reaped
 };
+
+// Runner-sent text (a reason, an id) as it may go into fleet events, logs and terminals.
+static std::string printable(std::string text) {
+  if (text.size() > 4096) text.resize(4096);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
+void RemoteRunners::send(Channel& channel, const Json& line) {
+  std::lock_guard out(channel.out_mu);
+  if (!channel.out || channel.out->broken()) return;
+  if (!channel.out->send(line.dump() + "\n", std::chrono::steady_clock::now() + kAnswerWait, {})) channel.out->shutdown();
+}
 
 RemoteRunners::RemoteRunners(Fleet& fleet, RandomSource& random) : fleet_(fleet), random_(random) {}
 
@@ -43,15 +62,21 @@ Result<UniqueFd> RemoteRunners::open(std::filesystem::path repo) {
   UniqueFd ours(fds[0]), theirs(fds[1]);
   UniqueFd ours_out(::fcntl(ours.get(), F_DUPFD_CLOEXEC, 3));
   if (!ours_out) return std::unexpected(errno_error("dup", errno));
-  std::lock_guard lock(mu_);
-  if (stopping_) return fail(Errc::io_error, "the server is stopping: no new runs");
-  auto channel = std::make_unique<Channel>();
-  channel->repo = std::move(repo);
-  channel->in = std::make_unique<LineSocket>(std::move(ours), kMaxRequestLine, "build");
-  channel->out = std::make_unique<LineSocket>(std::move(ours_out), kMaxRequestLine, "build");
-  Channel& c = *channel;
-  channels_.push_back(std::move(channel));
-  c.reader = std::thread([this, &c] { read_channel(c); });
+  std::vector<std::shared_ptr<Channel>> ended;  // joined below, outside mu_
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return fail(Errc::io_error, "the server is stopping: no new runs");
+    auto keep = std::partition(channels_.begin(), channels_.end(), [](const auto& c) { return !c->done.load(); });
+    std::move(keep, channels_.end(), std::back_inserter(ended));
+    channels_.erase(keep, channels_.end());
+    auto channel = std::make_shared<Channel>();
+    channel->repo = std::move(repo);
+    channel->in = std::make_unique<LineSocket>(std::move(ours), kMaxRequestLine, "build");
+    channel->out = std::make_unique<LineSocket>(std::move(ours_out), kMaxRequestLine, "build");
+    channels_.push_back(channel);
+    channel->reader = std::thread([this, channel] { read_channel(channel); });
+  }
+  for (auto& c : ended) c->reader.join();
   return theirs;
 }
 
@@ -79,7 +104,8 @@ std::string RemoteRunners::nonce_hex() {
   return to_hex(bytes);
 }
 
-void RemoteRunners::read_channel(Channel& channel) {
+void RemoteRunners::read_channel(std::shared_ptr<Channel> shared) {
+  Channel& channel = *shared;
   for (;;) {
     auto text = channel.in->read(forever(), channel.stop.get_token());
     if (!text) break;
@@ -89,38 +115,151 @@ void RemoteRunners::read_channel(Channel& channel) {
     const std::string id = (*line)["request_id"].get<std::string>();
     if (type == "cancel") {
       std::lock_guard lock(mu_);
-      if (auto it = pending_.find(id); it != pending_.end() && it->second.channel == &channel) it->second.channel = nullptr;
+      for (auto& [task, p] : pending_) {
+        const std::string& of = p.quorum ? p.quorum->request_id : task;
+        if (of == id && p.channel == shared) p.channel = nullptr;
+      }
       continue;
     }
     if (type != "run") break;
     auto request = line->contains("request") ? RemoteRunRequest::from_json((*line)["request"])
                                              : Result<RemoteRunRequest>(fail(Errc::invalid_argument, "no request"));
-    Status queued = request ? Status{} : Status(std::unexpected(request.error()));
-    if (queued) {
-      store::Task task{id, 0, "runner", request->to_json().dump()};
-      std::lock_guard lock(mu_);
-      // Pending first: the loop may assign the task the moment it is in the store.
-      pending_[id] = Pending{&channel, *request};
-      queued = fleet_.store().enqueue(task);
-      if (!queued) pending_.erase(id);
-    }
+    auto rule = !request ? Result<RunnerQuorum>(std::unexpected(request.error()))
+                : line->contains("quorum") ? RunnerQuorum::from_json((*line)["quorum"])
+                                           : Result<RunnerQuorum>(RunnerQuorum{});
+    Status queued = rule ? queue(shared, id, *request, *rule) : Status(std::unexpected(rule.error()));
     if (!queued) {
-      std::lock_guard out(channel.out_mu);
-      (void)channel.out->send(error_line(id, "the task could not be queued: " + queued.error().message).dump() + "\n",
-                              std::chrono::steady_clock::now() + kAnswerWait, {});
+      send(channel, error_line(id, "the task could not be queued: " + queued.error().message));
       continue;
     }
     fleet_.wake();
   }
   // The child is done (or gone): nobody waits for its tasks; their claims are acked unrun.
-  std::lock_guard lock(mu_);
-  for (auto& [id, p] : pending_) {
-    if (p.channel == &channel) p.channel = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, p] : pending_) {
+      if (p.channel == shared) p.channel = nullptr;
+    }
   }
+  {
+    std::lock_guard out(channel.out_mu);
+    channel.out.reset();
+  }
+  channel.in.reset();
+  channel.done = true;
+}
+
+Status RemoteRunners::queue(const std::shared_ptr<Channel>& channel, const std::string& id, const RemoteRunRequest& request,
+                            const RunnerQuorum& rule) {
+  const std::string payload = request.to_json().dump();
+  std::lock_guard lock(mu_);
+  if (rule.single()) {
+    // Pending first: the loop may assign the task the moment it is in the store.
+    if (!pending_.try_emplace(id, Pending{channel, request, nullptr}).second) {
+      return fail(Errc::already_exists, "request " + id + " is already queued");
+    }
+    Status queued = fleet_.store().enqueue(store::Task{id, 0, "runner", payload});
+    if (!queued) pending_.erase(id);
+    return queued;
+  }
+  // The identities of the runners connected here, in name order: the first n serve.
+  std::set<std::string> owners;
+  for (const auto& [agent, mailbox] : mailboxes_) {
+    if (!supervisor::owner_kind("runner", mailbox->owner).empty()) owners.insert(mailbox->owner);
+  }
+  if (owners.size() < rule.n) {
+    return fail(Errc::failed_precondition, "a quorum of " + std::to_string(rule.k) + " of " + std::to_string(rule.n) +
+                                               " needs runners of " + std::to_string(rule.n) + " identities; " +
+                                               std::to_string(owners.size()) + " are connected");
+  }
+  auto quorum = std::make_shared<Quorum>(Quorum{rule, id, {}, std::nullopt});
+  auto owner = owners.begin();
+  for (uint32_t i = 1; i <= rule.n; ++i, ++owner) {
+    const std::string member = id + ".q" + std::to_string(i);
+    if (!pending_.try_emplace(member, Pending{channel, request, quorum}).second) {
+      close_quorum_locked(quorum);
+      return fail(Errc::already_exists, "request " + id + " is already queued");
+    }
+    if (Status st = fleet_.store().enqueue(store::Task{member, 0, supervisor::owner_kind("runner", *owner), payload}); !st) {
+      close_quorum_locked(quorum);
+      return st;
+    }
+  }
+  return {};
+}
+
+void RemoteRunners::close_quorum_locked(const std::shared_ptr<Quorum>& quorum) {
+  for (auto& [task, p] : pending_) {
+    if (p.quorum == quorum) p.channel = nullptr;
+  }
+}
+
+RemoteRunners::Settled RemoteRunners::vote_locked(Pending pending, Quorum::Vote vote) {
+  Settled out;
+  const std::shared_ptr<Quorum>& q = pending.quorum;
+  if (!q) {
+    out.tell = pending.channel;
+    out.line = {{"type", "result"}, {"request_id", vote.attestation.value("task_id", "")}, {"run_result", std::move(vote.run_result)},
+                {"bodies", std::move(vote.bodies)}, {"attestations", Json::array({std::move(vote.attestation)})}};
+    return out;
+  }
+  if (!pending.channel) {
+    // Settled already (or nobody waits): a result other than the agreed one is a dissent.
+    if (q->decided && vote.digest != *q->decided) {
+      out.fail.emplace_back(vote.agent_id, "its result for task " + vote.attestation.value("task_id", "") + " (" + vote.digest.str() +
+                                               ") disagrees with the quorum's " + q->decided->str());
+    }
+    return out;
+  }
+  q->votes.push_back(std::move(vote));
+  std::map<Digest, uint32_t> tally;
+  for (const auto& v : q->votes) ++tally[v.digest];
+  for (const auto& [digest, count] : tally) {
+    if (count < q->rule.k) continue;
+    q->decided = digest;
+    Json attestations = Json::array();
+    const Quorum::Vote* agreed = nullptr;
+    for (auto& v : q->votes) {
+      if (v.digest == digest) {
+        attestations.push_back(v.attestation);
+        agreed = &v;
+      } else {
+        out.fail.emplace_back(v.agent_id, "its result for task " + v.attestation.value("task_id", "") + " (" + v.digest.str() +
+                                              ") disagrees with the quorum's " + digest.str());
+      }
+    }
+    out.tell = pending.channel;
+    out.line = {{"type", "result"}, {"request_id", q->request_id}, {"run_result", agreed->run_result}, {"bodies", agreed->bodies},
+                {"attestations", std::move(attestations)}};
+    close_quorum_locked(q);
+    return out;
+  }
+  if (q->votes.size() == q->rule.n) {
+    std::string counts;
+    for (const auto& v : q->votes) counts += (counts.empty() ? "" : ", ") + v.agent_id + " " + v.digest.str();
+    out.tell = pending.channel;
+    out.line = error_line(q->request_id, "the runners disagree: no result has " + std::to_string(q->rule.k) + " of " +
+                                             std::to_string(q->rule.n) + " (" + counts + ")");
+    close_quorum_locked(q);
+  }
+  return out;
+}
+
+void RemoteRunners::finish(Settled settled) {
+  for (const auto& [agent, reason] : settled.fail) (void)fleet_.supervisor().fail_agent(agent, printable(reason));
+  if (!settled.fail.empty()) fleet_.wake();
+  if (settled.tell) send(*settled.tell, settled.line);
 }
 
 void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
   if (mailbox.closed) return;
+  if (mailbox.outbox.size() >= kMaxOutbox) {
+    // It asks and does not read: its stream ends (and its task goes to another runner).
+    mailbox.closed = true;
+    if (mailbox.context) mailbox.context->TryCancel();
+    cv_.notify_all();
+    return;
+  }
   mailbox.outbox.push_back(std::move(message));
   cv_.notify_all();
 }
@@ -134,10 +273,12 @@ void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRe
 
 void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignments) {
   for (const supervisor::Assignment& a : assignments) {
-    if (a.claim.task.kind != "runner") continue;
+    // Runner tasks: "runner", or a quorum member's "runner:<owner>".
+    if (a.claim.task.kind != "runner" && !a.claim.task.kind.starts_with("runner:")) continue;
     const store::ClaimRef ref = a.claim.ref();
     enum class Next { sent, leave, drop } next = Next::drop;
-    Channel* tell = nullptr;  // the child to tell its task was given up
+    std::shared_ptr<Channel> tell;  // the child to tell its task was given up
+    std::string request_id = ref.task_id;
     {
       std::lock_guard lock(mu_);
       auto p = pending_.find(ref.task_id);
@@ -148,6 +289,10 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
       } else if (a.claim.attempt > kMaxAttempts + 1) {
         // Runners took it and went away (or were failed) this often: no more tries.
         tell = p->second.channel;
+        if (p->second.quorum) {
+          request_id = p->second.quorum->request_id;
+          close_quorum_locked(p->second.quorum);
+        }
         pending_.erase(p);
       } else if (m == mailboxes_.end()) {
         // Its runner's stream is not here (it just ended, or it is another server's): the
@@ -156,7 +301,10 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
       } else {
         next = Next::sent;
         Mailbox& mailbox = *m->second;
-        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}};
+        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}, {}};
+        int64_t budget_ms = 120'000;  // fetching and starting
+        for (const CheckSpec& c : held.request.checks) budget_ms += c.timeout_ms.value_or(600'000) * std::max<int64_t>(c.runs, 1);
+        held.renew_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
         held.fetchable = {held.request.base_tree, held.request.tree};
         v1::ServerMessage message;
         v1::CheckTask* task = message.mutable_task();
@@ -174,11 +322,8 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
     if (next != Next::drop) continue;
     drop_claim(a.agent_id, ref);
     if (tell) {
-      std::lock_guard out(tell->out_mu);
-      (void)tell->out->send(error_line(ref.task_id, "no runner returned a result in " + std::to_string(kMaxAttempts + 1) +
-                                                        " claims of the task (each runner failed or went away)")
-                                    .dump() + "\n",
-                            std::chrono::steady_clock::now() + kAnswerWait, {});
+      send(*tell, error_line(request_id, "no runner returned a result in " + std::to_string(kMaxAttempts + 1) +
+                                             " claims of the task (each runner failed or went away)"));
     }
   }
 }
@@ -307,33 +452,30 @@ void RemoteRunners::complete(Mailbox& mailbox, const v1::TaskResult& message) {
       std::lock_guard lock(mu_);
       mailbox.held.reset();
     }
-    (void)sup.fail_agent(agent, "its result for task " + held->claim.task_id + " was refused: " + judged.error().message);
+    (void)sup.fail_agent(agent, printable("its result for task " + held->claim.task_id + " was refused: " + judged.error().message));
     fleet_.wake();
     return;
   }
   (void)sup.output_ready(agent, held->claim);
   Status delivered = sup.delivered(agent, held->claim);
-  Channel* waiting = nullptr;
+  Settled settled;
   {
     std::lock_guard lock(mu_);
     if (mailbox.held && mailbox.held->claim == held->claim) mailbox.held.reset();
-    if (delivered) {
-      if (auto p = pending_.find(held->claim.task_id); p != pending_.end()) {
-        waiting = p->second.channel;
-        pending_.erase(p);
-      }
+    auto p = pending_.find(held->claim.task_id);
+    // Only a delivered claim counts: one that lapsed first is another runner's now.
+    if (delivered && p != pending_.end()) {
+      Pending pending = std::move(p->second);
+      pending_.erase(p);
+      Json bodies = Json::object();
+      for (const auto& [digest, bytes] : judged->second) bodies[digest.str()] = base64_encode(bytes);
+      ResultAttestation a{agent, mailbox.owner, mailbox.key, held->claim.task_id, held->nonce, to_hex(message.signature())};
+      Quorum::Vote vote{agent, judged->first.deterministic_digest(), judged->first.to_json(), std::move(bodies), a.to_json()};
+      settled = vote_locked(std::move(pending), std::move(vote));
     }
   }
   fleet_.wake();
-  if (!delivered || !waiting) return;  // the claim lapsed first, or nobody waits: nothing is passed on
-  Json bodies = Json::object();
-  for (const auto& [digest, bytes] : judged->second) bodies[digest.str()] = base64_encode(bytes);
-  ResultAttestation a{agent, mailbox.owner, mailbox.key, held->claim.task_id, held->nonce, to_hex(message.signature())};
-  const Json line = {{"type", "result"}, {"request_id", held->claim.task_id}, {"run_result", judged->first.to_json()},
-                     {"bodies", std::move(bodies)}, {"attestation", a.to_json()}};
-  std::lock_guard out(waiting->out_mu);
-  (void)waiting->out->send(line.dump() + "\n", std::chrono::steady_clock::now() + kAnswerWait, {});
-  return;
+  finish(std::move(settled));
 }
 
 void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
@@ -346,7 +488,7 @@ void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
     }
   }
   if (!held) return;
-  const std::string reason = report.reason().substr(0, 4096);
+  const std::string reason = printable(report.reason());
   auto& sup = fleet_.supervisor();
   if (held->attempt < kMaxAttempts) {
     (void)sup.fail_agent(mailbox.agent_id, "it could not run task " + held->claim.task_id + ": " + reason);
@@ -356,29 +498,27 @@ void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
   // The last try: the build is told, rather than the task going round for ever.
   (void)sup.output_ready(mailbox.agent_id, held->claim);
   Status delivered = sup.delivered(mailbox.agent_id, held->claim);
-  Channel* waiting = nullptr;
+  Settled settled;
   {
     std::lock_guard lock(mu_);
     if (auto p = pending_.find(held->claim.task_id); delivered && p != pending_.end()) {
-      waiting = p->second.channel;
+      settled.tell = p->second.channel;
+      const std::string request_id = p->second.quorum ? p->second.quorum->request_id : held->claim.task_id;
+      if (p->second.quorum) close_quorum_locked(p->second.quorum);
       pending_.erase(p);
+      settled.line = error_line(request_id, "runners could not run it in " + std::to_string(held->attempt) + " tries; the last, runner " +
+                                                mailbox.agent_id + ": " + reason);
     }
   }
   fleet_.wake();
-  if (!waiting) return;
-  std::lock_guard out(waiting->out_mu);
-  (void)waiting->out->send(error_line(held->claim.task_id, "runners could not run it in " + std::to_string(held->attempt) +
-                                                                " tries; the last, runner " + mailbox.agent_id + ": " + reason)
-                               .dump() + "\n",
-                           std::chrono::steady_clock::now() + kAnswerWait, {});
-  return;
+  finish(std::move(settled));
 }
 
 void RemoteRunners::renew(Mailbox& mailbox) {
   std::optional<store::ClaimRef> claim;
   {
     std::lock_guard lock(mu_);
-    if (mailbox.held) claim = mailbox.held->claim;
+    if (mailbox.held && std::chrono::steady_clock::now() < mailbox.held->renew_until) claim = mailbox.held->claim;
   }
   if (claim) (void)fleet_.supervisor().renew(mailbox.agent_id, *claim);
 }

@@ -24,6 +24,7 @@
 
 #include <fleet.grpc.pb.h>  // generated from proto/fleet.proto
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -50,6 +51,7 @@ namespace warden::service {
 // returns. Every field is guarded by RemoteRunners::mu_.
 struct Mailbox {
   std::string agent_id;
+  grpc::ServerContext* context = nullptr;  // its call: cancelled when the runner will not read
   std::string owner;  // the token identity that enrolled it
   std::string key;    // its pinned Ed25519 public key, hex
   std::deque<v1::ServerMessage> outbox;
@@ -62,6 +64,10 @@ struct Mailbox {
     RemoteRunRequest request;
     std::filesystem::path repo;
     std::set<std::string> fetchable;  // object ids the runner may fetch
+    // Past this the claim is not renewed (it lapses and the task goes elsewhere): the checks'
+    // own time limits and a budget for fetching, so a runner that heartbeats and never
+    // answers cannot keep a task.
+    std::chrono::steady_clock::time_point renew_until;
   };
   std::optional<Held> held;
 };
@@ -71,6 +77,8 @@ class RemoteRunners {
   static constexpr uint32_t kMaxAttempts = 3;
   static constexpr size_t kMaxFetchIds = 4096;
   static constexpr size_t kBatchBytes = size_t{4} << 20;
+  // Messages a runner's stream may have waiting: a runner that asks and does not read is cut off.
+  static constexpr size_t kMaxOutbox = 8;
 
   // Borrows the fleet and the random source (the claims' nonces); both must outlive it.
   RemoteRunners(Fleet& fleet, RandomSource& random);
@@ -101,14 +109,42 @@ class RemoteRunners {
 
  private:
   struct Channel;
+  // One request run on n runners of distinct identities (RunnerQuorum): its members' results
+  // as they come, until k agree.
+  struct Quorum {
+    RunnerQuorum rule;
+    std::string request_id;
+    struct Vote {
+      std::string agent_id;
+      Digest digest;
+      Json run_result, bodies, attestation;
+    };
+    std::vector<Vote> votes;
+    std::optional<Digest> decided;  // the result k agreed on
+  };
   struct Pending {
-    Channel* channel = nullptr;  // null once the child stopped waiting for it
+    std::shared_ptr<Channel> channel;  // null once nobody waits for it (the child, or its quorum is settled)
     RemoteRunRequest request;
+    std::shared_ptr<Quorum> quorum;  // a quorum's member
+  };
+  // What a settled task leaves to do once mu_ is let go: a line for the child, runners to fail.
+  struct Settled {
+    std::shared_ptr<Channel> tell;
+    Json line;
+    std::vector<std::pair<std::string, std::string>> fail;  // agent id, reason
   };
 
-  void read_channel(Channel& channel);
-  // Sends the child its answer line (if it still waits) and forgets the task.
-  void answer_locked(const std::string& task_id, const Json& line);
+  void read_channel(std::shared_ptr<Channel> channel);
+  // Queues `request` (one task, or a quorum's n, each for another identity's runners).
+  Status queue(const std::shared_ptr<Channel>& channel, const std::string& id, const RemoteRunRequest& request,
+               const RunnerQuorum& rule);
+  // Sends the child a line; one that cannot be sent whole shuts the channel down.
+  static void send(Channel& channel, const Json& line);
+  // A member's result, verified and delivered: the child's answer when it settles the request.
+  Settled vote_locked(Pending pending, Quorum::Vote vote);
+  // Nobody waits for `quorum`'s members any more.
+  void close_quorum_locked(const std::shared_ptr<Quorum>& quorum);
+  void finish(Settled settled);
   void post_locked(Mailbox& mailbox, v1::ServerMessage message);
   // Acks a claim whose task nobody waits for any more (its run ended or cancelled it).
   void drop_claim(const std::string& agent_id, const store::ClaimRef& claim);
@@ -120,7 +156,7 @@ class RemoteRunners {
 
   std::mutex mu_;
   std::condition_variable cv_;                      // a mailbox got a message or closed
-  std::vector<std::unique_ptr<Channel>> channels_;  // guarded by mu_
+  std::vector<std::shared_ptr<Channel>> channels_;  // guarded by mu_; reaped once their reader ends
   std::map<std::string, Pending> pending_;          // guarded by mu_: by task id
   std::map<std::string, Mailbox*> mailboxes_;       // guarded by mu_: by agent id
   bool stopping_ = false;                           // guarded by mu_

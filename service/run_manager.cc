@@ -72,6 +72,7 @@ std::vector<std::string> build_argv(const RunManagerOptions& o, const RunRequest
   if (r.step_timeout_ms > 0) argv.insert(argv.end(), {"--step-timeout", std::to_string(r.step_timeout_ms / 1000.0)});
   if (r.channel) argv.insert(argv.end(), {"--executor-channel", "3"});
   if (r.runner_channel) argv.insert(argv.end(), {"--runner-channel", "4"});
+  if (r.runner_channel && !r.runner_quorum.empty()) argv.insert(argv.end(), {"--runner-quorum", r.runner_quorum});
   if (!r.run_id.empty()) argv.insert(argv.end(), {"--run-id", r.run_id});
   return argv;
 }
@@ -115,21 +116,27 @@ Result<std::string> RunManager::start(RunRequest request) {
   Run& run = *runs_.back();
   run.repo = request.repo;
   run.owner = request.owner;
+  std::vector<std::string> args = build_argv(options_, request);
+  // The channels go to fds 3 and 4 in the child: first out of the way of both (and of 0-2).
+  UniqueFd executor_fd(request.channel ? ::fcntl(request.channel.get(), F_DUPFD_CLOEXEC, 5) : -1);
+  UniqueFd runner_fd(request.runner_channel ? ::fcntl(request.runner_channel.get(), F_DUPFD_CLOEXEC, 5) : -1);
+  if ((request.channel && !executor_fd) || (request.runner_channel && !runner_fd)) {
+    const int err = errno;
+    runs_.pop_back();
+    return std::unexpected(errno_error("dup of a run's channel", err));
+  }
+  request.channel.reset();
+  request.runner_channel.reset();
   // This thread forks, so the child's PR_SET_PDEATHSIG follows the thread's life: it waits
   // for the child and never ends before it. It owns every descriptor it is given.
-  run.thread = std::jthread([this, &run, args = build_argv(options_, request), channel = std::move(request.channel),
-                             runner_channel = std::move(request.runner_channel),
+  run.thread = std::jthread([this, &run, args = std::move(args), executor_fd = std::move(executor_fd),
+                             runner_fd = std::move(runner_fd),
                              devnull = std::move(devnull), log = std::move(log), out = std::move(out_read),
                              out_write = std::move(out_write), server_pid = ::getpid()]() mutable {
     // Everything the child needs is built before fork: after it, only async-signal-safe calls.
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    // The channels go to fds 3 and 4 in the child: first out of the way of both (and of 0-2).
-    UniqueFd executor_fd(channel ? ::fcntl(channel.get(), F_DUPFD_CLOEXEC, 5) : -1);
-    UniqueFd runner_fd(runner_channel ? ::fcntl(runner_channel.get(), F_DUPFD_CLOEXEC, 5) : -1);
-    channel.reset();
-    runner_channel.reset();
     const int channel_fd = executor_fd.get();
     const int runner_channel_fd = runner_fd.get();
     pid_t pid = ::fork();

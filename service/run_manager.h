@@ -49,6 +49,7 @@ struct RunRequest {
   std::string owner;                // the caller who started it (its token's name)
   UniqueFd channel;                 // remote:LABEL only: the child's end of the executor channel
   UniqueFd runner_channel;          // checks on remote runners only: the child's end of its channel
+  std::string runner_quorum;        // with runner_channel: "K/N", or empty
 };
 
 struct RunManagerOptions {

@@ -182,6 +182,18 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   const uint64_t number = fleet_.sessions().enter(spec.id, context);
   if (number == 0) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping");
   SessionGuard session(fleet_.sessions(), spec.id, number);
+  // Its mailbox before its registration: a task assigned the moment it is idle finds it.
+  Mailbox mailbox;
+  mailbox.agent_id = spec.id;
+  mailbox.owner = spec.owner;
+  mailbox.key = spec.key;
+  mailbox.context = context;
+  work_.attach(mailbox);
+  struct Detach {
+    RemoteRunners& work;
+    Mailbox& mailbox;
+    ~Detach() { work.detach(mailbox); }
+  } detach{work_, mailbox};
   auto registered = fleet_.supervisor().register_agent(spec);
   if (!registered) return refused(registered.error());
   fleet_.wake();  // an idle runner: the next tick may give it a task
@@ -193,13 +205,8 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   enrolled.mutable_enrolled()->set_heartbeat_interval_ms(interval);
   grpc::Status status = grpc::Status::OK;
   std::string why = "the runner's stream ended";
-  Mailbox mailbox;
-  mailbox.agent_id = spec.id;
-  mailbox.owner = spec.owner;
-  mailbox.key = spec.key;
   if (stream->Write(enrolled)) {
     // From here on only the writer writes: tasks and object batches, as they come.
-    work_.attach(mailbox);
     std::thread writer([&] {
       v1::ServerMessage out;
       while (work_.next(mailbox, out)) {

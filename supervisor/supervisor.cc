@@ -9,6 +9,12 @@
 #include "store/record_checks.h"
 
 namespace warden::supervisor {
+
+std::string owner_kind(std::string_view role, std::string_view owner) {
+  if (owner.empty()) return {};
+  std::string kind = std::string(role) + ":" + std::string(owner);
+  return store::check_id(kind, "kind") ? kind : std::string();
+}
 namespace {
 
 constexpr int kCasTries = 16;
@@ -369,7 +375,11 @@ Result<std::vector<Assignment>> Supervisor::assign() {
     if (view.state != AgentState::idle || view.down || view.drained) continue;
     RestartPolicy& policy = policy_locked(view.record.id);
     if (!policy.may_assign(now)) continue;
-    auto claimed = store_.claim(view.record.id, now, config_.visibility_timeout_ms, store::ClaimFilter{{view.record.role}});
+    // Tasks of its role, and those addressed to its owner ("runner:<owner>": one member of a
+    // quorum, which must be run by a distinct identity).
+    store::ClaimFilter filter{{view.record.role}};
+    if (const std::string owned = owner_kind(view.record.role, view.owner); !owned.empty()) filter.kinds.push_back(owned);
+    auto claimed = store_.claim(view.record.id, now, config_.visibility_timeout_ms, filter);
     if (!claimed) {
       // The store failed: what this pass already assigned is returned (those agents hold
       // their tasks now); the error shows again on the next pass.
@@ -383,7 +393,9 @@ Result<std::vector<Assignment>> Supervisor::assign() {
     auto moved = update(view.record.id, now, [&](AgentView& current) -> Status {
       // Another supervisor may have assigned or failed the agent since it was listed, or it
       // registered again with another role.
-      if (current.down || current.drained || current.record.role != claim.task.kind) {
+      const bool its_kind = claim.task.kind == current.record.role ||
+                            claim.task.kind == owner_kind(current.record.role, current.owner);
+      if (current.down || current.drained || !its_kind) {
         return fail(Errc::failed_precondition, "agent no longer available");
       }
       auto next = apply(AgentSnapshot{current.state, current.state, std::nullopt, current.record.version},

@@ -93,6 +93,11 @@ struct AgentView {
   BreakerState breaker = BreakerState::closed;  // this supervisor's view
 };
 
+// The task kind addressed to the agents of one owner: "<role>:<owner>" (a quorum's member,
+// which an agent of another owner must not take); empty when the owner is empty or the kind
+// would not be a valid id. Agents with an owner claim these besides tasks of their role.
+std::string owner_kind(std::string_view role, std::string_view owner);
+
 struct Assignment {
   std::string agent_id;
   store::Claim claim;

@@ -225,6 +225,9 @@ TEST(Policy, ParseRefusesBadFields) {
       {R"({"format": "warden.policy/v1", "name": "x", "dangerous_operation_rules": "lint"})", "policy.dangerous_operation_rules:"},
       {R"({"format": "warden.policy/v1", "name": "x", "dangerous_operations": false, "dangerous_operation_rules": ["lint"]})",
        "policy.dangerous_operation_rules: names rules of a scan that \"dangerous_operations\": false turns off"},
+      {R"({"format": "warden.policy/v1", "name": "x", "runner_quorum": {"k": 1, "n": 2}})",
+       "policy.runner_quorum: runner quorum 1/2: needs 1 <= k <= n <= 9 and k more than half of n"},
+      {R"({"format": "warden.policy/v1", "name": "x", "runner_quorum": {"k": 2}})", "runner_quorum.n"},
   };
   for (const auto& [text, expected] : cases) {
     auto p = Policy::parse(text, "test");
@@ -250,6 +253,17 @@ TEST(Policy, LintRulesAreNamedAndPartOfTheDigest) {
   // invariant forbids only what the safety rules cover, so it names none.
   EXPECT_EQ(Policy::load("cpp")->dangerous_operation_rules, (std::vector<std::string>{"unbounded_buffer", "inline_asm"}));
   EXPECT_TRUE(Policy::load("python")->dangerous_operation_rules.empty());
+}
+
+TEST(Policy, ARunnerQuorumIsPartOfTheDigestOnlyWhenSet) {
+  auto quorum = Policy::parse(R"({"format": "warden.policy/v1", "name": "x", "runner_quorum": {"k": 2, "n": 3}})", "test");
+  ASSERT_TRUE(quorum) << quorum.error().message;
+  ASSERT_TRUE(quorum->runner_quorum);
+  EXPECT_EQ(*quorum->runner_quorum, (RunnerQuorum{2, 3}));
+  EXPECT_EQ(quorum->to_json()["runner_quorum"], (Json{{"k", 2}, {"n", 3}}));
+  auto plain = Policy::parse(R"({"format": "warden.policy/v1", "name": "x"})", "test");
+  EXPECT_NE(quorum->digest(), plain->digest());
+  EXPECT_FALSE(plain->to_json().contains("runner_quorum")) << "policies without one keep their digests";
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "common/encoding.h"
 #include "common/line_socket.h"
 #include "runner/channel_runner.h"
+#include "runner/diff_layer.h"
 #include "runner/local_runner.h"
 #include "runner/remote_run.h"
 #include "runner/scratch_dir.h"
@@ -33,6 +34,7 @@ struct Answer {
   Json run_result;
   Json bodies;
   Json attestation;
+  Json more = Json::array();  // further attestations (a quorum's)
 };
 
 class ChannelRunnerTest : public ::testing::Test {
@@ -60,10 +62,11 @@ class ChannelRunnerTest : public ::testing::Test {
 
   // Runs one request through a ChannelRunner whose far end answers with `alter` applied.
   Checked<RunOutcome> exchange(const std::function<void(Answer&, const std::string& task, const std::string& nonce)>& alter,
-                               const std::function<void(LineSocket&, const std::string& id)>& before = {}) {
+                               const std::function<void(LineSocket&, const std::string& id)>& before = {},
+                               RunnerQuorum quorum = {}) {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    ChannelRunner runner{UniqueFd(fds[0]), test_profile(), false};
+    ChannelRunner runner{UniqueFd(fds[0]), test_profile(), false, quorum};
     std::thread far([&, fd = fds[1]] {
       LineSocket socket(UniqueFd(fd), size_t{64} << 20, "kernel");
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -95,10 +98,13 @@ class ChannelRunnerTest : public ::testing::Test {
       answer.run_result = outcome->result.to_json();
       answer.bodies = Json::object();
       for (const auto& [d, bytes] : outcome->bodies) answer.bodies[d.str()] = base64_encode(bytes);
-      answer.attestation = sign(outcome->result, id, nonce);
+      if (sent.contains("quorum")) seen_quorum_ = sent["quorum"];
+      answer.attestation = sign(outcome->result, quorum.single() ? id : id + ".q1", nonce);
       alter(answer, id, nonce);
+      Json attestations = Json::array({answer.attestation});
+      for (const Json& a : answer.more) attestations.push_back(a);
       (void)socket.send(Json{{"type", "result"}, {"request_id", id}, {"run_result", answer.run_result},
-                             {"bodies", answer.bodies}, {"attestation", answer.attestation}}.dump() + "\n",
+                             {"bodies", answer.bodies}, {"attestations", attestations}}.dump() + "\n",
                         deadline, {});
     });
     RunRequest request;
@@ -113,10 +119,12 @@ class ChannelRunnerTest : public ::testing::Test {
 
  public:
   // The attestation a runner with key_ makes for `result`.
-  Json sign(const RunResult& result, const std::string& task, const std::string& nonce) {
-    auto sig = key_.sign(attestation_message("runner-1", task, nonce, result.deterministic_digest())).value();
-    return ResultAttestation{"runner-1", "r1", to_hex(std::string_view(reinterpret_cast<const char*>(key_.public_key().data()), 32)),
-                             task, nonce, to_hex(std::string_view(reinterpret_cast<const char*>(sig.data()), sig.size()))}
+  Json sign(const RunResult& result, const std::string& task, const std::string& nonce, const std::string& agent = "runner-1",
+            const std::string& owner = "r1", const Ed25519PrivateKey* key = nullptr) {
+    const Ed25519PrivateKey& k = key ? *key : key_;
+    auto sig = k.sign(attestation_message(agent, task, nonce, result.deterministic_digest())).value();
+    return ResultAttestation{agent, owner, to_hex(std::string_view(reinterpret_cast<const char*>(k.public_key().data()), 32)), task,
+                             nonce, to_hex(std::string_view(reinterpret_cast<const char*>(sig.data()), sig.size()))}
         .to_json();
   }
 
@@ -136,14 +144,16 @@ class ChannelRunnerTest : public ::testing::Test {
   ObjectId base_tree_;
   std::optional<ScratchDir> cache_;
   Ed25519PrivateKey key_ = Ed25519PrivateKey::generate().value();
+  Ed25519PrivateKey second_ = Ed25519PrivateKey::generate().value();
+  Json seen_quorum_;  // the quorum the last run line asked for
 };
 
 TEST_F(ChannelRunnerTest, AResultThatIsWhatWasAskedComesBackWithItsAttestation) {
   auto out = exchange([](Answer&, const std::string&, const std::string&) {});
   ASSERT_TRUE(out) << out.error().message();
-  ASSERT_TRUE(out->attestation);
-  EXPECT_EQ(out->attestation->agent_id, "runner-1");
-  EXPECT_TRUE(verify_attestation(*out->attestation, out->result.deterministic_digest()));
+  ASSERT_EQ(out->attestations.size(), 1u);
+  EXPECT_EQ(out->attestations[0].agent_id, "runner-1");
+  EXPECT_TRUE(verify_attestation(out->attestations[0], out->result.deterministic_digest()));
   ASSERT_EQ(out->result.checks.size(), 1u);
   EXPECT_EQ(out->result.checks[0].verdict, "passed");
   EXPECT_EQ(out->result.base_tree, base_tree_.hex());
@@ -171,6 +181,11 @@ TEST_F(ChannelRunnerTest, EveryAlterationTheKernelCanSeeIsRefusedWithItsReason) 
          a.attestation = t.sign(RunResult::from_json(a.run_result).value(), "another-task", nonce);
        },
        "names task another-task"},
+      {"an attestation for a quorum's member when no quorum was asked",
+       [](ChannelRunnerTest& t, Answer& a, const std::string& task, const std::string& nonce) {
+         a.attestation = t.sign(RunResult::from_json(a.run_result).value(), task + ".q1", nonce);
+       },
+       "names task"},
       {"another tree",
        [](ChannelRunnerTest& t, Answer& a, const std::string& task, const std::string& nonce) {
          t.resign(a, task, nonce, [](RunResult& r) { r.tree = std::string(40, 'b'); });
@@ -274,6 +289,77 @@ TEST_F(ChannelRunnerTest, AStopEndsTheWaitAndTellsTheServerAtOnce) {
   ASSERT_TRUE(cancel);
   EXPECT_EQ(Json::parse(*cancel)["type"], "cancel");
   EXPECT_EQ(Json::parse(*cancel)["request_id"], Json::parse(*run)["request_id"]);
+}
+
+// A tree from another machine is written out only when every name in it stays in its
+// directory: "..", "/etc/x" or ".git" in a hand-made tree (git never makes one) is refused
+// before a file is written.
+TEST(TreeEntryNames, NamesThatWouldLeaveTheirDirectoryAreUnsafe) {
+  for (std::string_view bad : {"", ".", "..", ".git", ".GIT", ".Git", "a/b", "/etc", "../x"}) {
+    EXPECT_FALSE(safe_entry_name(bad)) << bad;
+  }
+  EXPECT_FALSE(safe_entry_name(std::string("a\0b", 3)));
+  for (std::string_view good : {"a", ".gitignore", "..a", "a..", ".github", "git"}) EXPECT_TRUE(safe_entry_name(good)) << good;
+}
+
+TEST_F(ChannelRunnerTest, AHandMadeTreeNamingDotDotIsNeverWrittenOut) {
+  auto blob = git_->write_object("blob", "planted\n");
+  ASSERT_TRUE(blob);
+  for (const std::string name : {"..", ".git"}) {
+    std::string entry = "100644 " + name + std::string(1, '\0');
+    entry.append(reinterpret_cast<const char*>(blob->oid.id), GIT_OID_RAWSZ);
+    auto tree = git_->write_object("tree", entry);
+    ASSERT_TRUE(tree) << tree.error().message();
+    auto layer = ScratchDir::create("/tmp", "warden-layer-test-", 0700);
+    ASSERT_TRUE(layer);
+    auto written = write_full_tree(*git_, *tree, layer->path() / "tree", SandboxHost::detect());
+    ASSERT_FALSE(written) << name << " was written";
+    EXPECT_NE(written.error().detail.find("which no checkout may write"), std::string::npos) << written.error().detail;
+    EXPECT_FALSE(fs::exists(layer->path() / "planted")) << name;
+    auto diffed = write_diff_layer(*git_, base_tree_, *tree, layer->path() / "diff", SandboxHost::detect());
+    EXPECT_FALSE(diffed) << name;
+  }
+}
+
+TEST(RunnerQuorumRule, KOfNNeedsMoreThanHalf) {
+  EXPECT_EQ(RunnerQuorum::parse("2/3").value(), (RunnerQuorum{2, 3}));
+  EXPECT_EQ(RunnerQuorum::parse("1/1").value(), RunnerQuorum{});
+  for (const char* bad : {"1/2", "2/4", "3/2", "0/1", "1/0", "5/10", "x", "2/", "/3", "2-3", "22/33"}) {
+    EXPECT_FALSE(RunnerQuorum::parse(bad)) << bad;
+  }
+  EXPECT_EQ(RunnerQuorum::from_json(Json{{"k", 3}, {"n", 5}}).value(), (RunnerQuorum{3, 5}));
+  EXPECT_FALSE(RunnerQuorum::from_json(Json{{"k", 1}, {"n", 3}}));
+}
+
+TEST_F(ChannelRunnerTest, AQuorumsResultCountsOnlyWithKSignaturesOfDistinctIdentities) {
+  const RunnerQuorum two_of_three{2, 3};
+  auto second = [&](const std::string& owner, const std::string& agent) {
+    return [&, owner, agent](Answer& a, const std::string& id, const std::string& nonce) {
+      a.more.push_back(sign(RunResult::from_json(a.run_result).value(), id + ".q2", nonce, agent, owner, &second_));
+    };
+  };
+  auto agreed = exchange(second("r2", "runner-2"), {}, two_of_three);
+  ASSERT_TRUE(agreed) << agreed.error().message();
+  EXPECT_EQ(seen_quorum_, two_of_three.to_json()) << "the server is asked for the quorum";
+  ASSERT_EQ(agreed->attestations.size(), 2u);
+  EXPECT_EQ(agreed->attestations[1].owner, "r2");
+
+  auto one = exchange([](Answer&, const std::string&, const std::string&) {}, {}, two_of_three);
+  ASSERT_FALSE(one);
+  EXPECT_NE(one.error().detail.find("the quorum is 2 of 3"), std::string::npos) << one.error().detail;
+
+  auto same_owner = exchange(second("r1", "runner-2"), {}, two_of_three);
+  ASSERT_FALSE(same_owner);
+  EXPECT_NE(same_owner.error().detail.find("counts twice"), std::string::npos) << same_owner.error().detail;
+
+  // A second signature over another result is no vote for this one.
+  auto other_result = exchange([&](Answer& a, const std::string& id, const std::string& nonce) {
+    auto r = RunResult::from_json(a.run_result).value();
+    r.checks[0].verdict = "failed";
+    a.more.push_back(sign(r, id + ".q2", nonce, "runner-2", "r2", &second_));
+  }, {}, two_of_three);
+  ASSERT_FALSE(other_result);
+  EXPECT_NE(other_result.error().detail.find("signature"), std::string::npos) << other_result.error().detail;
 }
 
 }  // namespace

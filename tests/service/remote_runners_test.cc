@@ -19,6 +19,7 @@
 #include "runner/check_spec.h"
 #include "runner/run_result.h"
 #include "runner/sandbox_profile.h"
+#include "runner/tree_hash.h"
 #include "tests/service/runs_fixture.h"
 #include "tests/service/serve_fixture.h"
 #include "tests/support/files.h"
@@ -38,8 +39,41 @@ std::string result_message(const std::string& id, const std::string& task, const
 
 class RemoteChecks : public ServeRuns {
  protected:
+  // With tokens (tokens()): the tokens file, and the token the test's own calls use.
+  fs::path tokens_file;
+  std::string client_token;
+
+  static std::string secret(const std::string& name) { return "secret-of-" + name; }
+  fs::path token_file(const std::string& name) { return tmp / (name + ".token"); }
+
+  // A tokens file: "ops" (admin, the test's own calls) and a runner identity for each name.
+  void tokens(const std::vector<std::string>& runner_names) {
+    std::string entries = "{\"name\": \"ops\", \"sha256\": \"" + sha256(secret("ops")).str() + "\", \"roles\": [\"admin\"]}";
+    std::vector<std::string> names = runner_names;
+    names.push_back("ops");
+    for (const std::string& name : runner_names) {
+      entries += ", {\"name\": \"" + name + "\", \"sha256\": \"" + sha256(secret(name)).str() + "\", \"roles\": [\"runner\"]}";
+    }
+    for (const std::string& name : names) {
+      write_file(token_file(name), secret(name));
+      fs::permissions(token_file(name), fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    }
+    tokens_file = tmp / "tokens.json";
+    write_file(tokens_file, "{\"tokens\": [" + entries + "]}");
+    fs::permissions(tokens_file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    client_token = token_file("ops").string();
+  }
+
+  std::vector<std::string> connect() {
+    std::vector<std::string> c{"--server", socket.string()};
+    if (!client_token.empty()) c.insert(c.end(), {"--token", client_token});
+    return c;
+  }
+
   Child serve() {
-    return start({"--heartbeat-interval-ms", "200", "--missed-heartbeats", "2"});
+    std::vector<std::string> args{"--heartbeat-interval-ms", "200", "--missed-heartbeats", "2"};
+    if (!tokens_file.empty()) args.insert(args.end(), {"--tokens", tokens_file.string()});
+    return start(args);
   }
 
   ProcessResult stop(Child& server) {
@@ -47,16 +81,18 @@ class RemoteChecks : public ServeRuns {
     return server.wait();
   }
 
-  Child runner(const std::string& id) {
+  Child runner(const std::string& id, const std::string& token = "") {
     fs::create_directory(tmp / id);
     fs::permissions(tmp / id, fs::perms::owner_all, fs::perm_options::replace);
-    return Child::spawn({warden_binary(), "runner", "--server", socket.string(), "--state", (tmp / id).string(), "--id", id});
+    std::vector<std::string> argv{warden_binary(), "runner", "--server", socket.string(), "--state", (tmp / id).string(), "--id", id};
+    if (!token.empty()) argv.insert(argv.end(), {"--token", token_file(token).string()});
+    return Child::spawn(argv);
   }
 
-  AgentListing listed() { return agents_listed({"--server", socket.string()}); }
+  AgentListing listed() { return agents_listed(connect()); }
 
   void wait_connected(const std::vector<std::string>& ids) {
-    ASSERT_TRUE(eventually_listed({"--server", socket.string()}, [&](const AgentListing& agents) {
+    ASSERT_TRUE(eventually_listed(connect(), [&](const AgentListing& agents) {
       return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
         auto it = agents.find(id);
         return it != agents.end() && it->second.value("connected", false);
@@ -66,7 +102,9 @@ class RemoteChecks : public ServeRuns {
 
   std::vector<std::string> build_argv(const std::string& blueprint, const std::string& repository,
                                       const std::string& checks_on = "runners") {
-    return {"build", blueprint, "--server", socket.string(), "--repository", repository, "--checks-on", checks_on, "--json"};
+    std::vector<std::string> argv{"build", blueprint, "--repository", repository, "--checks-on", checks_on, "--json"};
+    for (const std::string& c : connect()) argv.push_back(c);
+    return argv;
   }
 
   // The run's decisions, as "step#attempt=verdict", in ledger order.
@@ -97,17 +135,19 @@ class RemoteChecks : public ServeRuns {
 
 // An attestation, checked here as an auditor would: the key's signature over exactly the
 // recorded result.
-void expect_signed(const nlohmann::json& record, const std::set<std::string>& runners) {
-  ASSERT_TRUE(record.contains("attestation")) << record.dump();
-  const auto& a = record["attestation"];
-  EXPECT_TRUE(runners.contains(a.value("agent_id", ""))) << a.dump();
-  auto key = from_hex(a.value("key", "")).value();
-  auto sig = from_hex(a.value("signature", "")).value();
-  Ed25519PublicKey pub{};
-  ASSERT_EQ(key.size(), pub.size());
-  std::copy(key.begin(), key.end(), pub.begin());
-  EXPECT_TRUE(ed25519_verify(pub, result_message(a["agent_id"], a["task_id"], a["nonce"], record["run_result_sha256"]), sig))
-      << a.dump();
+void expect_signed(const nlohmann::json& record, const std::set<std::string>& runners, size_t signers = 1) {
+  ASSERT_TRUE(record.contains("attestations")) << record.dump();
+  ASSERT_EQ(record["attestations"].size(), signers) << record.dump();
+  for (const auto& a : record["attestations"]) {
+    EXPECT_TRUE(runners.contains(a.value("agent_id", ""))) << a.dump();
+    auto key = from_hex(a.value("key", "")).value();
+    auto sig = from_hex(a.value("signature", "")).value();
+    Ed25519PublicKey pub{};
+    ASSERT_EQ(key.size(), pub.size());
+    std::copy(key.begin(), key.end(), pub.begin());
+    EXPECT_TRUE(ed25519_verify(pub, result_message(a["agent_id"], a["task_id"], a["nonce"], record["run_result_sha256"]), sig))
+        << a.dump();
+  }
 }
 
 TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAreALocalBuilds) {
@@ -132,7 +172,7 @@ TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAr
   ASSERT_TRUE(local.exited_with(0)) << describe(local);
   const std::string local_id = stdout_json(local).value("run_id", "");
   EXPECT_EQ(decisions(run_id), decisions(local_id));
-  for (const auto& r : results(local_id)) EXPECT_FALSE(r.contains("attestation")) << "the server's own sandbox ran it";
+  for (const auto& r : results(local_id)) EXPECT_FALSE(r.contains("attestations")) << "the server's own sandbox ran it";
   stop(server);
 
   // Replay holds each attestation to its record: a record as a runner signed it replays; one
@@ -156,20 +196,28 @@ TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAr
   const nlohmann::json made = {
       {"run_id", "run-1"}, {"step_id", "s1"}, {"attempt", 1}, {"run_result_sha256", digest},
       {"run_result", result.deterministic_json()},
-      {"attestation", {{"agent_id", "runner-a"}, {"owner", "r1"}, {"key", to_hex(std::string(key.public_key().begin(), key.public_key().end()))},
-                       {"task_id", "task-1"}, {"nonce", nonce}, {"signature", to_hex(std::string(sig.begin(), sig.end()))}}}};
+      {"attestations", nlohmann::json::array({{{"agent_id", "runner-a"}, {"owner", "r1"},
+                                               {"key", to_hex(std::string(key.public_key().begin(), key.public_key().end()))},
+                                               {"task_id", "task-1"}, {"nonce", nonce},
+                                               {"signature", to_hex(std::string(sig.begin(), sig.end()))}}})}};
   ProcessResult as_made = replayed(made);
   EXPECT_TRUE(as_made.exited_with(0)) << describe(as_made);
   nlohmann::json resigned = made;
-  std::string bad = resigned["attestation"]["signature"];
+  std::string bad = resigned["attestations"][0]["signature"];
   bad[0] = bad[0] == '0' ? '1' : '0';
-  resigned["attestation"]["signature"] = bad;
+  resigned["attestations"][0]["signature"] = bad;
   ProcessResult bad_signature = replayed(resigned);
   EXPECT_TRUE(bad_signature.exited_with(1)) << describe(bad_signature);
   EXPECT_NE(bad_signature.out.find("the signature is not its key's"), std::string::npos) << bad_signature.out;
   nlohmann::json renamed = made;
-  renamed["attestation"]["agent_id"] = "runner-c";
+  renamed["attestations"][0]["agent_id"] = "runner-c";
   EXPECT_TRUE(replayed(renamed).exited_with(1));
+  // One runner counted twice is no quorum.
+  nlohmann::json twice = made;
+  twice["attestations"].push_back(made["attestations"][0]);
+  ProcessResult doubled = replayed(twice);
+  EXPECT_TRUE(doubled.exited_with(1)) << describe(doubled);
+  EXPECT_NE(doubled.out.find("signs the result twice"), std::string::npos) << doubled.out;
 }
 
 TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecidesOnce) {
@@ -228,12 +276,17 @@ TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecides
   stop(server);
 }
 
-// A runner on a raw stream that answers each task with a forged result: first one whose tree
-// hash is made up, then one about another tree, then one signed by another key. It hangs up
-// after the third.
+// A runner on a raw stream that lies. Forging: it answers each task with a forged result,
+// first one whose tree hash is made up, then one about another tree, then one signed by
+// another key, and hangs up after the third. Dissenting (given the repository, as a runner
+// that fetched it would have it): every result is consistent with its request (the right
+// trees, tree hash, checks and profile, signed by its own key) and says every check passed,
+// without running any; it never hangs up.
 class LyingRunner {
  public:
-  LyingRunner(std::shared_ptr<grpc::Channel> channel, std::string id) : stub_(v1::Runners::NewStub(channel)), id_(std::move(id)) {
+  LyingRunner(std::shared_ptr<grpc::Channel> channel, std::string id, std::string bearer = "", fs::path dissent_repo = {})
+      : stub_(v1::Runners::NewStub(channel)), id_(std::move(id)), dissent_repo_(std::move(dissent_repo)) {
+    if (!bearer.empty()) context_.AddMetadata("authorization", "Bearer " + bearer);
     thread_ = std::thread([this] { serve(); });
   }
   ~LyingRunner() {
@@ -249,6 +302,11 @@ class LyingRunner {
     RunResult r;
     r.tree = kind == 1 ? std::string(40, 'a') : request["tree"].get<std::string>();
     r.tree_sha256 = sha256("not the tree");
+    if (!dissent_repo_.empty()) {
+      auto repo = GitRepo::open(dissent_repo_).value();
+      MemoryHashMemo memo;
+      r.tree_sha256 = tree_sha256(repo, ObjectId::parse(r.tree).value(), memo).value();
+    }
     if (request.contains("diff") || request["tree"] != request["base_tree"]) r.base_tree = request["base_tree"].get<std::string>();
     if (request.contains("diff")) r.diff_sha256 = Diff::from_json(request["diff"]).value().digest();
     auto profile = SandboxProfile::from_json(request["profile"]).value();
@@ -301,9 +359,10 @@ class LyingRunner {
         std::this_thread::sleep_for(100ms);
       }
     });
-    while (forged_ < 3 && stream->Read(&in)) {
+    const bool dissenting = !dissent_repo_.empty();
+    while ((dissenting || forged_ < 3) && stream->Read(&in)) {
       if (!in.has_task()) continue;
-      v1::RunnerMessage answer = forge(in.task(), forged_);
+      v1::RunnerMessage answer = forge(in.task(), dissenting ? 0 : forged_.load());
       std::lock_guard lock(write_mu);
       if (!stream->Write(answer)) break;
       ++forged_;
@@ -318,6 +377,7 @@ class LyingRunner {
 
   std::unique_ptr<v1::Runners::Stub> stub_;
   std::string id_;
+  fs::path dissent_repo_;
   Ed25519PrivateKey key_ = Ed25519PrivateKey::generate().value();
   Ed25519PrivateKey other_ = Ed25519PrivateKey::generate().value();
   grpc::ClientContext context_;
@@ -363,6 +423,40 @@ TEST_F(RemoteChecks, ForgedResultsAreRefusedTheirRunnerIsNamedAndAnHonestRunnerD
   EXPECT_NE(refusals[1].find("names tree aaaa"), std::string::npos) << refusals[1];
   EXPECT_NE(refusals[2].find("signature"), std::string::npos) << refusals[2];
   expect_replays("calc");
+}
+
+TEST_F(RemoteChecks, ATwoOfThreeQuorumPassesWithOneLyingRunnerAndNamesIt) {
+  tokens({"r1", "r2", "r3"});
+  Child server = serve();
+  Child a = runner("runner-a", "r1");
+  Child b = runner("runner-b", "r2");
+  // The liar enrols as r3 and says "passed" to everything, consistently enough that no
+  // single check can tell: only the quorum can.
+  LyingRunner liar(channel(), "liar", secret("r3"), state / "repos" / "calc");
+  wait_connected({"runner-a", "runner-b", "liar"});
+
+  std::vector<std::string> argv = build_argv("calculator", "calc");
+  argv.insert(argv.end(), {"--runner-quorum", "2/3"});
+  ProcessResult built = warden(argv);
+  ASSERT_TRUE(built.exited_with(0)) << describe(built) << read_file_or_empty(state / "runs" / "children.log");
+  const std::string run_id = stdout_json(built).value("run_id", "");
+  EXPECT_EQ(decisions(run_id), (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted",
+                                                         "s4#1=accepted", "s5#1=accepted"}));
+  // Every result counted is the honest two's, each signed by both.
+  for (const auto& r : results(run_id)) expect_signed(r, {"runner-a", "runner-b"}, 2);
+  expect_replays("calc");
+  EXPECT_GE(liar.forged(), 1);
+
+  // A quorum the connected identities cannot make is refused with the reason, not waited on.
+  std::vector<std::string> too_many = build_argv("calculator", "calc-5");
+  too_many.insert(too_many.end(), {"--runner-quorum", "5/9"});
+  ProcessResult short_of = warden(too_many);
+  EXPECT_FALSE(short_of.exited_with(0)) << describe(short_of);
+
+  stop(server);
+  ProcessResult events = warden({"ledger", "show", ledger.string(), "--kind", "fleet_event", "--json"});
+  ASSERT_TRUE(events.exited_with(0));
+  EXPECT_NE(events.out.find("disagrees with the quorum"), std::string::npos) << events.out;
 }
 
 }  // namespace

@@ -511,5 +511,34 @@ TEST(Supervisor, TwoSupervisorsOnOneStoreAssignEachTaskOnce) {
   EXPECT_EQ(fleet.store->queue_length().value(), 0u);
 }
 
+// A quorum's member is addressed to one owner ("runner:<owner>"): only that owner's agents
+// take it, while tasks of the role go to any.
+TEST(Supervisor, ATaskAddressedToAnOwnerGoesOnlyToThatOwnersAgents) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"a1", "runner", {}, "alice", "aa11"}));
+  ASSERT_TRUE(fleet.sup->register_agent({"b1", "runner", {}, "bob", "bb22"}));
+  ASSERT_TRUE(fleet.sup->register_agent({"n1", "runner", {}, "", ""}));
+  EXPECT_EQ(owner_kind("runner", "bob"), "runner:bob");
+  EXPECT_EQ(owner_kind("runner", ""), "");
+  EXPECT_EQ(owner_kind("runner", "not an id"), "") << "a kind that is no valid id is none";
+  fleet.task("for-bob", 5, "runner:bob");
+  for (int pass = 0; pass < 3; ++pass) {
+    auto assigned = fleet.sup->assign();
+    ASSERT_TRUE(assigned) << assigned.error().message;
+    for (const auto& a : *assigned) {
+      EXPECT_EQ(a.agent_id, "b1") << "only bob's agent takes bob's task";
+      EXPECT_EQ(a.claim.task.id, "for-bob");
+    }
+    if (!assigned->empty()) break;
+  }
+  EXPECT_EQ(fleet.view("b1").task_id, "for-bob");
+  EXPECT_EQ(fleet.view("a1").task_id, "");
+  fleet.task("any", 1);
+  auto assigned = fleet.sup->assign();
+  ASSERT_TRUE(assigned);
+  ASSERT_EQ(assigned->size(), 1u);
+  EXPECT_NE(assigned->front().agent_id, "b1") << "b1 is busy; an idle one of any owner takes the role's task";
+}
+
 }  // namespace
 }  // namespace warden::supervisor

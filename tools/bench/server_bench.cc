@@ -6,7 +6,11 @@
 //      in events per second; the target is at least 50,000/s;
 //   3. build: the calculator built with the plan executor by `warden build` in-process, next to
 //      the same build started over gRPC (StartRun, then WatchRun to its end): what the service
-//      adds to a whole build.
+//      adds to a whole build;
+//   4. checks on runners: the same served build with its checks on one, then three `warden
+//      runner` processes (base checkouts cached by a first build): what a remote runner adds
+//      per check run beyond the sandbox's own time, against the server's own sandbox; the
+//      target is at most 15 ms.
 // Each figure is the median of --runs runs where it is a time.
 //
 //   server_bench [--runs N] [--events N] [--calls N] [--quick]
@@ -20,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <fleet.grpc.pb.h>
 #include <warden.grpc.pb.h>
 
 #include <CLI/CLI.hpp>
@@ -116,8 +121,7 @@ struct Server {
   }
 };
 
-Server start_server(std::vector<std::string> args) {
-  args.insert(args.begin(), {beside_me("warden-grpc").string(), "serve"});
+Server start_process(std::vector<std::string> args) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -129,6 +133,47 @@ Server start_server(std::vector<std::string> args) {
     ::_exit(127);
   }
   return s;
+}
+
+Server start_server(std::vector<std::string> args) {
+  args.insert(args.begin(), {beside_me("warden-grpc").string(), "serve"});
+  return start_process(std::move(args));
+}
+
+// Check runs recorded for the runs (run_result, base_run and oracle_run records).
+size_t check_runs(const fs::path& ledger_dir, const std::set<std::string>& run_ids) {
+  warden::SystemClock clock;
+  auto ledger = warden::Ledger::open(ledger_dir, warden::Ledger::Mode::read_only, clock);
+  if (!ledger) die("opening " + ledger_dir.string() + ": " + ledger.error().message);
+  auto snap = ledger->snapshot();
+  if (!snap) die(snap.error().message);
+  size_t n = 0;
+  auto walked = snap->for_each_record(0, snap->size(), [&](const warden::RecordView& r) -> warden::Result<bool> {
+    if (r.kind != "run_result" && r.kind != "base_run" && r.kind != "oracle_run") return true;
+    auto p = warden::parse_json(r.payload);
+    if (p && run_ids.contains(p->value("run_id", std::string()))) ++n;
+    return true;
+  });
+  if (!walked) die(walked.error().message);
+  return n;
+}
+
+// Until `count` runners are connected to the server (Agents.List), or 60 s.
+void wait_for_runners(const std::shared_ptr<grpc::Channel>& channel, int count) {
+  auto agents = warden::v1::Agents::NewStub(channel);
+  const auto deadline = Clock::now() + 60s;
+  while (Clock::now() < deadline) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer bench-token");
+    warden::v1::ListAgentsResponse listed;
+    if (agents->List(&context, warden::v1::ListAgentsRequest{}, &listed).ok()) {
+      int connected = 0;
+      for (const auto& a : listed.agents()) connected += a.connected() && a.state() == "idle" ? 1 : 0;
+      if (connected >= count) return;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  die(std::to_string(count) + " runners did not enrol within 60 s");
 }
 
 // A loopback port nobody uses now (the server binds it a moment later).
@@ -318,8 +363,11 @@ int main(int argc, char** argv) {
                 "/CN=warden bench", "-addext", "subjectAltName=IP:127.0.0.1"});
     fs::permissions(pki / "server.key", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
     std::ofstream(pki / "tokens.json") << R"({"tokens": [{"name": "bench", "sha256": ")" << warden::sha256("bench-token").str()
-                                       << R"(", "roles": ["admin"]}]})";
+                                       << R"(", "roles": ["admin"]}, {"name": "runners", "sha256": ")"
+                                       << warden::sha256("runner-token").str() << R"(", "roles": ["runner"]}]})";
     fs::permissions(pki / "tokens.json", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    std::ofstream(pki / "runner.token") << "runner-token";
+    fs::permissions(pki / "runner.token", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
     const int port = free_port();
     Server server = start_server({"--state", state.string(), "--blueprints", blueprints.string(), "--tokens",
                                   (pki / "tokens.json").string(), "--listen", "127.0.0.1:" + std::to_string(port),
@@ -381,8 +429,8 @@ int main(int argc, char** argv) {
     // attached over the unix socket or TCP with TLS answering the plan executor's proposals.
     std::set<std::string> remote_unix, remote_tls;
     auto served = [&](const std::string& executor, const std::shared_ptr<grpc::Channel>& executor_channel,
-                      std::set<std::string>* ids) {
-      return warden::bench::median_ms(runs, [&] {
+                      std::set<std::string>* ids, const std::string& checks_on = "local", int build_runs = 0) {
+      return warden::bench::median_ms(build_runs > 0 ? build_runs : runs, [&] {
         grpc::ClientContext context;
         context.AddMetadata("authorization", "Bearer bench-token");
         warden::v1::StartRunRequest request;
@@ -390,14 +438,13 @@ int main(int argc, char** argv) {
         request.set_repository("served-" + std::to_string(n++));
         request.set_executor(executor);
         if (executor == "remote") request.set_executor_label("bench");
+        request.set_checks_on(checks_on);
         warden::v1::StartRunResponse started;
         grpc::Status st = kernel->StartRun(&context, request, &started);
         if (!st.ok()) die("StartRun: " + st.error_message());
         std::thread remote;
-        if (ids) {
-          ids->insert(started.run_id());
-          remote = std::thread([&] { serve_as_plan(executor_channel, started.run_id()); });
-        }
+        if (ids) ids->insert(started.run_id());
+        if (executor == "remote") remote = std::thread([&] { serve_as_plan(executor_channel, started.run_id()); });
         grpc::ClientContext watch_context;
         watch_context.AddMetadata("authorization", "Bearer bench-token");
         warden::v1::WatchRunRequest watch;
@@ -420,7 +467,35 @@ int main(int argc, char** argv) {
                 served_unix_ms - local_ms);
     std::printf("                                     remote executor, TLS      %6.0f ms   (+%.0f ms)\n", served_tls_ms,
                 served_tls_ms - local_ms);
+
+    // 4. Checks on runners: one, then three `warden runner` processes of their own state.
+    std::vector<Server> runner_processes;
+    std::set<std::string> on_one, on_three;
+    double one_ms = 0, three_ms = 0;
+    for (int count : {1, 3}) {
+      while (static_cast<int>(runner_processes.size()) < count) {
+        const std::string id = "bench-runner-" + std::to_string(runner_processes.size() + 1);
+        ::mkdir((tmp / id).c_str(), 0700);
+        runner_processes.push_back(start_process({beside_me("warden-grpc").string(), "runner", "--server",
+                                                  (state / "warden.sock").string(), "--token", (pki / "runner.token").string(),
+                                                  "--state", (tmp / id).string(), "--id", id}));
+      }
+      wait_for_runners(channel, count);
+      // Unmeasured: every runner's objects and base checkouts are then cached.
+      (void)served("plan", nullptr, nullptr, "runners", count);
+      (count == 1 ? one_ms : three_ms) = served("plan", nullptr, count == 1 ? &on_one : &on_three, "runners");
+    }
+    runner_processes.clear();
     server = Server{};  // stop it: the ledger is read below by this process
+    const double per_run_checks = static_cast<double>(check_runs(state / "ledger", on_one)) / std::max<size_t>(on_one.size(), 1);
+    const double per_check = (std::max(one_ms, three_ms) - served_plan_ms) / std::max(per_run_checks, 1.0);
+    std::printf("checks on runners (median of %d)     1 runner                  %6.0f ms   (+%.0f ms over the server's sandbox)\n",
+                runs, one_ms, one_ms - served_plan_ms);
+    std::printf("                                     3 runners                 %6.0f ms   (+%.0f ms)\n", three_ms,
+                three_ms - served_plan_ms);
+    std::printf("a remote runner adds per check run   %6.1f ms (%.0f check runs a build; target <= 15 ms: %s)\n", per_check,
+                per_run_checks, per_check <= 15 ? "PASS" : "FAIL");
+    if (per_check > 15 && !quick) status = 1;
     const Latency plan = summarize(in_process);
     const Latency over_unix = summarize(proposal_latencies(state / "ledger", remote_unix));
     const Latency over_tls = summarize(proposal_latencies(state / "ledger", remote_tls));

@@ -27,6 +27,7 @@ struct BuildArgs {
   double step_timeout_s = 0;
   std::optional<int> executor_channel;
   std::optional<int> runner_channel;
+  std::string runner_quorum;
   bool json = false;
   ExecutorSandboxOptions executor_sandbox;
 };
@@ -127,6 +128,14 @@ int run(const BuildArgs& a) {
   std::optional<kernel::RunRegistration> registration;
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
   if (runner_channel) session.runner_channel = std::move(*runner_channel);
+  if (!a.runner_quorum.empty()) {
+    if (!a.runner_channel) {
+      return report_error(Error{Errc::invalid_argument, "--runner-quorum: only checks on remote runners (--runner-channel) have a quorum"}, a.json);
+    }
+    auto quorum = RunnerQuorum::parse(a.runner_quorum);
+    if (!quorum) return report_error(quorum.error(), a.json);
+    session.runner_quorum = *quorum;
+  }
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   session.stop = cancel.token();
   session.host_independent = a.clock == "logical";
@@ -187,6 +196,9 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--runner-channel", a->runner_channel,
                   "FD of a connected unix stream socket to `warden serve`: the build's checks run on the remote "
                   "runners it governs (JSON Lines; runner/channel_runner.h). Not for direct use");
+  cmd->add_option("--runner-quorum", a->runner_quorum,
+                  "K/N with --runner-channel: the checks run on N remote runners of distinct identities and count once "
+                  "K of them return the same result (default 1/1; a policy's runner_quorum, if stricter, holds)");
   cmd->add_option("--executor-profile", a->executor_sandbox.profile,
                   "Sandbox profile a command executor runs in: a built-in name or a JSON file (default executor: an "
                   "empty private workspace, the files its command names read-only, no network; recorded with every "

@@ -29,7 +29,7 @@ constexpr uint64_t kMaxBlueprintBytes = uint64_t{16} << 20;
 struct BuildArgs {
   ConnectOptions connect;
   std::string blueprint, plan_sha256, repository, executor = "plan", label, serving_identity, policy, clock,
-      checks_on;
+      checks_on, runner_quorum;
   double step_timeout_s = 0;
   bool json = false;
 };
@@ -62,6 +62,7 @@ Result<v1::StartRunRequest> start_request(const BuildArgs& a) {
   r.set_policy(a.policy);
   r.set_clock(a.clock);
   r.set_checks_on(a.checks_on);
+  r.set_runner_quorum(a.runner_quorum);
   r.set_step_timeout_ms(static_cast<uint32_t>(a.step_timeout_s * 1000));
   return r;
 }
@@ -179,6 +180,9 @@ void add_client_build(CLI::App& client, Action& action) {
                   "local (the server's own sandbox, the default) or runners (the `warden runner` processes enrolled "
                   "with the server, each in its own sandbox; the run waits for one)")
       ->check(CLI::IsMember({"local", "runners"}));
+  cmd->add_option("--runner-quorum", a->runner_quorum,
+                  "K/N with --checks-on runners: each run of checks goes to N runners of distinct identities and counts "
+                  "once K return the same result (default 1/1)");
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's)")
       ->check(CLI::Range(0.001, 86400.0));
   cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line");

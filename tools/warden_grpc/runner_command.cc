@@ -11,7 +11,11 @@
 // with a LocalRunner in its own bubblewrap sandbox (its own preflight, base checkouts under
 // STATE/cache), signs the result with its key over the claim's nonce, and answers; a task it
 // cannot run is reported as failed. One task at a time, on a worker thread, while the main
-// thread keeps heartbeating; a stream that ends stops the task's checks.
+// thread keeps heartbeating; a stream that ends stops the task's checks. The server picks
+// each task's sandbox profile, so the runner refuses one with the network on (unless started
+// with --allow-network) or one that binds or reads its state directory, and any tree naming
+// "..", ".git" or a path with "/" (a hand-made tree that a checkout would write outside its
+// directory).
 #include <fleet.grpc.pb.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -54,6 +58,7 @@ struct RunnerArgs {
   std::string state;
   std::string id;
   std::vector<std::string> labels;  // K=V
+  bool allow_network = false;
 };
 
 // What the runner keeps between starts.
@@ -446,7 +451,15 @@ class Runner {
         auto children = repo.tree_children(walk.front());
         walk.pop_front();
         if (!children) return fail(Errc::io_error, children.error().message());
-        for (const TreeChild& c : *children) visit(c.id, c.is_tree);
+        for (const TreeChild& c : *children) {
+          // A hand-made tree may name "..", "/etc/x" or ".git": written out, it would leave
+          // the workspace. None is stored past this point.
+          if (!safe_entry_name(c.name)) {
+            return fail(Errc::verification_failed, "the server sent a tree with an entry named \"" + c.name +
+                                                       "\", which no checkout may write");
+          }
+          visit(c.id, c.is_tree);
+        }
       }
       if (want.empty()) return {};
       v1::RunnerMessage ask;
@@ -478,11 +491,39 @@ class Runner {
     }
   }
 
+  // The server chooses the profile; the runner keeps its own secrets out of it: no network
+  // unless the runner allows it, and no host path that is, holds or lies in its state
+  // directory (its key) bound into the sandbox or read for the toolchain.
+  Status acceptable(const SandboxProfile& profile) {
+    if (profile.network && !args_.allow_network) {
+      return fail(Errc::failed_precondition, "the task's sandbox profile " + profile.name +
+                                                 " has the network on; this runner was not started with --allow-network");
+    }
+    std::error_code ec;
+    const fs::path state = fs::weakly_canonical(state_, ec);
+    auto touches = [&](const std::string& host) {
+      const fs::path p = fs::weakly_canonical(host, ec);
+      auto within = [](const fs::path& inner, const fs::path& outer) {
+        auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+        return o == outer.end();
+      };
+      return within(state, p) || within(p, state);
+    };
+    for (const BindMount& b : profile.ro_binds) {
+      if (touches(b.src)) return fail(Errc::failed_precondition, "the task's sandbox profile binds " + b.src + ", which holds the runner's state");
+    }
+    for (const std::string& t : profile.toolchain) {
+      if (touches(t)) return fail(Errc::failed_precondition, "the task's sandbox profile reads " + t + ", in the runner's state");
+    }
+    return {};
+  }
+
   // One LocalRunner per profile (and toolchain rule), kept: its preflight and base checkouts
   // serve every later task.
   Result<LocalRunner*> local_runner(const RemoteRunRequest& request) {
     auto profile = SandboxProfile::from_json(request.profile);
     if (!profile) return std::unexpected(profile.error());
+    if (Status st = acceptable(*profile); !st) return std::unexpected(st.error());
     const std::string key = profile->digest().str() + (request.host_independent ? "/host-independent" : "");
     if (auto it = runners_.find(key); it != runners_.end()) return it->second.get();
     RunnerOptions options;
@@ -542,6 +583,8 @@ void add_runner_command(CLI::App& app, Action& action) {
   cmd->add_option("--id", args->id,
                   "The runner's agent id, 1-128 of [A-Za-z0-9._:-] (default: made once from the host name and kept in --state)");
   cmd->add_option("--label", args->labels, "A label tasks may ask for, KEY=VALUE (repeatable)");
+  cmd->add_flag("--allow-network", args->allow_network,
+                "Run tasks whose sandbox profile has the network on (refused otherwise: the server picks the profile)");
   cmd->callback([&action, args] { action = [args] { return guarded(false, [&] { return run_runner(*args); }); }; });
 }
 
