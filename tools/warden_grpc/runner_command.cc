@@ -436,9 +436,15 @@ class Runner {
     std::deque<ObjectId> walk;
     std::vector<std::string> want;
     std::set<std::string> seen;
+    std::vector<std::string> trees;  // every tree walked: complete once this returns ok
     auto visit = [&](const ObjectId& id, bool is_tree) {
-      if (!seen.insert(id.hex()).second) return;
-      if (!repo.has_object(id)) want.push_back(id.hex());
+      const std::string hex = id.hex();
+      if (!seen.insert(hex).second) return;
+      // A tree this process saw complete (all it holds stored and its names checked) is
+      // not walked again: a task on a large repository walks only what changed.
+      if (is_tree && complete_trees_.contains(hex)) return;
+      if (is_tree) trees.push_back(hex);
+      if (!repo.has_object(id)) want.push_back(hex);
       else if (is_tree) walk.push_back(id);
     };
     for (const std::string& root : roots) {
@@ -461,7 +467,10 @@ class Runner {
           visit(c.id, c.is_tree);
         }
       }
-      if (want.empty()) return {};
+      if (want.empty()) {
+        complete_trees_.insert(trees.begin(), trees.end());
+        return {};
+      }
       v1::RunnerMessage ask;
       ask.mutable_fetch()->set_task_id(task_id);
       const size_t n = std::min<size_t>(want.size(), service::RemoteRunners::kMaxFetchIds);
@@ -546,6 +555,7 @@ class Runner {
   grpc::ClientContext* context_ = nullptr;     // guarded by mu_: the live session's call
   // The worker's alone (one task at a time, across sessions).
   std::optional<GitRepo> repo_;
+  std::set<std::string> complete_trees_;
   std::map<std::string, std::unique_ptr<LocalRunner>> runners_;
 };
 
