@@ -1,6 +1,7 @@
 #include "service/fleet.h"
 
 #include "store/lmdb_state_store.h"
+#include "store/record_checks.h"
 #include "store/redis_state_store.h"
 
 namespace warden::service {
@@ -69,7 +70,9 @@ Result<std::unique_ptr<Fleet>> Fleet::open(const FleetOptions& options, Clock& c
   if (!store) return std::unexpected(store.error());
   auto sup = supervisor::Supervisor::create(**store, clock, random, options.supervisor);
   if (!sup) return std::unexpected(sup.error());
-  return std::unique_ptr<Fleet>(new Fleet(options, std::move(*store), std::move(*sup), std::move(on_ready)));
+  char instance[17];
+  std::snprintf(instance, sizeof instance, "%016llx", static_cast<unsigned long long>(random.next_u64()));
+  return std::unique_ptr<Fleet>(new Fleet(options, instance, std::move(*store), std::move(*sup), std::move(on_ready)));
 }
 
 void Fleet::start(std::function<Status()> after_tick,
@@ -81,15 +84,26 @@ void Fleet::start(std::function<Status()> after_tick,
   loop_ = std::thread([this] { loop(); });
 }
 
-Fleet::Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std::unique_ptr<supervisor::Supervisor> sup,
-             std::function<void(bool, const std::string&)> on_ready)
-    : options_(std::move(options)), store_(std::move(store)), supervisor_(std::move(sup)), on_ready_(std::move(on_ready)) {}
+Fleet::Fleet(FleetOptions options, std::string instance, std::unique_ptr<store::StateStore> store,
+             std::unique_ptr<supervisor::Supervisor> sup, std::function<void(bool, const std::string&)> on_ready)
+    : options_(std::move(options)),
+      instance_(std::move(instance)),
+      store_(std::move(store)),
+      supervisor_(std::move(sup)),
+      on_ready_(std::move(on_ready)) {}
 
 Fleet::~Fleet() { stop(); }
 
 std::string Fleet::store_name() const {
   if (options_.store.empty() || options_.store == "lmdb") return "lmdb";
   return options_.store + " " + options_.redis_prefix;
+}
+
+std::string Fleet::runner_task_kind(std::string_view owner) const {
+  std::string kind = "runner." + instance_;
+  if (owner.empty()) return kind;
+  kind.append(":").append(owner);
+  return store::check_id(kind, "kind") ? kind : std::string();
 }
 
 std::string Fleet::describe() const {
@@ -118,7 +132,17 @@ void Fleet::stop() {
 Status Fleet::tick() {
   auto failed = supervisor_->detect_failures();
   if (!failed) return std::unexpected(failed.error().with_context("detecting failed agents"));
-  auto assigned = supervisor_->assign();
+  // Runners take only the runner tasks of the server they are connected to, and only that
+  // server assigns them; other agents (spawned executors) take any task of their role.
+  supervisor::AssignScope scope;
+  scope.may_take = [this](const supervisor::AgentView& v) { return v.record.role != "runner" || sessions_.connected(v.record.id); };
+  scope.kinds = [this](const supervisor::AgentView& v) {
+    if (v.record.role != "runner") return std::vector<std::string>{v.record.role};
+    std::vector<std::string> kinds{runner_task_kind()};
+    if (std::string owned = runner_task_kind(v.owner); !owned.empty()) kinds.push_back(std::move(owned));
+    return kinds;
+  };
+  auto assigned = supervisor_->assign(scope);
   if (!assigned) return std::unexpected(assigned.error().with_context("assigning tasks"));
   if (on_assigned_ && !assigned->empty()) on_assigned_(*assigned);
   if (after_tick_) return after_tick_();

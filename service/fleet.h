@@ -109,15 +109,22 @@ class Fleet {
   // The store as the ledger's fleet_event records name it: "lmdb" (the state directory's own)
   // or the Redis address with its key prefix.
   std::string store_name() const;
+  // The kind of the check tasks this server queues for its runners: "runner.<instance>", or
+  // with an owner "runner.<instance>:<owner>" (one member of a quorum; empty when the owner
+  // cannot be part of a kind). Only runners connected to this server take them, and this
+  // server assigns only those: a task's result must come back through the server whose build
+  // waits for it, which several servers on one Redis would otherwise break.
+  std::string runner_task_kind(std::string_view owner = {}) const;
 
  private:
-  Fleet(FleetOptions options, std::unique_ptr<store::StateStore> store, std::unique_ptr<supervisor::Supervisor> sup,
-        std::function<void(bool, const std::string&)> on_ready);
+  Fleet(FleetOptions options, std::string instance, std::unique_ptr<store::StateStore> store,
+        std::unique_ptr<supervisor::Supervisor> sup, std::function<void(bool, const std::string&)> on_ready);
   void loop();
   // One pass: detect failures, assign; the first error, or ok.
   Status tick();
 
   const FleetOptions options_;
+  std::string instance_;  // random, per process: names this server's runner tasks
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<supervisor::Supervisor> supervisor_;
   std::function<void(bool, const std::string&)> on_ready_;

@@ -158,14 +158,14 @@ Status RemoteRunners::queue(const std::shared_ptr<Channel>& channel, const std::
     if (!pending_.try_emplace(id, Pending{channel, request, nullptr}).second) {
       return fail(Errc::already_exists, "request " + id + " is already queued");
     }
-    Status queued = fleet_.store().enqueue(store::Task{id, 0, "runner", payload});
+    Status queued = fleet_.store().enqueue(store::Task{id, 0, fleet_.runner_task_kind(), payload});
     if (!queued) pending_.erase(id);
     return queued;
   }
   // The identities of the runners connected here, in name order: the first n serve.
   std::set<std::string> owners;
   for (const auto& [agent, mailbox] : mailboxes_) {
-    if (!supervisor::owner_kind("runner", mailbox->owner).empty()) owners.insert(mailbox->owner);
+    if (!fleet_.runner_task_kind(mailbox->owner).empty()) owners.insert(mailbox->owner);
   }
   if (owners.size() < rule.n) {
     return fail(Errc::failed_precondition, "a quorum of " + std::to_string(rule.k) + " of " + std::to_string(rule.n) +
@@ -180,7 +180,7 @@ Status RemoteRunners::queue(const std::shared_ptr<Channel>& channel, const std::
       close_quorum_locked(quorum);
       return fail(Errc::already_exists, "request " + id + " is already queued");
     }
-    if (Status st = fleet_.store().enqueue(store::Task{member, 0, supervisor::owner_kind("runner", *owner), payload}); !st) {
+    if (Status st = fleet_.store().enqueue(store::Task{member, 0, fleet_.runner_task_kind(*owner), payload}); !st) {
       close_quorum_locked(quorum);
       return st;
     }
@@ -273,8 +273,9 @@ void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRe
 
 void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignments) {
   for (const supervisor::Assignment& a : assignments) {
-    // Runner tasks: "runner", or a quorum member's "runner:<owner>".
-    if (a.claim.task.kind != "runner" && !a.claim.task.kind.starts_with("runner:")) continue;
+    // This server's runner tasks (Fleet::runner_task_kind), a quorum member's included.
+    const std::string ours = fleet_.runner_task_kind();
+    if (a.claim.task.kind != ours && !a.claim.task.kind.starts_with(ours + ":")) continue;
     const store::ClaimRef ref = a.claim.ref();
     enum class Next { sent, leave, drop } next = Next::drop;
     std::shared_ptr<Channel> tell;  // the child to tell its task was given up

@@ -3,7 +3,8 @@
 // the other end), the tasks it queued in the fleet's store, and each enrolled runner's stream
 // while it holds one of them.
 //
-// A run request from the child becomes a task of kind "runner" (its id the request's id, its
+// A run request from the child becomes a task of this server's runner kind
+// (Fleet::runner_task_kind: only runners connected here take it; its id the request's id, its
 // payload the RemoteRunRequest); the supervisor assigns it to an idle runner (Fleet's loop
 // calls dispatch()), and the CheckTask goes out on that runner's stream with a fresh nonce.
 // While the runner holds the claim it may fetch the objects of the task's two trees, and only

@@ -357,7 +357,7 @@ Result<std::vector<std::string>> Supervisor::detect_failures() {
   return failed;
 }
 
-Result<std::vector<Assignment>> Supervisor::assign() {
+Result<std::vector<Assignment>> Supervisor::assign(const AssignScope& scope) {
   std::lock_guard lock(mu_);
   const int64_t now = clock_.now_ms();
   auto listed = store_.list_agents();
@@ -373,12 +373,15 @@ Result<std::vector<Assignment>> Supervisor::assign() {
     // One undecodable record costs its agent its turn, not the fleet its pass.
     if (auto decoded = decode_into(view.record, view); !decoded) continue;
     if (view.state != AgentState::idle || view.down || view.drained) continue;
+    if (scope.may_take && !scope.may_take(view)) continue;
     RestartPolicy& policy = policy_locked(view.record.id);
     if (!policy.may_assign(now)) continue;
     // Tasks of its role, and those addressed to its owner ("runner:<owner>": one member of a
     // quorum, which must be run by a distinct identity).
     store::ClaimFilter filter{{view.record.role}};
     if (const std::string owned = owner_kind(view.record.role, view.owner); !owned.empty()) filter.kinds.push_back(owned);
+    if (scope.kinds) filter.kinds = scope.kinds(view);
+    if (filter.kinds.empty()) continue;
     auto claimed = store_.claim(view.record.id, now, config_.visibility_timeout_ms, filter);
     if (!claimed) {
       // The store failed: what this pass already assigned is returned (those agents hold
@@ -393,8 +396,8 @@ Result<std::vector<Assignment>> Supervisor::assign() {
     auto moved = update(view.record.id, now, [&](AgentView& current) -> Status {
       // Another supervisor may have assigned or failed the agent since it was listed, or it
       // registered again with another role.
-      const bool its_kind = claim.task.kind == current.record.role ||
-                            claim.task.kind == owner_kind(current.record.role, current.owner);
+      const bool its_kind = std::find(filter.kinds.begin(), filter.kinds.end(), claim.task.kind) != filter.kinds.end() &&
+                            current.record.role == view.record.role && current.owner == view.owner;
       if (current.down || current.drained || !its_kind) {
         return fail(Errc::failed_precondition, "agent no longer available");
       }

@@ -98,6 +98,14 @@ struct AgentView {
 // would not be a valid id. Agents with an owner claim these besides tasks of their role.
 std::string owner_kind(std::string_view role, std::string_view owner);
 
+// Which agents one assignment pass may give tasks, and of which kinds. The default: every
+// agent, tasks of its role and those addressed to its owner (owner_kind). A server whose
+// runners' tasks only it can deliver narrows both (service/fleet.h).
+struct AssignScope {
+  std::function<bool(const AgentView&)> may_take;                 // empty: every agent
+  std::function<std::vector<std::string>(const AgentView&)> kinds;  // empty: the default kinds
+};
+
 struct Assignment {
   std::string agent_id;
   store::Claim claim;
@@ -129,7 +137,7 @@ class Supervisor {
   // (cooldown over, breaker closed or probing, not given up) gets the highest-priority
   // claimable task of its role, if there is one. Agents are visited from a rotating start,
   // so no agent is always first.
-  Result<std::vector<Assignment>> assign();
+  Result<std::vector<Assignment>> assign(const AssignScope& scope = {});
 
   // The agent began the task of `claim` (assigned -> working).
   Status started(std::string_view agent_id, const store::ClaimRef& claim);

@@ -23,6 +23,7 @@
 #include "tests/service/runs_fixture.h"
 #include "tests/service/serve_fixture.h"
 #include "tests/support/files.h"
+#include "tests/support/redis_server.h"
 
 namespace warden::test {
 namespace {
@@ -70,9 +71,10 @@ class RemoteChecks : public ServeRuns {
     return c;
   }
 
-  Child serve() {
+  Child serve(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"--heartbeat-interval-ms", "200", "--missed-heartbeats", "2"};
     if (!tokens_file.empty()) args.insert(args.end(), {"--tokens", tokens_file.string()});
+    args.insert(args.end(), extra.begin(), extra.end());
     return start(args);
   }
 
@@ -81,10 +83,11 @@ class RemoteChecks : public ServeRuns {
     return server.wait();
   }
 
-  Child runner(const std::string& id, const std::string& token = "") {
+  Child runner(const std::string& id, const std::string& token = "", const std::string& server = "") {
     fs::create_directory(tmp / id);
     fs::permissions(tmp / id, fs::perms::owner_all, fs::perm_options::replace);
-    std::vector<std::string> argv{warden_binary(), "runner", "--server", socket.string(), "--state", (tmp / id).string(), "--id", id};
+    std::vector<std::string> argv{warden_binary(), "runner", "--server", server.empty() ? socket.string() : server,
+                                  "--state", (tmp / id).string(), "--id", id};
     if (!token.empty()) argv.insert(argv.end(), {"--token", token_file(token).string()});
     return Child::spawn(argv);
   }
@@ -457,6 +460,54 @@ TEST_F(RemoteChecks, ATwoOfThreeQuorumPassesWithOneLyingRunnerAndNamesIt) {
   ProcessResult events = warden({"ledger", "show", ledger.string(), "--kind", "fleet_event", "--json"});
   ASSERT_TRUE(events.exited_with(0));
   EXPECT_NE(events.out.find("disagrees with the quorum"), std::string::npos) << events.out;
+}
+
+// Two servers on one Redis share one fleet, but a build's checks must come back through the
+// server whose build waits for them: each server's runner tasks go only to the runners
+// connected to it, so both builds complete, each on its own server's runner (before, either
+// server could give a task to the other's runner, and the build waited out its step).
+TEST_F(RemoteChecks, TwoServersOnOneRedisEachRunTheirBuildsChecksOnTheirOwnRunners) {
+  RedisServer redis(tmp / "redis");
+  ASSERT_TRUE(redis.start()) << redis.log();
+  const std::string store = "unix:" + (tmp / "redis" / "redis.sock").string();
+  Child first = serve({"--store", store});
+  const fs::path state2 = tmp / "state2";
+  fs::create_directory(state2);
+  fs::permissions(state2, fs::perms::owner_all, fs::perm_options::replace);
+  const fs::path socket2 = state2 / "warden.sock";
+  Child second = Child::spawn({warden_binary(), "serve", "--state", state2.string(), "--blueprints", blueprints.string(),
+                               "--store", store, "--heartbeat-interval-ms", "200", "--missed-heartbeats", "2"});
+  for (int i = 0; i < 600 && !fs::exists(socket2); ++i) second.pump(std::chrono::steady_clock::now() + 50ms);
+  ASSERT_TRUE(fs::exists(socket2)) << second.err();
+  Child a = runner("runner-a");
+  Child b = runner("runner-b", "", socket2.string());
+  wait_connected({"runner-a"});
+  ASSERT_TRUE(eventually_listed({"--server", socket2.string()}, [](const AgentListing& agents) {
+    return agents.contains("runner-b") && agents.at("runner-b").value("connected", false);
+  }, 30s));
+
+  auto build_at = [&](const fs::path& sock) {
+    return Child::spawn({warden_binary(), "build", "calculator", "--server", sock.string(), "--repository", "calc",
+                         "--checks-on", "runners", "--json"});
+  };
+  Child at_first = build_at(socket);
+  Child at_second = build_at(socket2);
+  ProcessResult one = at_first.wait();
+  ProcessResult two = at_second.wait();
+  ASSERT_TRUE(one.exited_with(0)) << describe(one) << read_file_or_empty(state / "runs" / "children.log");
+  ASSERT_TRUE(two.exited_with(0)) << describe(two) << read_file_or_empty(state2 / "runs" / "children.log");
+  const std::string first_run = stdout_json(one).value("run_id", "");
+  const std::string second_run = stdout_json(two).value("run_id", "");
+  for (const auto& r : results(first_run)) expect_signed(r, {"runner-a"});
+  std::vector<nlohmann::json> second_results;
+  for (const char* kind : {"run_result", "base_run", "oracle_run"}) {
+    for (auto& r : recorded(state2 / "ledger", kind, second_run)) second_results.push_back(r["payload"]);
+  }
+  ASSERT_FALSE(second_results.empty());
+  for (const auto& r : second_results) expect_signed(r, {"runner-b"});
+  second.kill(SIGTERM);
+  (void)second.wait();
+  stop(first);
 }
 
 }  // namespace
