@@ -515,6 +515,12 @@ void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
   finish(std::move(settled));
 }
 
+bool RemoteRunners::starved() {
+  std::lock_guard lock(mu_);
+  if (!mailboxes_.empty()) return false;
+  return std::any_of(pending_.begin(), pending_.end(), [](const auto& p) { return p.second.channel != nullptr; });
+}
+
 void RemoteRunners::renew(Mailbox& mailbox) {
   std::optional<store::ClaimRef> claim;
   {

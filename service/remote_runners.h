@@ -107,6 +107,9 @@ class RemoteRunners {
   void failed(Mailbox& mailbox, const v1::TaskFailed& report);
   // A heartbeat while it holds a task keeps the claim's lease.
   void renew(Mailbox& mailbox);
+  // A build waits for a run of checks and no runner is connected here to take it: the
+  // server is not ready for such builds (health).
+  bool starved();
 
  private:
   struct Channel;

@@ -177,16 +177,19 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   health.set("warden.v1.Agents", false);
   health.set("warden.v1.Runners", false);
   // The fleet's loop reports its readiness from its own thread; the server as a whole is
-  // ready when the kernel and the fleet are.
-  // Both readiness inputs, and the whole server's status derived from them, under one lock:
-  // the loop's thread and this one must not set "" in the wrong order.
+  // ready when the kernel and the fleet are, and, while a build waits for runners to run its
+  // checks, when one is connected (warden.v1.Runners says the same).
+  // The readiness inputs, and the statuses derived from them, under one lock: the loop's
+  // thread and this one must not set them in the wrong order.
   std::mutex ready_mu;
-  bool fleet_ready = false, kernel_ready = false;  // guarded by ready_mu
-  auto set_ready = [&](std::optional<bool> fleet_now, std::optional<bool> kernel_now) {
+  bool fleet_ready = false, kernel_ready = false, runners_starved = false;  // guarded by ready_mu
+  auto set_ready = [&](std::optional<bool> fleet_now, std::optional<bool> kernel_now, std::optional<bool> starved_now = {}) {
     std::lock_guard lock(ready_mu);
     if (fleet_now) fleet_ready = *fleet_now;
     if (kernel_now) kernel_ready = *kernel_now;
-    health.set("", fleet_ready && kernel_ready);
+    if (starved_now) runners_starved = *starved_now;
+    health.set("warden.v1.Runners", fleet_ready && !runners_starved);
+    health.set("", fleet_ready && kernel_ready && !runners_starved);
   };
   SystemClock fleet_clock;
   SystemRandomSource fleet_random;
@@ -194,7 +197,6 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   fleet_options.state_dir = options.state_dir;
   auto fleet = Fleet::open(fleet_options, fleet_clock, fleet_random, [&](bool ready, const std::string& why) {
     health.set("warden.v1.Agents", ready);
-    health.set("warden.v1.Runners", ready);
     set_ready(ready, std::nullopt);
     if (!why.empty()) log << "warden serve: the fleet's store failed: " << why << "\n" << std::flush;
   });
@@ -217,7 +219,8 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   RemoteRunners remote_runners(**fleet, fleet_random);
   KernelService kernel_service(kernel_options, **ledger, runs, in_flight, *tokens, remote, remote_runners, streams);
   (*fleet)->start(
-      [&recorder, &log]() -> Status {
+      [&recorder, &log, &remote_runners, &set_ready]() -> Status {
+        set_ready(std::nullopt, std::nullopt, remote_runners.starved());
         auto pumped = (*recorder)->pump();
         if (!pumped) return std::unexpected(pumped.error());
         if (!pumped->note.empty()) log << "warden serve: " << pumped->note << "\n" << std::flush;

@@ -510,5 +510,36 @@ TEST_F(RemoteChecks, TwoServersOnOneRedisEachRunTheirBuildsChecksOnTheirOwnRunne
   stop(first);
 }
 
+// Readiness needs a runner when a build waits for one: with a build's checks queued and no
+// runner connected, warden.v1.Runners and the server as a whole are NOT_SERVING; a runner
+// that connects makes them SERVING again, and the build goes on.
+TEST_F(RemoteChecks, WhileABuildWaitsForRunnersAndNoneIsConnectedTheServerIsNotReady) {
+  Child server = serve();
+  auto status = [&](const std::string& service) { return health_status(channel(), service); };
+  auto becomes = [&](const std::string& service, int wanted) {
+    for (int i = 0; i < 200; ++i) {
+      if (status(service) == wanted) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  ASSERT_TRUE(becomes("", 1)) << "ready with no build waiting, runners or not";
+  EXPECT_EQ(status("warden.v1.Runners"), 1);
+  Child build = Child::spawn([&] {
+    std::vector<std::string> argv{warden_binary()};
+    for (auto& a : build_argv("calculator", "calc")) argv.push_back(a);
+    return argv;
+  }());
+  EXPECT_TRUE(becomes("warden.v1.Runners", 2)) << server.err();
+  EXPECT_EQ(status(""), 2);
+  EXPECT_EQ(status("warden.v1.Kernel"), 1) << "the kernel itself is fine";
+  Child a = runner("runner-a");
+  EXPECT_TRUE(becomes("warden.v1.Runners", 1));
+  ProcessResult built = build.wait();
+  ASSERT_TRUE(built.exited_with(0)) << describe(built);
+  EXPECT_TRUE(becomes("", 1));
+  stop(server);
+}
+
 }  // namespace
 }  // namespace warden::test
