@@ -43,4 +43,38 @@ bool ran_no_tests(const CheckResult& check) {
          no_test_ran(agreed->tests);
 }
 
+std::string judge_run(const CheckRun& run, const CheckSpec& spec) {
+  if (run.outcome == kError) return kError;
+  std::optional<TestJudgement> judgement;
+  if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
+    judgement = judge_tests(run.tests, spec.fail_to_pass, spec.pass_to_pass);
+  }
+  return run_outcome(run, spec, judgement);
+}
+
+void judge_check(CheckResult& c, const CheckSpec& spec) {
+  c.verdict = combine_runs(c.runs, spec.effective_quorum());
+  auto agreed = std::find_if(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.outcome != kError; });
+  c.tests = agreed != c.runs.end() ? agreed->tests : std::vector<TestCase>{};
+  c.judgement.reset();
+  if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
+    c.judgement = judge_tests(c.tests, spec.fail_to_pass, spec.pass_to_pass);
+    // A flaky or broken check proves nothing about its tests.
+    if (c.verdict != kPassed) c.judgement->ok = false;
+  }
+}
+
+std::map<std::string, InvariantVerdict> prove_invariants(const std::vector<CheckSpec>& specs,
+                                                         const std::vector<CheckResult>& checks) {
+  std::map<std::string, InvariantVerdict> out;
+  for (size_t i = 0; i < specs.size() && i < checks.size(); ++i) {
+    for (const auto& invariant : specs[i].proves) {
+      const bool passed = checks[i].verdict == kPassed;
+      auto [it, fresh] = out.try_emplace(invariant, InvariantVerdict{passed, checks[i].name});
+      if (!fresh && it->second.proven && !passed) it->second = InvariantVerdict{false, checks[i].name};
+    }
+  }
+  return out;
+}
+
 }  // namespace warden

@@ -326,11 +326,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
     }
     run.artifacts.push_back(std::move(a));
   }
-  std::optional<TestJudgement> judgement;
-  if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
-    judgement = judge_tests(run.tests, spec.fail_to_pass, spec.pass_to_pass);
-  }
-  run.outcome = run_outcome(run, spec, judgement);
+  run.outcome = judge_run(run, spec);
   return run;
 }
 
@@ -340,14 +336,7 @@ CheckResult LocalRunner::run_check(const PreparedWorkspace& ws, const CheckSpec&
   c.argv = spec.argv;
   c.spec_sha256 = spec.digest();
   for (int64_t i = 0; i < spec.runs; ++i) c.runs.push_back(run_once(ws, spec, from));
-  c.verdict = combine_runs(c.runs, spec.effective_quorum());
-  auto agreed = std::find_if(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.outcome != kError; });
-  if (agreed != c.runs.end()) c.tests = agreed->tests;
-  if (!spec.fail_to_pass.empty() || !spec.pass_to_pass.empty()) {
-    c.judgement = judge_tests(c.tests, spec.fail_to_pass, spec.pass_to_pass);
-    // A flaky or broken check proves nothing about its tests.
-    if (c.verdict != kPassed) c.judgement->ok = false;
-  }
+  judge_check(c, spec);
   return c;
 }
 
@@ -419,13 +408,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   }
   stop_ = {};
   bodies_ = nullptr;
-  for (size_t i = 0; i < request.checks.size(); ++i) {
-    for (const auto& invariant : request.checks[i].proves) {
-      bool passed = r.checks[i].verdict == kPassed;
-      auto [it, fresh] = r.invariants.try_emplace(invariant, InvariantVerdict{passed, r.checks[i].name});
-      if (!fresh && it->second.proven && !passed) it->second = InvariantVerdict{false, r.checks[i].name};
-    }
-  }
+  r.invariants = prove_invariants(request.checks, r.checks);
   r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (use_cache && ResultCache::cacheable(r)) {
     // Losing a cache entry costs a rerun, never a wrong answer: a failed store is not fatal.

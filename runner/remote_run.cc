@@ -6,6 +6,7 @@
 #include "common/encoding.h"
 #include "common/json_reader.h"
 #include "diff/diff.h"
+#include "runner/check_verdict.h"
 #include "runner/sandbox_profile.h"
 
 namespace warden {
@@ -165,6 +166,35 @@ Status check_remote_result(GitRepo& repo, const RemoteRunRequest& request, const
       return mismatch("check " + std::to_string(i + 1) + " (" + result.checks[i].name + ") is not the check " + spec.name +
                       " it was sent");
     }
+  }
+  // The verdicts follow from the recorded runs by the rules every runner applies
+  // (check_verdict.h): a runner may lie about what a run did, which a quorum catches, but not
+  // about what its own evidence means.
+  for (size_t i = 0; i < request.checks.size(); ++i) {
+    const CheckSpec& spec = request.checks[i];
+    const CheckResult& c = result.checks[i];
+    if (static_cast<int64_t>(c.runs.size()) != spec.runs) {
+      return mismatch("holds " + std::to_string(c.runs.size()) + " runs of check " + spec.name + ", whose spec asks for " +
+                      std::to_string(spec.runs));
+    }
+    for (size_t j = 0; j < c.runs.size(); ++j) {
+      const std::string derived = judge_run(c.runs[j], spec);
+      if (derived != c.runs[j].outcome) {
+        return mismatch("gives run " + std::to_string(j + 1) + " of check " + spec.name + " the outcome \"" + c.runs[j].outcome +
+                        "\"; its evidence gives \"" + derived + "\"");
+      }
+    }
+    CheckResult judged = c;
+    judge_check(judged, spec);
+    if (judged.verdict != c.verdict) {
+      return mismatch("gives check " + spec.name + " the verdict \"" + c.verdict + "\"; its runs give \"" + judged.verdict + "\"");
+    }
+    if (judged.tests != c.tests || judged.judgement != c.judgement) {
+      return mismatch("gives check " + spec.name + " tests or a judgement its runs do not");
+    }
+  }
+  if (prove_invariants(request.checks, result.checks) != result.invariants) {
+    return mismatch("names invariants (proven or not) that its checks' verdicts do not give");
   }
   auto tree = ObjectId::parse(request.tree);
   if (!tree) return fail(Errc::invalid_argument, tree.error().message());

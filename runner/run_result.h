@@ -59,9 +59,11 @@ struct TestJudgement {
   struct Item {
     std::string id;
     std::string status;  // the test's status, or "missing" when the report lacks it
+    bool operator==(const Item&) const = default;
   };
   std::vector<Item> fail_to_pass, pass_to_pass;
   bool ok = false;  // every listed test passed
+  bool operator==(const TestJudgement&) const = default;
 };
 
 // One execution of a check.
@@ -97,6 +99,7 @@ struct CheckResult {
 struct InvariantVerdict {
   bool proven = false;
   std::string check;  // the check that proves it (the first failing one when it is not proven)
+  bool operator==(const InvariantVerdict&) const = default;
 };
 
 struct RunResult {

@@ -63,7 +63,7 @@ class ChannelRunnerTest : public ::testing::Test {
   // Runs one request through a ChannelRunner whose far end answers with `alter` applied.
   Checked<RunOutcome> exchange(const std::function<void(Answer&, const std::string& task, const std::string& nonce)>& alter,
                                const std::function<void(LineSocket&, const std::string& id)>& before = {},
-                               RunnerQuorum quorum = {}) {
+                               RunnerQuorum quorum = {}, std::vector<CheckSpec> checks = {}) {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     ChannelRunner runner{UniqueFd(fds[0]), test_profile(), false, quorum};
@@ -110,7 +110,7 @@ class ChannelRunnerTest : public ::testing::Test {
     RunRequest request;
     request.base_tree = base_tree_;
     request.diff = &diff_;
-    request.checks = {CheckSpec::shell("ok", "cat a.txt b.txt")};
+    request.checks = checks.empty() ? std::vector<CheckSpec>{CheckSpec::shell("ok", "cat a.txt b.txt")} : std::move(checks);
     auto out = runner.run(*git_, request);
     far.join();
     return out;
@@ -360,6 +360,55 @@ TEST_F(ChannelRunnerTest, AQuorumsResultCountsOnlyWithKSignaturesOfDistinctIdent
   }, {}, two_of_three);
   ASSERT_FALSE(other_result);
   EXPECT_NE(other_result.error().detail.find("signature"), std::string::npos) << other_result.error().detail;
+}
+
+// The verdicts are the runner's word only as far as its evidence goes: a runner that signs a
+// check "passed" (or an invariant proven) while the runs it recorded failed would have the
+// kernel accept a broken change, and replay, which judges the recorded verdicts, agree. The
+// kernel re-derives each run's outcome, each check's verdict and judgement, and the
+// invariants from the recorded runs and the specs it sent (check_verdict.h), and counts the
+// runs against each spec.
+TEST_F(ChannelRunnerTest, AVerdictTheRecordedRunsDoNotSupportIsRefused) {
+  CheckSpec failing = CheckSpec::shell("tests", "echo one test failed; exit 1");
+  failing.proves = {"works"};
+  CheckSpec repeated = CheckSpec::shell("again", "exit 1");
+  repeated.runs = 3;
+  const std::vector<CheckSpec> checks = {failing, repeated};
+
+  auto honest = exchange([](Answer&, const std::string&, const std::string&) {}, {}, {}, checks);
+  ASSERT_TRUE(honest) << honest.error().message();
+  ASSERT_EQ(honest->result.checks.size(), 2u);
+  EXPECT_EQ(honest->result.checks[0].verdict, "failed");
+  EXPECT_FALSE(honest->result.invariants.at("works").proven);
+
+  struct Case {
+    const char* what;
+    std::function<void(RunResult&)> lie;
+    const char* reason;
+  };
+  const std::vector<Case> cases = {
+      {"a failed check signed as passed",
+       [](RunResult& r) { r.checks[0].verdict = "passed"; }, "verdict"},
+      {"a failed run signed as passed, and its check with it",
+       [](RunResult& r) {
+         r.checks[0].runs[0].outcome = "passed";
+         r.checks[0].verdict = "passed";
+       },
+       "outcome"},
+      {"an invariant signed as proven by a check that failed",
+       [](RunResult& r) { r.invariants["works"].proven = true; }, "invariants"},
+      {"one run where the spec asks for three",
+       [](RunResult& r) { r.checks[1].runs.resize(1); }, "runs"},
+      {"an invariant left out",
+       [](RunResult& r) { r.invariants.clear(); }, "invariants"},
+  };
+  for (const Case& c : cases) {
+    auto out = exchange([&](Answer& a, const std::string& task, const std::string& nonce) { resign(a, task, nonce, c.lie); }, {}, {},
+                        checks);
+    ASSERT_FALSE(out) << c.what << ": accepted";
+    EXPECT_EQ(out.error().code, RefusalCode::runner_error) << c.what;
+    EXPECT_NE(out.error().detail.find(c.reason), std::string::npos) << c.what << ": " << out.error().detail;
+  }
 }
 
 }  // namespace

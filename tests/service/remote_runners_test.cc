@@ -17,6 +17,7 @@
 #include "common/encoding.h"
 #include "diff/diff.h"
 #include "runner/check_spec.h"
+#include "runner/check_verdict.h"
 #include "runner/run_result.h"
 #include "runner/sandbox_profile.h"
 #include "runner/tree_hash.h"
@@ -316,15 +317,30 @@ class LyingRunner {
     r.profile = profile.name;
     r.profile_sha256 = profile.digest();
     r.preflight.ok = true;
+    // Runs that say every check passed, consistent with the rules a verdict follows from its
+    // runs (the kernel re-derives those): the lie is in what the runs did, never ran.
+    std::vector<CheckSpec> specs;
     for (const auto& spec_json : request["checks"]) {
       auto spec = CheckSpec::from_json(spec_json).value();
+      CheckRun run;
+      run.exit_code = 0;
+      run.report = spec.report_format == "none" ? "none" : "parsed";
+      for (const auto* ids : {&spec.fail_to_pass, &spec.pass_to_pass}) {
+        for (const std::string& id : *ids) run.tests.push_back(TestCase{id, "passed"});
+      }
+      run.tests.push_back(TestCase{"made_up", "passed"});
+      std::sort(run.tests.begin(), run.tests.end(), [](const TestCase& a, const TestCase& b) { return a.id < b.id; });
+      run.outcome = judge_run(run, spec);
       CheckResult c;
       c.name = spec.name;
       c.argv = spec.argv;
       c.spec_sha256 = spec.digest();
-      c.verdict = "passed";
+      c.runs.assign(static_cast<size_t>(spec.runs), run);
+      judge_check(c, spec);
       r.checks.push_back(c);
+      specs.push_back(std::move(spec));
     }
+    r.invariants = prove_invariants(specs, r.checks);
     const std::string nonce = to_hex(task.nonce());
     auto& signer = kind == 2 ? other_ : key_;
     auto sig = signer.sign(result_message(id_, task.task_id(), nonce, r.deterministic_digest().str())).value();
