@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "common/clock.h"
 #include "kernel/blob_refs.h"
@@ -96,6 +98,7 @@ class Replayer {
       if (Status st = visit(*payload); !st) return st;
       ++report_.records;
     }
+    if (report_.ok()) check_enrolments();
     if (repo_ && report_.ok()) check_branches();
     return {};
   }
@@ -161,6 +164,12 @@ class Replayer {
       return {};
     }
     last = r.store_seq;
+    // An enrolment: the key a runner signs with, as the server pinned it.
+    const Json& e = r.event;
+    if (e.value("type", "") == "registered" && e.contains("key") && e["key"].is_string() && e.contains("owner") &&
+        e["owner"].is_string()) {
+      enrolled_.insert({e.value("agent", ""), e["owner"].get<std::string>(), e["key"].get<std::string>()});
+    }
     return {};
   }
 
@@ -171,8 +180,9 @@ class Replayer {
 
   // A result remote runners ran carries their signatures (runner/remote_run.h): each must be
   // its key's over exactly the recorded result, by runners of distinct identities, so no
-  // record claims a runner, or a quorum, that did not sign it. Whether each key was that
-  // runner's enrolled one is the fleet's record.
+  // record claims a runner, or a quorum, that did not sign it. Each key must also be the one
+  // the fleet's record says the runner enrolled with (check_enrolments, once the whole ledger
+  // is read: the server copies the fleet's events into the ledger on its own schedule).
   template <typename R>
   Status attested(const R& r) {
     if (!r.attestations) return {};
@@ -187,6 +197,7 @@ class Replayer {
         problem(st.error().message);
         return {};
       }
+      signers_.push_back({seq_, kind_, {a->agent_id, a->owner, a->key}});
       if (!agents.insert(a->agent_id).second || !owners.insert(a->owner).second) {
         problem("runner " + a->agent_id + " (" + a->owner + ") signs the result twice: a quorum's runners are of distinct identities");
         return {};
@@ -668,6 +679,19 @@ class Replayer {
     return true;
   }
 
+  // Every runner that signs a result must have enrolled with that key under that identity:
+  // a signature by a key the fleet never pinned proves nothing about who ran the checks.
+  void check_enrolments() {
+    for (const Signer& s : signers_) {
+      if (enrolled_.contains(s.enrolment)) continue;
+      const auto& [agent, owner, key] = s.enrolment;
+      problem(s.seq, s.kind,
+              "runner " + agent + " (" + owner + ") signs with key " + key +
+                  ", but no fleet event in the ledger records that runner enrolling with that key and identity");
+      return;
+    }
+  }
+
   // The world against the log: every branch the ledger moved must be where the ledger last
   // put it. A tip at an unconfirmed intent is a move that was interrupted: allowed, and said.
   void check_branches() {
@@ -699,6 +723,14 @@ class Replayer {
   ReplayReport& report_;
   std::map<std::string, RunFacts> runs_;
   std::map<std::string, uint64_t> fleet_seqs_;  // the last fleet event seen of each store
+  using Enrolment = std::tuple<std::string, std::string, std::string>;  // agent, owner, key
+  struct Signer {
+    uint64_t seq;
+    std::string kind;
+    Enrolment enrolment;
+  };
+  std::set<Enrolment> enrolled_;  // from the fleet's registered events
+  std::vector<Signer> signers_;   // every attestation, by record
   std::map<std::string, BranchFacts> branches_;  // by full ref name
   std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
   std::map<uint64_t, std::pair<std::string, std::string>> policy_seqs_;  // policy record seq -> run, policy digest

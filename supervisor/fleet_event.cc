@@ -48,6 +48,8 @@ std::string encode(const FleetEvent& event) {
   if (event.delay_ms != 0) json["delay_ms"] = event.delay_ms;
   if (!event.circuit.empty()) json["circuit"] = event.circuit;
   if (!event.reason.empty()) json["reason"] = event.reason;
+  if (!event.owner.empty()) json["owner"] = event.owner;
+  if (!event.key.empty()) json["key"] = event.key;
   // Ids reach here checked (store/record_checks.h) and reasons escaped, so canonicalization
   // succeeds; should a string still be invalid UTF-8, it is written with U+FFFD rather than
   // throwing from nlohmann's strict dump.
@@ -72,6 +74,8 @@ Result<FleetEvent> decode_fleet_event(std::string_view bytes) {
   r.integer("delay_ms", event.delay_ms, 0, kMaxInt, false);
   r.string("circuit", event.circuit, false);
   r.string("reason", event.reason, false);
+  r.string("owner", event.owner, false);
+  r.string("key", event.key, false);
   if (auto done = r.finish(); !done) return std::unexpected(done.error());
   auto parsed = parse_fleet_event_type(type);
   if (!parsed) return fail(Errc::invalid_argument, "fleet event.type: unknown type \"" + type + "\"");

@@ -41,6 +41,10 @@ struct FleetEvent {
   int64_t delay_ms = 0;  // restart
   std::string circuit{};   // circuit: "closed", "open", "half_open"
   std::string reason{};    // failed, given_up, drained
+  // registered, for an enrolled agent (a remote runner): its token's identity and its
+  // Ed25519 public key (hex), so the ledger says which key each runner signs with.
+  std::string owner{};
+  std::string key{};
 
   bool operator==(const FleetEvent&) const = default;
 };

@@ -203,7 +203,8 @@ Result<AgentView> Supervisor::register_agent(const AgentSpec& spec) {
     view.record.state = std::string(to_string(view.state));
     view.record.details = encode_details(view);
     auto put = store_.put_agent(view.record, expected,
-                                encode({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now}));
+                                encode({.type = FleetEventType::registered, .agent_id = spec.id, .at_ms = now,
+                                        .owner = spec.owner, .key = spec.key}));
     if (put && view.epoch != *put) {
       view.epoch = *put;
       view.record.details = encode_details(view);

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <set>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "common/ed25519.h"
 #include "common/encoding.h"
@@ -179,13 +181,25 @@ TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAr
   for (const auto& r : results(local_id)) EXPECT_FALSE(r.contains("attestations")) << "the server's own sandbox ran it";
   stop(server);
 
-  // Replay holds each attestation to its record: a record as a runner signed it replays; one
-  // whose signature or runner was changed does not. (A result of its own, naming no blobs, so
-  // that the record stands alone in a ledger.)
+  // Replay holds each attestation to its record and to the fleet's record of enrolments: a
+  // record as an enrolled runner signed it replays; one whose signature or runner was changed,
+  // or signed by a key the fleet never recorded for that runner, does not. (A result of its
+  // own, naming no blobs, so that the record stands alone in a ledger after its enrolments.)
+  using Enrolment = std::tuple<std::string, std::string, std::string>;  // agent, owner, key
+  std::vector<Enrolment> enrolments;
   auto replayed = [&](const nlohmann::json& payload) {
     TempDir dir;
     const fs::path l = dir / "ledger";
     EXPECT_TRUE(warden({"ledger", "init", l.string()}).exited_with(0));
+    uint64_t store_seq = 0;
+    for (const auto& [agent, owner, pub] : enrolments) {
+      const nlohmann::json event = {
+          {"store", "lmdb"}, {"store_seq", ++store_seq},
+          {"event", {{"type", "registered"}, {"agent", agent}, {"at_ms", 0}, {"owner", owner}, {"key", pub}}}};
+      write_file(dir / "e.json", event.dump());
+      EXPECT_TRUE(warden({"ledger", "append", l.string(), "--kind", "fleet_event", "--payload", (dir / "e.json").string()})
+                      .exited_with(0));
+    }
     write_file(dir / "p.json", payload.dump());
     EXPECT_TRUE(warden({"ledger", "append", l.string(), "--kind", "run_result", "--payload", (dir / "p.json").string()})
                     .exited_with(0));
@@ -204,6 +218,15 @@ TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAr
                                                {"key", to_hex(std::string(key.public_key().begin(), key.public_key().end()))},
                                                {"task_id", "task-1"}, {"nonce", nonce},
                                                {"signature", to_hex(std::string(sig.begin(), sig.end()))}}})}};
+  const std::string pub = made["attestations"][0]["key"];
+  // Signed well, but by a key no enrolment names: the key in the attestation vouches for nothing.
+  ProcessResult unenrolled = replayed(made);
+  EXPECT_TRUE(unenrolled.exited_with(1)) << describe(unenrolled);
+  EXPECT_NE(unenrolled.out.find("no fleet event in the ledger records that runner enrolling"), std::string::npos)
+      << unenrolled.out;
+  enrolments = {{"runner-a", "r2", pub}, {"runner-b", "r1", pub}};
+  EXPECT_TRUE(replayed(made).exited_with(1)) << "another identity's or another runner's enrolment counted";
+  enrolments = {{"runner-a", "r1", std::string(64, 'a')}, {"runner-a", "r1", pub}};
   ProcessResult as_made = replayed(made);
   EXPECT_TRUE(as_made.exited_with(0)) << describe(as_made);
   nlohmann::json resigned = made;

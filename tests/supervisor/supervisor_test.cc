@@ -93,6 +93,12 @@ TEST(FleetEvents, RoundTripAsCanonicalJsonAndUnknownTypesAreRefused) {
   auto back = decode_fleet_event(encode(event));
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, event);
+  // An enrolment names the identity and the key the agent signs with.
+  const FleetEvent enrolled{.type = FleetEventType::registered, .agent_id = "r1", .at_ms = 5, .owner = "ops",
+                            .key = std::string(64, 'a')};
+  EXPECT_EQ(encode(enrolled), R"({"agent":"r1","at_ms":5,"key":")" + std::string(64, 'a') +
+                                  R"(","owner":"ops","type":"registered"})");
+  EXPECT_EQ(decode_fleet_event(encode(enrolled)).value(), enrolled);
   EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":1,"type":"promoted"})"));
   EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":1,"type":"failed","extra":1})"));
   EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":"soon","type":"failed"})"));
