@@ -156,11 +156,18 @@ void expect_signed(const nlohmann::json& record, const std::set<std::string>& ru
   }
 }
 
-TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAreALocalBuilds) {
-  Child server = serve();
-  Child a = runner("runner-a");
-  Child b = runner("runner-b");
-  wait_connected({"runner-a", "runner-b"});
+// One server and three runners with state directories of their own, as if on three machines,
+// reaching the server over loopback TCP with tokens of their own.
+TEST_F(RemoteChecks, ThreeRunnersOnLoopbackRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAreALocalBuilds) {
+  tokens({"r1", "r2", "r3"});
+  Child server = serve({"--insecure-listen", "127.0.0.1:0"});
+  const int port = logged_listening_port(server, "127.0.0.1");
+  ASSERT_GT(port, 0);
+  const std::string tcp = "127.0.0.1:" + std::to_string(port);
+  Child a = runner("runner-a", "r1", tcp);
+  Child b = runner("runner-b", "r2", tcp);
+  Child c = runner("runner-c", "r3", tcp);
+  wait_connected({"runner-a", "runner-b", "runner-c"});
 
   ProcessResult remote = warden(build_argv("calculator", "remote"));
   ASSERT_TRUE(remote.exited_with(0)) << describe(remote) << read_file_or_empty(state / "runs" / "children.log");
@@ -170,7 +177,7 @@ TEST_F(RemoteChecks, TwoRunnersRunEveryCheckTheLedgerNamesWhichAndTheDecisionsAr
 
   auto held = results(run_id);
   ASSERT_GE(held.size(), 6u);
-  for (const auto& r : held) expect_signed(r, {"runner-a", "runner-b"});
+  for (const auto& r : held) expect_signed(r, {"runner-a", "runner-b", "runner-c"});
   expect_replays("remote");
 
   // The same build with the server's own sandbox decides the same.

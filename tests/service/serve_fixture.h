@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,24 @@ inline bool eventually_listed(const std::vector<std::string>& connect, const std
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// The port of the server's "listening on HOST:PORT (...)" line (HOST as logged: "127.0.0.1",
+// "[::1]"), once it is logged; 0, with a test failure, if it is not within 30 s.
+inline int logged_listening_port(Child& server, const std::string& host) {
+  using namespace std::chrono_literals;
+  std::regex line("warden serve: listening on " + std::regex_replace(host, std::regex(R"([.\[\]])"), R"(\$&)") +
+                  R"(:(\d+) \()");
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch m;
+    std::string err = server.err();
+    if (std::regex_search(err, m, line)) return std::stoi(m[1]);
+    server.pump(std::chrono::steady_clock::now() + 50ms);
+    if (!server.output_open()) break;
+  }
+  ADD_FAILURE() << "no listening line for " << host << ": " << server.err();
+  return 0;
 }
 
 class ServeFixture : public ::testing::Test {

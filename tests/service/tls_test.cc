@@ -85,22 +85,6 @@ class TlsServe : public ServeFixture {
             server_key.string()};
   }
 
-  // The port of the server's "listening on HOST:PORT (...)" line, once it is logged.
-  int listening_port(Child& server, const std::string& host) {
-    std::regex line("warden serve: listening on " + std::regex_replace(host, std::regex(R"([.\[\]])"), R"(\$&)") +
-                    R"(:(\d+) \()");
-    auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      std::string err = server.err();
-      if (std::regex_search(err, m, line)) return std::stoi(m[1]);
-      server.pump(std::chrono::steady_clock::now() + 50ms);
-      if (!server.output_open()) break;
-    }
-    ADD_FAILURE() << "no listening line for " << host << ": " << server.err();
-    return 0;
-  }
-
   std::shared_ptr<grpc::Channel> tls_channel(int port, const fs::path& trusted, const ClientCert* as = nullptr) {
     grpc::SslCredentialsOptions options;
     options.pem_root_certs = read_file(trusted);
@@ -167,7 +151,7 @@ const auto kUnavailable = std::pair(grpc::StatusCode::UNAVAILABLE, 0);
 TEST_F(TlsServe, TlsServesClientsThatTrustItsCaAndStillWantsTokens) {
   Child server = start(tls_args());
   wait_serving(server);
-  int port = listening_port(server, "127.0.0.1");
+  int port = logged_listening_port(server, "127.0.0.1");
   ASSERT_GT(port, 0);
   EXPECT_NE(server.err().find("127.0.0.1:" + std::to_string(port) + " (TLS)"), std::string::npos) << server.err();
 
@@ -211,7 +195,7 @@ TEST_F(TlsServe, MutualTlsWantsACertificateOfTheClientCa) {
   args.insert(args.end(), {"--client-ca", ca.string()});
   Child server = start(args);
   wait_serving(server);
-  int port = listening_port(server, "127.0.0.1");
+  int port = logged_listening_port(server, "127.0.0.1");
   ASSERT_GT(port, 0);
   EXPECT_NE(server.err().find("(mutual TLS, client CA " + ca.string() + ")"), std::string::npos) << server.err();
 
@@ -233,7 +217,7 @@ TEST_F(TlsServe, MutualTlsWantsACertificateOfTheClientCa) {
 TEST_F(TlsServe, PlaintextTcpOnLoopbackOnlyAndNoTcpWithoutTokens) {
   Child server = start({"--tokens", tokens.string(), "--insecure-listen", "localhost:0"});
   wait_serving(server);
-  int port = listening_port(server, "127.0.0.1");
+  int port = logged_listening_port(server, "127.0.0.1");
   ASSERT_GT(port, 0);
   EXPECT_NE(server.err().find("(plaintext, loopback only)"), std::string::npos) << server.err();
   EXPECT_EQ(list_with(plaintext_channel(port), "observer-secret"), kOk5);
@@ -242,7 +226,7 @@ TEST_F(TlsServe, PlaintextTcpOnLoopbackOnlyAndNoTcpWithoutTokens) {
 
   Child v6 = start({"--tokens", tokens.string(), "--insecure-listen", "[::1]:0"});
   wait_serving(v6);
-  int v6_port = listening_port(v6, "[::1]");
+  int v6_port = logged_listening_port(v6, "[::1]");
   ASSERT_GT(v6_port, 0);
   auto v6_channel = grpc::CreateChannel("[::1]:" + std::to_string(v6_port), grpc::InsecureChannelCredentials());
   EXPECT_EQ(list_with(v6_channel, "observer-secret"), kOk5);
@@ -322,7 +306,7 @@ TEST_F(TlsServe, UnusableCertificatesAndKeysAreRefusedBeforeListening) {
 TEST_F(TlsServe, ASilentConnectionIsClosedAfterTheHandshakeTimeout) {
   Child server = start(tls_args());
   wait_serving(server);
-  int port = listening_port(server, "127.0.0.1");
+  int port = logged_listening_port(server, "127.0.0.1");
   ASSERT_GT(port, 0);
   UniqueFd silent(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
@@ -359,7 +343,7 @@ TEST_F(TlsServe, APortInUseIsAClearErrorAndNoSecondServerSharesIt) {
   // A running server's port: gRPC would share it (SO_REUSEPORT) unless told not to.
   Child first = start({"--tokens", tokens.string(), "--insecure-listen", "127.0.0.1:0"});
   wait_serving(first);
-  int port = listening_port(first, "127.0.0.1");
+  int port = logged_listening_port(first, "127.0.0.1");
   ASSERT_GT(port, 0);
   std::string its = "127.0.0.1:" + std::to_string(port);
   ProcessResult second = run_bounded({warden_binary(), "serve", "--state", state.string(), "--socket",
