@@ -267,7 +267,6 @@ void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
 void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRef& claim) {
   auto& sup = fleet_.supervisor();
   (void)sup.started(agent_id, claim);
-  (void)sup.output_ready(agent_id, claim);
   (void)sup.delivered(agent_id, claim);
 }
 
@@ -457,7 +456,6 @@ void RemoteRunners::complete(Mailbox& mailbox, const v1::TaskResult& message) {
     fleet_.wake();
     return;
   }
-  (void)sup.output_ready(agent, held->claim);
   Status delivered = sup.delivered(agent, held->claim);
   Settled settled;
   {
@@ -497,7 +495,6 @@ void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
     return;
   }
   // The last try: the build is told, rather than the task going round for ever.
-  (void)sup.output_ready(mailbox.agent_id, held->claim);
   Status delivered = sup.delivered(mailbox.agent_id, held->claim);
   Settled settled;
   {

@@ -349,6 +349,7 @@ class LmdbStateStore final : public StateStore {
   Result<std::optional<Claim>> claim(std::string_view agent_id, int64_t now_ms, int64_t visibility_timeout_ms,
                                      const ClaimFilter& filter) override;
   Status ack(const ClaimRef& ref, int64_t now_ms) override;
+  Result<std::optional<uint64_t>> ack_and_put(const ClaimRef& ref, int64_t now_ms, const AgentWrite& then) override;
   Status release(const ClaimRef& ref, int64_t now_ms) override;
   Result<int64_t> renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) override;
   Result<uint64_t> queue_length() override;
@@ -362,6 +363,9 @@ class LmdbStateStore final : public StateStore {
  private:
   // Appends to the event stream inside `txn` (append() and put_agent's event).
   Result<uint64_t> append_in(lmdb::Txn& txn, std::string_view bytes);
+  // put_agent's compare-and-set and ack's removal, inside `txn`.
+  Result<uint64_t> put_in(lmdb::Txn& txn, const AgentRecord& record, uint64_t expected_version, std::string_view event);
+  Status ack_in(lmdb::Txn& txn, const ClaimRef& ref, int64_t now_ms);
 
   // Both fixed at construction: the object is safe to share between threads because every
   // call works in its own LMDB transaction.
@@ -374,43 +378,46 @@ class LmdbStateStore final : public StateStore {
 Result<uint64_t> LmdbStateStore::put_agent(const AgentRecord& record, uint64_t expected_version, std::string_view event) {
   if (Status st = check_agent_record(record); !st) return std::unexpected(st.error());
   if (Status st = check_event(event); !st) return std::unexpected(st.error());
-  return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<uint64_t> {
-    auto stored = lookup(txn, dbis_.agents, record.id);
-    if (!stored) return std::unexpected(stored.error());
-    const std::string agent = "agent \"" + record.id + "\"";
-    if (!*stored && expected_version != 0) {
-      return fail(Errc::not_found, agent + " does not exist (expected version " + std::to_string(expected_version) + ")");
-    }
-    if (*stored) {
-      auto current = decode_agent(record.id, **stored);
-      if (!current) return std::unexpected(current.error());
-      if (expected_version == 0) {
-        return fail(Errc::already_exists, agent + " exists already (version " + std::to_string(current->version) + ")");
-      }
-      if (current->version != expected_version) {
-        return fail(Errc::failed_precondition, agent + " is at version " + std::to_string(current->version) +
-                                                   ", not " + std::to_string(expected_version) + ": re-read it");
-      }
-    }
-    AgentRecord next = record;
-    next.version = expected_version + 1;
+  return in_write_txn(env_, [&](lmdb::Txn& txn) { return put_in(txn, record, expected_version, event); });
+}
+
+Result<uint64_t> LmdbStateStore::put_in(lmdb::Txn& txn, const AgentRecord& record, uint64_t expected_version,
+                                        std::string_view event) {
+  auto stored = lookup(txn, dbis_.agents, record.id);
+  if (!stored) return std::unexpected(stored.error());
+  const std::string agent = "agent \"" + record.id + "\"";
+  if (!*stored && expected_version != 0) {
+    return fail(Errc::not_found, agent + " does not exist (expected version " + std::to_string(expected_version) + ")");
+  }
+  if (*stored) {
+    auto current = decode_agent(record.id, **stored);
+    if (!current) return std::unexpected(current.error());
     if (expected_version == 0) {
-      auto retired = lookup(txn, dbis_.meta, "retired:" + record.id);
-      if (!retired) return std::unexpected(retired.error());
-      if (*retired) {
-        auto last = lmdb::decode_u64(**retired);
-        if (!last) return std::unexpected(last.error());
-        next.version = *last + 1;
-      }
+      return fail(Errc::already_exists, agent + " exists already (version " + std::to_string(current->version) + ")");
     }
-    if (Status st = txn.put(dbis_.agents, next.id, encode_agent(next), 0, "storing an agent"); !st) {
-      return std::unexpected(st.error());
+    if (current->version != expected_version) {
+      return fail(Errc::failed_precondition, agent + " is at version " + std::to_string(current->version) +
+                                                 ", not " + std::to_string(expected_version) + ": re-read it");
     }
-    if (!event.empty()) {
-      if (auto seq = append_in(txn, event); !seq) return std::unexpected(seq.error());
+  }
+  AgentRecord next = record;
+  next.version = expected_version + 1;
+  if (expected_version == 0) {
+    auto retired = lookup(txn, dbis_.meta, "retired:" + record.id);
+    if (!retired) return std::unexpected(retired.error());
+    if (*retired) {
+      auto last = lmdb::decode_u64(**retired);
+      if (!last) return std::unexpected(last.error());
+      next.version = *last + 1;
     }
-    return next.version;
-  });
+  }
+  if (Status st = txn.put(dbis_.agents, next.id, encode_agent(next), 0, "storing an agent"); !st) {
+    return std::unexpected(st.error());
+  }
+  if (!event.empty()) {
+    if (auto seq = append_in(txn, event); !seq) return std::unexpected(seq.error());
+  }
+  return next.version;
 }
 
 Result<std::optional<AgentRecord>> LmdbStateStore::get_agent(std::string_view id) {
@@ -508,18 +515,35 @@ Result<std::optional<Claim>> LmdbStateStore::claim(std::string_view agent_id, in
 
 Status LmdbStateStore::ack(const ClaimRef& ref, int64_t now_ms) {
   if (Status st = check_claim_ref(ref); !st) return st;
-  return in_write_txn(env_, [&](lmdb::Txn& txn) -> Status {
-    const std::string acker = ack_mark(ref);
-    auto row = held_claim(txn, dbis_, ref, now_ms);
-    if (!row) {
-      // The same claim acking again (a retry after a lost reply) is answered as the first ack was.
-      auto acked = lookup(txn, dbis_.done, ref.task_id);
-      if (acked && *acked && **acked == acker) return Status{};
-      return std::unexpected(row.error());
+  return in_write_txn(env_, [&](lmdb::Txn& txn) { return ack_in(txn, ref, now_ms); });
+}
+
+Status LmdbStateStore::ack_in(lmdb::Txn& txn, const ClaimRef& ref, int64_t now_ms) {
+  const std::string acker = ack_mark(ref);
+  auto row = held_claim(txn, dbis_, ref, now_ms);
+  if (!row) {
+    // The same claim acking again (a retry after a lost reply) is answered as the first ack was.
+    auto acked = lookup(txn, dbis_.done, ref.task_id);
+    if (acked && *acked && **acked == acker) return Status{};
+    return std::unexpected(row.error());
+  }
+  if (Status st = erase(txn, dbis_.leases, lease_key(*row), "dropping a lease"); !st) return st;
+  if (Status st = erase(txn, dbis_.tasks, ref.task_id, "removing an acknowledged task"); !st) return st;
+  return txn.put(dbis_.done, ref.task_id, acker, 0, "marking a task done");
+}
+
+Result<std::optional<uint64_t>> LmdbStateStore::ack_and_put(const ClaimRef& ref, int64_t now_ms, const AgentWrite& then) {
+  if (Status st = check_claim_ref(ref); !st) return std::unexpected(st.error());
+  if (Status st = check_agent_write(then); !st) return std::unexpected(st.error());
+  return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<std::optional<uint64_t>> {
+    if (Status st = ack_in(txn, ref, now_ms); !st) return std::unexpected(st.error());
+    auto put = put_in(txn, then.record, then.expected_version, then.event);
+    if (put) return std::optional<uint64_t>(*put);
+    // The record moved on: the ack stands alone (put_in refuses before it writes).
+    if (put.error().code == Errc::failed_precondition || put.error().code == Errc::not_found) {
+      return std::optional<uint64_t>();
     }
-    if (Status st = erase(txn, dbis_.leases, lease_key(*row), "dropping a lease"); !st) return st;
-    if (Status st = erase(txn, dbis_.tasks, ref.task_id, "removing an acknowledged task"); !st) return st;
-    return txn.put(dbis_.done, ref.task_id, acker, 0, "marking a task done");
+    return std::unexpected(put.error());
   });
 }
 

@@ -67,6 +67,16 @@ Status check_event(std::string_view bytes) {
   return {};
 }
 
+Status check_agent_write(const AgentWrite& write) {
+  if (Status st = check_agent_record(write.record); !st) return st;
+  if (Status st = check_event(write.event); !st) return st;
+  if (write.expected_version == 0) {
+    return fail(Errc::invalid_argument, "agent \"" + write.record.id + "\": a write carried by another call updates an "
+                                        "agent and needs its expected version, not 0");
+  }
+  return {};
+}
+
 Status check_claim_ref(const ClaimRef& ref) {
   if (auto ok = check_id(ref.task_id, "task id"); !ok) return ok;
   return check_id(ref.agent_id, "agent id");

@@ -32,6 +32,8 @@ Status check_agent_record(const AgentRecord& record);
 Status check_task(const Task& task);
 // An event's bytes: at most kMaxEventBytes.
 Status check_event(std::string_view bytes);
+// The record as check_agent_record, the event as check_event, a non-zero expected version.
+Status check_agent_write(const AgentWrite& write);
 // The ids of a claim reference as check_id.
 Status check_claim_ref(const ClaimRef& ref);
 // now_ms + visibility_timeout_ms, refusing a non-positive timeout or an expiry past int64.

@@ -79,9 +79,21 @@ local function held(key)
 end
 )lua";
 
+// Shared by put_agent and ack_and_put: writes the agent hash `key` afresh at `version` with
+// the field/value pairs ARGV[first..] (at most 64 labels: record_checks.h keeps unpack() far
+// below Lua's limit) and appends `event` (none if '') to the stream `events`.
+constexpr std::string_view kWriteAgentPrelude = R"lua(
+local function write_agent(key, version, events, event, first)
+  redis.call('DEL', key)
+  redis.call('HSET', key, 'version', version, unpack(ARGV, first))
+  if event ~= '' then
+    redis.call('XADD', events, string.format('%d-0', redis.call('XLEN', events) + 1), 'b', event)
+  end
+end
+)lua";
+
 // KEYS: agent hash, agents set, events stream, retired hash. ARGV: expected version, new
-// version, id, event ('' for none), field, value, ... (at most 64 labels: record_checks.h
-// keeps unpack() far below Lua's limit). Returns "ok" and the version written.
+// version, id, event ('' for none), field, value, ... Returns "ok" and the version written.
 constexpr std::string_view kPutAgent = R"lua(
 local cur = redis.call('HGET', KEYS[1], 'version')
 local version = ARGV[2]
@@ -90,17 +102,13 @@ if ARGV[1] == '0' then
   -- A removed agent's next incarnation continues from its last version.
   local retired = redis.call('HGET', KEYS[4], ARGV[3])
   if retired then version = string.format('%d', tonumber(retired) + 1) end
+  redis.call('ZADD', KEYS[2], 0, ARGV[3])
 elseif not cur then
   return {'not_found'}
 elseif cur ~= ARGV[1] then
   return {'failed_precondition', cur}
 end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'version', version, unpack(ARGV, 5))
-redis.call('ZADD', KEYS[2], 0, ARGV[3])
-if ARGV[4] ~= '' then
-  redis.call('XADD', KEYS[3], string.format('%d-0', redis.call('XLEN', KEYS[3]) + 1), 'b', ARGV[4])
-end
+write_agent(KEYS[1], version, KEYS[3], ARGV[4], 5)
 return {'ok', version}
 )lua";
 
@@ -187,20 +195,41 @@ redis.call('HSET', key, 'token', token, 'agent', ARGV[3], 'expires', ARGV[4], 'l
 return {'ok', string.sub(member, 33), row[1], row[2], row[3], token, string.format('%d', attempt)}
 )lua";
 
+// Shared by ack and ack_and_put; ARGV[1..4]: agent, token, now, task id. Removes the task
+// its live claim names and remembers who acked it; nil then, or when the same claim acks
+// again (a retry after a lost reply), else the refusal.
+constexpr std::string_view kAckPrelude = R"lua(
+local function ack_task(task, leases, done)
+  local t, refusal = held(task)
+  if not t then
+    if refusal[1] == 'not_found' and redis.call('HGET', done, ARGV[4]) == ARGV[1] .. ' ' .. ARGV[2] then
+      return nil
+    end
+    return refusal
+  end
+  redis.call('ZREM', leases, t[4])
+  redis.call('DEL', task)
+  redis.call('HSET', done, ARGV[4], ARGV[1] .. ' ' .. ARGV[2])
+  return nil
+end
+)lua";
+
 // KEYS: task hash, leases set, done hash. ARGV: agent, token, now, task id.
 constexpr std::string_view kAck = R"lua(
-local t, refusal = held(KEYS[1])
-if not t then
-  -- The same claim acking again (a retry after a lost reply) is answered as the first ack was.
-  if refusal[1] == 'not_found' and redis.call('HGET', KEYS[3], ARGV[4]) == ARGV[1] .. ' ' .. ARGV[2] then
-    return {'ok'}
-  end
-  return refusal
-end
-redis.call('ZREM', KEYS[2], t[4])
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[3], ARGV[4], ARGV[1] .. ' ' .. ARGV[2])
+local refusal = ack_task(KEYS[1], KEYS[2], KEYS[3])
+if refusal then return refusal end
 return {'ok'}
+)lua";
+
+// KEYS: task hash, leases set, done hash, agent hash, events stream. ARGV: agent, token,
+// now, task id, the agent's expected version, its next version, event, field, value, ...
+// Returns "ok" and the version written, or "ok" alone when the agent moved on.
+constexpr std::string_view kAckAndPut = R"lua(
+local refusal = ack_task(KEYS[1], KEYS[2], KEYS[3])
+if refusal then return refusal end
+if redis.call('HGET', KEYS[4], 'version') ~= ARGV[5] then return {'ok'} end
+write_agent(KEYS[4], ARGV[6], KEYS[5], ARGV[7], 8)
+return {'ok', ARGV[6]}
 )lua";
 
 // KEYS: task hash, leases set, ready set. ARGV: agent, token, now.
@@ -245,17 +274,19 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 return {'ok'}
 )lua";
 
-enum class ScriptId { put_agent, remove_agent, list_agents, enqueue, claim, ack, release, renew,
+enum class ScriptId { put_agent, remove_agent, list_agents, enqueue, claim, ack, ack_and_put, release, renew,
                       queue_length, append, set_position, count };
 
 std::string script_body(ScriptId id) {
   switch (id) {
-    case ScriptId::put_agent: return std::string(kPutAgent);
+    case ScriptId::put_agent: return std::string(kWriteAgentPrelude) + std::string(kPutAgent);
     case ScriptId::remove_agent: return std::string(kRemoveAgent);
     case ScriptId::list_agents: return std::string(kListAgents);
     case ScriptId::enqueue: return std::string(kEnqueue);
     case ScriptId::claim: return std::string(kClaim);
-    case ScriptId::ack: return std::string(kHeldPrelude) + std::string(kAck);
+    case ScriptId::ack: return std::string(kHeldPrelude) + std::string(kAckPrelude) + std::string(kAck);
+    case ScriptId::ack_and_put:
+      return std::string(kHeldPrelude) + std::string(kAckPrelude) + std::string(kWriteAgentPrelude) + std::string(kAckAndPut);
     case ScriptId::release: return std::string(kHeldPrelude) + std::string(kRelease);
     case ScriptId::renew: return std::string(kHeldPrelude) + std::string(kRenew);
     case ScriptId::queue_length: return std::string(kQueueLength);
@@ -396,6 +427,27 @@ Result<AgentRecord> decode_agent(std::string_view id, const std::vector<std::str
   return a;
 }
 
+// An agent's hash fields as a script's field/value arguments (the views point into `record`
+// and this object, which must outlive them).
+class AgentFields {
+ public:
+  explicit AgentFields(const AgentRecord& record) : record_(record), heartbeat_(std::to_string(record.last_heartbeat_ms)) {
+    label_fields_.reserve(record.labels.size());
+    for (const auto& [name, value] : record.labels) label_fields_.push_back(std::string(kLabelPrefix) + name);
+  }
+  void append_to(std::vector<std::string_view>& args) const {
+    args.insert(args.end(), {"role", record_.role, "state", record_.state, "heartbeat_ms", heartbeat_, "details",
+                             record_.details});
+    size_t i = 0;
+    for (const auto& [name, value] : record_.labels) args.insert(args.end(), {label_fields_[i++], value});
+  }
+
+ private:
+  const AgentRecord& record_;
+  std::string heartbeat_;
+  std::vector<std::string> label_fields_;
+};
+
 // The ready set's rank of a priority: higher priorities first.
 std::string priority_rank(int64_t priority) { return hex16(~ordered(priority)); }
 
@@ -455,6 +507,7 @@ class RedisStateStore final : public StateStore {
   Result<std::optional<Claim>> claim(std::string_view agent_id, int64_t now_ms, int64_t visibility_timeout_ms,
                                      const ClaimFilter& filter) override;
   Status ack(const ClaimRef& ref, int64_t now_ms) override;
+  Result<std::optional<uint64_t>> ack_and_put(const ClaimRef& ref, int64_t now_ms, const AgentWrite& then) override;
   Status release(const ClaimRef& ref, int64_t now_ms) override;
   Result<int64_t> renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) override;
   Result<uint64_t> queue_length() override;
@@ -598,17 +651,9 @@ Result<uint64_t> RedisStateStore::put_agent(const AgentRecord& record, uint64_t 
   if (Status st = check_event(event); !st) return std::unexpected(st.error());
   const std::string key = agent_prefix_ + record.id;
   const std::string expected = std::to_string(expected_version), next = std::to_string(expected_version + 1);
-  const std::string heartbeat = std::to_string(record.last_heartbeat_ms);
-  std::vector<std::string> label_fields;
-  label_fields.reserve(record.labels.size());
-  for (const auto& [name, value] : record.labels) label_fields.push_back(std::string(kLabelPrefix) + name);
-  std::vector<std::string_view> args{expected, next, record.id, event, "role", record.role, "state", record.state,
-                                     "heartbeat_ms", heartbeat, "details", record.details};
-  size_t i = 0;
-  for (const auto& [name, value] : record.labels) {
-    args.push_back(label_fields[i++]);
-    args.push_back(value);
-  }
+  std::vector<std::string_view> args{expected, next, record.id, event};
+  const AgentFields fields(record);
+  fields.append_to(args);
   auto r = run(ScriptId::put_agent, {key, agents_, events_, retired_}, args, Idempotent::no, "put_agent");
   if (!r) return std::unexpected(r.error());
   const std::string agent = "agent \"" + record.id + "\"";
@@ -726,6 +771,26 @@ Status RedisStateStore::ack(const ClaimRef& ref, int64_t now_ms) {
   if (!r) return std::unexpected(r.error());
   if ((*r)[0] == "ok") return {};
   return std::unexpected(claim_refused(ref, now_ms, *r));
+}
+
+Result<std::optional<uint64_t>> RedisStateStore::ack_and_put(const ClaimRef& ref, int64_t now_ms, const AgentWrite& then) {
+  if (Status st = check_claim_ref(ref); !st) return std::unexpected(st.error());
+  if (Status st = check_agent_write(then); !st) return std::unexpected(st.error());
+  const std::string key = task_prefix_ + ref.task_id, token = std::to_string(ref.token), now = time_key(now_ms);
+  const std::string agent_key = agent_prefix_ + then.record.id;
+  const std::string expected = std::to_string(then.expected_version), next = std::to_string(then.expected_version + 1);
+  std::vector<std::string_view> args{ref.agent_id, token, now, ref.task_id, expected, next, then.event};
+  const AgentFields fields(then.record);
+  fields.append_to(args);
+  // Idempotent as ack is: sent again after it ran, the ack is its claim's retry and the write
+  // finds the version it made, not the one expected, so it is not made twice.
+  auto r = run(ScriptId::ack_and_put, {key, leases_, done_, agent_key, events_}, args, Idempotent::yes, "ack_and_put");
+  if (!r) return std::unexpected(r.error());
+  if ((*r)[0] != "ok") return std::unexpected(claim_refused(ref, now_ms, *r));
+  if (r->size() == 1) return std::optional<uint64_t>();
+  auto version = r->size() == 2 ? parse_number<uint64_t>((*r)[1]) : std::nullopt;
+  if (!version) return std::unexpected(damaged("the version of agent \"" + then.record.id + "\""));
+  return std::optional<uint64_t>(*version);
 }
 
 Status RedisStateStore::release(const ClaimRef& ref, int64_t now_ms) {

@@ -92,6 +92,15 @@ struct ClaimFilter {
   std::vector<std::string> kinds;
 };
 
+// An agent's compare-and-set carried by another call (ack_and_put) and written in that call's
+// transaction: `record` at expected_version + 1, with `event` appended as put_agent appends
+// its. expected_version is never 0: it updates an agent, it does not create one.
+struct AgentWrite {
+  AgentRecord record;
+  uint64_t expected_version = 0;
+  std::string event;
+};
+
 struct Event {
   uint64_t seq = 0;  // 1, 2, 3, ... with no gaps, in append order
   std::string bytes;
@@ -142,6 +151,13 @@ class StateStore {
   // claim, or never enqueued). Idempotent: the claim that acked a task acking it again gets
   // ok, so a caller that lost the reply can retry.
   virtual Status ack(const ClaimRef& ref, int64_t now_ms) = 0;
+  // ack(), and in the same transaction `then`'s compare-and-set, so the agent's record
+  // follows the ack at no extra round trip. A refused ack writes nothing. If the ack holds
+  // (or is its claim's retry) but the agent is gone or not at then.expected_version, the ack
+  // alone is written and nullopt returned: the caller re-reads the agent and writes again.
+  // Otherwise returns the version written. invalid_argument for a `then` put_agent would
+  // refuse, or one with expected_version 0.
+  virtual Result<std::optional<uint64_t>> ack_and_put(const ClaimRef& ref, int64_t now_ms, const AgentWrite& then) = 0;
   // Gives the task back unfinished: it is claimable at once, in its original place, and its
   // attempt count is kept. Refused as ack is.
   virtual Status release(const ClaimRef& ref, int64_t now_ms) = 0;

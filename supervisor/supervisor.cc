@@ -477,26 +477,48 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
     if (claim.agent_id == agent_id && store_.ack(claim, now)) return {};
     return fail(Errc::failed_precondition, "the claim is not the agent's current one");
   }
-  auto next = apply(AgentSnapshot{view.state, view.state, std::nullopt, view.record.version}, AgentEvent::output_delivered);
+  // Working -> reporting -> idle, or reporting -> idle: the state machine judges each step.
+  AgentSnapshot at{view.state, view.state, std::nullopt, view.record.version};
+  if (view.state == AgentState::working) {
+    auto ready = apply(at, AgentEvent::output_ready);
+    if (!ready) return std::unexpected(ready.error().to_error());
+    at = *ready;
+  }
+  auto next = apply(at, AgentEvent::output_delivered);
   if (!next) return std::unexpected(next.error().to_error());
-  // The ack is the one gate to a decision: the store refuses it for an expired or re-claimed
-  // task. It comes first and once; the record below only follows it.
-  if (auto acked = store_.ack(claim, now); !acked) return std::unexpected(acked.error());
   const FleetEvent delivered{.type = FleetEventType::delivered, .agent_id = std::string(agent_id), .at_ms = now,
                              .task_id = claim.task_id};
-  auto moved = update(agent_id, now, [&](AgentView& latest) -> Status {
-    if (!same_claim(latest, claim)) return {};  // another supervisor failed it meanwhile: keep its word
-    latest.state = AgentState::idle;
-    latest.task_id.clear();
-    latest.claim_token = 0;
-    latest.claim_expires_ms = 0;
-    return {};
-  }, &delivered, std::move(view));
-  if (!moved) {
-    // The ack stands, and it alone authorizes the decision: report success. The record
-    // still names the claim; detect_failures() frees the agent once that claim's lease has
-    // run out. The event is recorded on its own.
-    (void)emit(delivered);
+  auto free = [](AgentView& v) {
+    v.state = AgentState::idle;
+    v.task_id.clear();
+    v.claim_token = 0;
+    v.claim_expires_ms = 0;
+  };
+  // The ack is the one gate to a decision: the store refuses it for an expired or re-claimed
+  // task. The record follows it in the same transaction when it is still the one read.
+  AgentView after = view;
+  free(after);
+  after.record.state = std::string(to_string(after.state));
+  after.record.details = encode_details(after);
+  auto acked = store_.ack_and_put(claim, now, store::AgentWrite{after.record, view.record.version, encode(delivered)});
+  if (!acked) {
+    known_.erase(std::string(agent_id));
+    return std::unexpected(acked.error());
+  }
+  if (*acked) {
+    after.record.version = **acked;
+    known_[std::string(agent_id)] = std::move(after);
+  } else {
+    // The record moved on (another supervisor wrote it): the ack stands, and it alone
+    // authorizes the decision. Free the agent on what is stored now; if that fails too, the
+    // record still names the claim and detect_failures() frees the agent once the lease runs
+    // out. Either way the event is recorded.
+    known_.erase(std::string(agent_id));
+    auto moved = update(agent_id, now, [&](AgentView& latest) -> Status {
+      if (same_claim(latest, claim)) free(latest);  // else another supervisor failed it meanwhile: keep its word
+      return {};
+    }, &delivered);
+    if (!moved) (void)emit(delivered);
   }
   RestartPolicy& policy = policy_locked(std::string(agent_id));
   const BreakerState before = policy.breaker().state(now);

@@ -148,6 +148,8 @@ class Supervisor {
   Status renew(std::string_view agent_id, const store::ClaimRef& claim);
   // The output was taken: the task is acked (failed_precondition if the claim expired or is
   // not the agent's: then record no decision) and the agent is idle with its breaker closed.
+  // From reporting, or from working when the output is taken as soon as it is ready (a
+  // runner's result: output_ready and delivered in one step, one write).
   // Success means the store acked the task, and only then may the caller record a decision;
   // the same claim delivering again after a lost reply succeeds again (the store's ack is
   // idempotent for its claim), so a retry never turns a made decision into a failure.

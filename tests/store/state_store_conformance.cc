@@ -297,6 +297,70 @@ TEST_P(StateStoreConformance, AnAckRetriedByItsClaimIsOkAndByAnyOtherIsRefused) 
   EXPECT_EQ(store().queue_length().value(), 0u);
 }
 
+// The supervisor's delivery: the ack and the agent's record in one transaction.
+TEST_P(StateStoreConformance, AckAndPutWritesTheRecordWithTheAckOrTheAckAlone) {
+  ASSERT_TRUE(store().put_agent(agent("a", "working"), 0, ""));
+  ASSERT_TRUE(store().enqueue(task("t1", 1)));
+  ASSERT_TRUE(store().enqueue(task("t2", 1)));
+  auto c1 = store().claim("a", 0, kLease, kAny);
+  ASSERT_TRUE(c1 && c1->has_value());
+  AgentRecord idle = agent("a", "idle");
+  idle.labels = {{"zone", "b"}};  // the record is written afresh: a label dropped is gone
+
+  // At the expected version: both, the event with them.
+  auto both = store().ack_and_put((*c1)->ref(), 1, AgentWrite{idle, 1, "delivered t1"});
+  ASSERT_TRUE(both) << both.error().message;
+  ASSERT_TRUE(both->has_value());
+  EXPECT_EQ(**both, 2u);
+  auto stored = store().get_agent("a");
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_EQ((*stored)->state, "idle");
+  EXPECT_EQ((*stored)->labels, idle.labels);
+  EXPECT_EQ((*stored)->version, 2u);
+  EXPECT_EQ(store().queue_length().value(), 1u);
+  auto events = store().read(1, 10);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].bytes, "delivered t1");
+
+  // The same claim again (a lost reply): the ack is answered ok, the write finds the version
+  // it made and is not made twice.
+  auto again = store().ack_and_put((*c1)->ref(), 2, AgentWrite{idle, 1, "delivered t1"});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(again->has_value());
+  EXPECT_EQ(store().last_seq().value(), 1u);
+  EXPECT_EQ(store().get_agent("a").value()->version, 2u);
+
+  // The record moved on: the ack alone.
+  auto c2 = store().claim("a", 3, kLease, kAny);
+  ASSERT_TRUE(c2 && c2->has_value());
+  auto alone = store().ack_and_put((*c2)->ref(), 4, AgentWrite{agent("a", "stale"), 1, "from a stale read"});
+  ASSERT_TRUE(alone) << alone.error().message;
+  EXPECT_FALSE(alone->has_value());
+  EXPECT_EQ(store().queue_length().value(), 0u) << "the ack stands";
+  EXPECT_EQ(store().get_agent("a").value()->state, "idle");
+  EXPECT_EQ(store().last_seq().value(), 1u) << "no event without its write";
+
+  // A refused ack writes nothing; nor does a write that could not be a put_agent.
+  ASSERT_TRUE(store().enqueue(task("t3", 1)));
+  auto c3 = store().claim("a", 5, 10, kAny);
+  ASSERT_TRUE(c3 && c3->has_value());
+  auto late = store().ack_and_put((*c3)->ref(), 15, AgentWrite{agent("a", "late"), 2, "late"});
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Errc::failed_precondition);
+  auto foreign = store().ack_and_put(ClaimRef{"t3", "b", (*c3)->token}, 6, AgentWrite{agent("a", "x"), 2, "x"});
+  ASSERT_FALSE(foreign);
+  EXPECT_EQ(foreign.error().code, Errc::failed_precondition);
+  auto creating = store().ack_and_put((*c3)->ref(), 6, AgentWrite{agent("new", "idle"), 0, ""});
+  ASSERT_FALSE(creating);
+  EXPECT_EQ(creating.error().code, Errc::invalid_argument);
+  EXPECT_EQ(store().get_agent("a").value()->state, "idle");
+  EXPECT_EQ(store().get_agent("a").value()->version, 2u);
+  EXPECT_FALSE(store().get_agent("new").value());
+  EXPECT_EQ(store().last_seq().value(), 1u);
+  EXPECT_EQ(store().queue_length().value(), 1u);
+}
+
 TEST_P(StateStoreConformance, IdsRecordsAndEventsOutsideTheBoundsAreRefusedAndChangeNothing) {
   const std::string long_id(129, 'a');
   for (const std::string& bad : {std::string("a b"), std::string("a/b"), std::string("\xff"), long_id,

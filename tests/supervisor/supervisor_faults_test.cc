@@ -25,7 +25,8 @@ class SetClock final : public Clock {
 };
 
 // Forwards to a real store; `fail_puts` makes the next put_agent calls fail with io_error
-// (`applied` deciding whether the call is carried out first); `claims_allowed` lets that many
+// (`applied` deciding whether the call is carried out first) and the next ack_and_put calls
+// ack without their write, as when another writer moved the record on; `claims_allowed` lets that many
 // more claims through and fails the ones after (-1: no limit).
 class FailingStore final : public store::StateStore {
  public:
@@ -54,6 +55,14 @@ class FailingStore final : public store::StateStore {
   Status remove_agent(std::string_view id, uint64_t expected) override { return real_.remove_agent(id, expected); }
   Status enqueue(const store::Task& task) override { return real_.enqueue(task); }
   Status ack(const store::ClaimRef& ref, int64_t now) override { return real_.ack(ref, now); }
+  Result<std::optional<uint64_t>> ack_and_put(const store::ClaimRef& ref, int64_t now, const store::AgentWrite& then) override {
+    if (fail_puts > 0) {
+      --fail_puts;
+      if (Status acked = real_.ack(ref, now); !acked) return std::unexpected(acked.error());
+      return std::optional<uint64_t>();
+    }
+    return real_.ack_and_put(ref, now, then);
+  }
   Status release(const store::ClaimRef& ref, int64_t now) override { return real_.release(ref, now); }
   Result<int64_t> renew(const store::ClaimRef& ref, int64_t now, int64_t timeout) override {
     return real_.renew(ref, now, timeout);

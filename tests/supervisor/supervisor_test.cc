@@ -128,6 +128,30 @@ TEST(Supervisor, ConfigAndSpecsAreValidated) {
   EXPECT_EQ(fleet.sup->stale_after_ms(), 2100);
 }
 
+// A runner's result is taken as soon as it is ready: delivered straight from working goes
+// through reporting in the state machine and writes the record once, with the ack.
+TEST(Supervisor, AnOutputTakenAsSoonAsItIsReadyIsDeliveredFromWorkingInOneWrite) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  fleet.task("t", 1);
+  auto made = fleet.sup->assign();
+  ASSERT_TRUE(made && made->size() == 1);
+  const store::ClaimRef ref = (*made)[0].claim.ref();
+  ASSERT_TRUE(fleet.sup->started("r1", ref));
+  const uint64_t working = fleet.view("r1").record.version;
+  ASSERT_TRUE(fleet.sup->delivered("r1", ref));
+  EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
+  EXPECT_TRUE(fleet.view("r1").task_id.empty());
+  EXPECT_EQ(fleet.view("r1").record.version, working + 1) << "one write for reporting and idle";
+  EXPECT_EQ(fleet.store->queue_length().value(), 0u);
+  auto events = fleet.events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().type, FleetEventType::delivered);
+  EXPECT_EQ(events.back().task_id, "t");
+  EXPECT_TRUE(fleet.sup->delivered("r1", ref)) << "its retry after a lost reply";
+  EXPECT_EQ(fleet.view("r1").record.version, working + 1);
+}
+
 TEST(Supervisor, AssignsByRoleAndPriorityAndWalksTheStateMachineToDelivery) {
   Fleet fleet;
   ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {{"zone", "a"}}}));
