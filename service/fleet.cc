@@ -142,6 +142,8 @@ Status Fleet::tick() {
     if (std::string owned = runner_task_kind(v.owner); !owned.empty()) kinds.push_back(std::move(owned));
     return kinds;
   };
+  // A runner's task goes out on its stream at once (RemoteRunners::dispatch).
+  scope.starts_at_once = [](const supervisor::AgentView& v) { return v.record.role == "runner"; };
   auto assigned = supervisor_->assign(scope);
   if (!assigned) return std::unexpected(assigned.error().with_context("assigning tasks"));
   if (on_assigned_ && !assigned->empty()) on_assigned_(*assigned);

@@ -265,9 +265,8 @@ void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
 }
 
 void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRef& claim) {
-  auto& sup = fleet_.supervisor();
-  (void)sup.started(agent_id, claim);
-  (void)sup.delivered(agent_id, claim);
+  // Working since its assignment (AssignScope::starts_at_once): delivered consumes the task.
+  (void)fleet_.supervisor().delivered(agent_id, claim);
 }
 
 void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignments) {
@@ -313,8 +312,8 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
         task->set_nonce(*from_hex(held.nonce));
         task->set_request_json(a.claim.task.payload);
         task->set_attempt(a.claim.attempt);
-        // Working before the runner can answer (under mu_, so no answer overtakes it).
-        (void)fleet_.supervisor().started(a.agent_id, ref);
+        // The agent is working since its assignment (AssignScope::starts_at_once), before
+        // the runner can answer.
         mailbox.held = std::move(held);
         post_locked(mailbox, std::move(message));
       }

@@ -156,7 +156,9 @@ std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context
   std::string broken;
   std::shared_ptr<const Entries> entries = current(broken);
   if (!entries) {
-    denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, broken);
+    // The server's own fault, not the caller's token: UNAVAILABLE, which clients retry (a
+    // runner that took it for a refused token would stop for good over a half-written file).
+    denied = grpc::Status(grpc::StatusCode::UNAVAILABLE, broken);
     return std::nullopt;
   }
   Digest presented = sha256(value.substr(kBearer.size()));

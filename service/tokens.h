@@ -14,7 +14,8 @@
 // Revoking a token takes effect on the next call, without a restart: the file is read again
 // whenever it has changed (inode, size, modification time), and an entry may say
 // `"revoked": true` (its calls get UNAUTHENTICATED "revoked") or be removed. A file that no
-// longer loads fails closed: every call is refused until it loads again. Write it with a
+// longer loads fails closed: every call is refused with UNAVAILABLE (the server's fault,
+// which clients and runners retry) until it loads again. Write it with a
 // rename (write a new file, then mv) so no call sees it half-written.
 #pragma once
 

@@ -45,6 +45,7 @@ std::string encode(const FleetEvent& event) {
   Json json = {{"type", to_string(event.type)}, {"agent", event.agent_id}, {"at_ms", event.at_ms}};
   if (!event.task_id.empty()) json["task"] = event.task_id;
   if (event.attempt != 0) json["attempt"] = event.attempt;
+  if (event.started) json["started"] = true;
   if (event.delay_ms != 0) json["delay_ms"] = event.delay_ms;
   if (!event.circuit.empty()) json["circuit"] = event.circuit;
   if (!event.reason.empty()) json["reason"] = event.reason;
@@ -71,6 +72,7 @@ Result<FleetEvent> decode_fleet_event(std::string_view bytes) {
   uint64_t attempt = 0;
   r.unsigned_integer("attempt", attempt, 0, std::numeric_limits<uint32_t>::max(), false);
   event.attempt = static_cast<uint32_t>(attempt);
+  r.boolean("started", event.started, false);
   r.integer("delay_ms", event.delay_ms, 0, kMaxInt, false);
   r.string("circuit", event.circuit, false);
   r.string("reason", event.reason, false);

@@ -38,6 +38,7 @@ struct FleetEvent {
   int64_t at_ms = 0;
   std::string task_id{};   // assigned, started, delivered, failed (when it held one)
   uint32_t attempt = 0;  // assigned: the claim's attempt; restart: the backoff's attempt
+  bool started = false;  // assigned: the agent began at once (AssignScope::starts_at_once)
   int64_t delay_ms = 0;  // restart
   std::string circuit{};   // circuit: "closed", "open", "half_open"
   std::string reason{};    // failed, given_up, drained

@@ -392,8 +392,9 @@ Result<std::vector<Assignment>> Supervisor::assign(const AssignScope& scope) {
     }
     if (!*claimed) continue;
     const store::Claim claim = **claimed;
+    const bool start = scope.starts_at_once && scope.starts_at_once(view);
     const FleetEvent assigned{.type = FleetEventType::assigned, .agent_id = view.record.id, .at_ms = now,
-                              .task_id = claim.task.id, .attempt = claim.attempt};
+                              .task_id = claim.task.id, .attempt = claim.attempt, .started = start};
     auto moved = update(view.record.id, now, [&](AgentView& current) -> Status {
       // Another supervisor may have assigned or failed the agent since it was listed, or it
       // registered again with another role.
@@ -404,6 +405,7 @@ Result<std::vector<Assignment>> Supervisor::assign(const AssignScope& scope) {
       }
       auto next = apply(AgentSnapshot{current.state, current.state, std::nullopt, current.record.version},
                         AgentEvent::task_assigned);
+      if (next && start) next = apply(*next, AgentEvent::work_started);
       if (!next) return std::unexpected(next.error().to_error());
       current.state = next->state;
       current.task_id = claim.task.id;

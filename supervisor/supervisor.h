@@ -101,9 +101,14 @@ std::string owner_kind(std::string_view role, std::string_view owner);
 // Which agents one assignment pass may give tasks, and of which kinds. The default: every
 // agent, tasks of its role and those addressed to its owner (owner_kind). A server whose
 // runners' tasks only it can deliver narrows both (service/fleet.h).
+// An agent for which `starts_at_once` holds begins its task the moment it is given it (a
+// runner, whose task the server sends on at once): it goes straight to working in the
+// assignment's one write, through assigned in the state machine, and the assigned event
+// says it started; started() is not called for it.
 struct AssignScope {
   std::function<bool(const AgentView&)> may_take;                 // empty: every agent
   std::function<std::vector<std::string>(const AgentView&)> kinds;  // empty: the default kinds
+  std::function<bool(const AgentView&)> starts_at_once;           // empty: none
 };
 
 struct Assignment {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -99,6 +100,10 @@ TEST(FleetEvents, RoundTripAsCanonicalJsonAndUnknownTypesAreRefused) {
   EXPECT_EQ(encode(enrolled), R"({"agent":"r1","at_ms":5,"key":")" + std::string(64, 'a') +
                                   R"(","owner":"ops","type":"registered"})");
   EXPECT_EQ(decode_fleet_event(encode(enrolled)).value(), enrolled);
+  const FleetEvent began{.type = FleetEventType::assigned, .agent_id = "r1", .at_ms = 5, .task_id = "t", .attempt = 1,
+                         .started = true};
+  EXPECT_EQ(encode(began), R"({"agent":"r1","at_ms":5,"attempt":1,"started":true,"task":"t","type":"assigned"})");
+  EXPECT_EQ(decode_fleet_event(encode(began)).value(), began);
   EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":1,"type":"promoted"})"));
   EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":1,"type":"failed","extra":1})"));
   EXPECT_FALSE(decode_fleet_event(R"({"agent":"r1","at_ms":"soon","type":"failed"})"));
@@ -126,6 +131,37 @@ TEST(Supervisor, ConfigAndSpecsAreValidated) {
   EXPECT_EQ(fleet.sup->register_agent({"a", "", {}}).error().code, Errc::invalid_argument);
   EXPECT_EQ(fleet.sup->heartbeat("nobody").error().code, Errc::not_found);
   EXPECT_EQ(fleet.sup->stale_after_ms(), 2100);
+}
+
+// A runner begins its task the moment it is given it: with starts_at_once the assignment's one
+// write puts it in working, the event says so, and started() is refused as out of order.
+TEST(Supervisor, AnAgentThatStartsAtOnceIsWorkingFromItsAssignmentsOneWrite) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
+  ASSERT_TRUE(fleet.sup->register_agent({"e1", "executor", {}}));
+  fleet.task("t", 1);
+  fleet.task("x", 1, "executor");
+  const uint64_t registered = fleet.view("r1").record.version;
+  AssignScope scope;
+  scope.starts_at_once = [](const AgentView& v) { return v.record.role == "runner"; };
+  auto made = fleet.sup->assign(scope);
+  ASSERT_TRUE(made && made->size() == 2);
+  EXPECT_EQ(fleet.view("r1").state, AgentState::working);
+  EXPECT_EQ(fleet.view("r1").record.version, registered + 1);
+  EXPECT_EQ(fleet.view("e1").state, AgentState::assigned) << "only the agents the scope names start at once";
+  std::map<std::string, bool> started;
+  for (const FleetEvent& e : fleet.events()) {
+    if (e.type == FleetEventType::assigned) started[e.agent_id] = e.started;
+  }
+  EXPECT_TRUE(started["r1"]);
+  EXPECT_FALSE(started["e1"]);
+  store::ClaimRef ref;
+  for (const auto& a : *made) {
+    if (a.agent_id == "r1") ref = a.claim.ref();
+  }
+  EXPECT_FALSE(fleet.sup->started("r1", ref));
+  ASSERT_TRUE(fleet.sup->delivered("r1", ref));
+  EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
 }
 
 // A runner's result is taken as soon as it is ready: delivered straight from working goes

@@ -18,6 +18,8 @@
 // Each figure is the median of --runs runs where it is a time.
 //
 //   server_bench [--runs N] [--events N] [--calls N] [--files N] [--quick]
+//   server_bench --runners-only [--json] ...   sections 4 and 5 alone (supervisor_bench runs
+//                                              them so, as part of its one run)
 // Exit 0 when the events target holds, 1 when it does not, 2 when something could not run.
 #include <grpcpp/grpcpp.h>
 #include <health/v1/health.grpc.pb.h>
@@ -364,7 +366,9 @@ Latency summarize(std::vector<double> ms) {
 int main(int argc, char** argv) {
   CLI::App app{"server_bench: what warden serve costs per call, per event and per build"};
   int runs = 5, events = 100'000, calls = 2'000, files = 2'000;
-  bool quick = false;
+  bool quick = false, runners_only = false, json = false;
+  app.add_flag("--runners-only", runners_only, "Only sections 4 and 5: checks on three runners, the generated repository");
+  app.add_flag("--json", json, "With --runners-only: one JSON object of their figures instead of the lines");
   app.add_option("--runs", runs, "Runs of each timed build (median)")->capture_default_str();
   app.add_option("--events", events, "Events in the watched run")->capture_default_str();
   app.add_option("--calls", calls, "Unary calls timed")->capture_default_str();
@@ -391,7 +395,7 @@ int main(int argc, char** argv) {
   ::mkdir(state.c_str(), 0700);
   const std::string warden = beside_me("warden").string();
   run_or_die({warden, "ledger", "init", (state / "ledger").string()});
-  record_synthetic_run(state / "ledger", "run-bench", events);
+  if (!runners_only) record_synthetic_run(state / "ledger", "run-bench", events);
 
   int status = 0;
   {
@@ -417,57 +421,61 @@ int main(int argc, char** argv) {
     tls.pem_root_certs = slurp(pki / "server.pem");
     auto tls_channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::SslCredentials(tls));
 
-    // 1. A call that does no work.
-    const Percentiles unix_unary = unary_latency(channel, calls);
-    std::printf("unary no-op call, unix socket        p50 %7.1f us   p99 %7.1f us   (%d calls)\n", unix_unary.p50,
-                unix_unary.p99, calls);
-    const Percentiles tls_unary = unary_latency(tls_channel, calls);
-    std::printf("unary no-op call, TCP + TLS          p50 %7.1f us   p99 %7.1f us   (%d calls)\n", tls_unary.p50,
-                tls_unary.p99, calls);
-
-    // 2. Events to one watcher.
-    // The unix socket wants the token too once a tokens file is given.
     auto kernel = warden::v1::Kernel::NewStub(channel);
-    double events_per_s = 0;
-    {
-      grpc::ClientContext context;
-      context.AddMetadata("authorization", "Bearer bench-token");
-      warden::v1::WatchRunRequest request;
-      request.set_run_id("run-bench");
-      const auto start = Clock::now();
-      auto reader = kernel->WatchRun(&context, request);
-      warden::v1::RunEvent e;
-      int got = 0;
-      while (reader->Read(&e)) ++got;
-      grpc::Status st = reader->Finish();
-      const double s = std::chrono::duration<double>(Clock::now() - start).count();
-      if (!st.ok() || got != events) die("WatchRun: " + std::to_string(got) + " events, " + st.error_message());
-      events_per_s = got / s;
-      std::printf("events to one watcher                %9.0f events/s (%d events in %.2f s; target >= 50,000/s: %s)\n",
-                  events_per_s, got, s, events_per_s >= 50'000 ? "PASS" : "FAIL");
-    }
-    if (events_per_s < 50'000 && !quick) status = 1;
-
-    // 3. A whole build, in-process and over gRPC; and each proposal as the kernel saw it.
+    std::vector<double> in_process;
+    std::set<std::string> remote_unix, remote_tls;
     int n = 0;
+    if (!runners_only) {
+      // 1. A call that does no work.
+      const Percentiles unix_unary = unary_latency(channel, calls);
+      std::printf("unary no-op call, unix socket        p50 %7.1f us   p99 %7.1f us   (%d calls)\n", unix_unary.p50,
+                  unix_unary.p99, calls);
+      const Percentiles tls_unary = unary_latency(tls_channel, calls);
+      std::printf("unary no-op call, TCP + TLS          p50 %7.1f us   p99 %7.1f us   (%d calls)\n", tls_unary.p50,
+                  tls_unary.p99, calls);
+
+      // 2. Events to one watcher.
+      // The unix socket wants the token too once a tokens file is given.
+      double events_per_s = 0;
+      {
+        grpc::ClientContext context;
+        context.AddMetadata("authorization", "Bearer bench-token");
+        warden::v1::WatchRunRequest request;
+        request.set_run_id("run-bench");
+        const auto start = Clock::now();
+        auto reader = kernel->WatchRun(&context, request);
+        warden::v1::RunEvent e;
+        int got = 0;
+        while (reader->Read(&e)) ++got;
+        grpc::Status st = reader->Finish();
+        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        if (!st.ok() || got != events) die("WatchRun: " + std::to_string(got) + " events, " + st.error_message());
+        events_per_s = got / s;
+        std::printf("events to one watcher                %9.0f events/s (%d events in %.2f s; target >= 50,000/s: %s)\n",
+                    events_per_s, got, s, events_per_s >= 50'000 ? "PASS" : "FAIL");
+      }
+      if (events_per_s < 50'000 && !quick) status = 1;
+    }  // !runners_only
+    // 3. A whole build, in-process and over gRPC; and each proposal as the kernel saw it.
     // One build first, unmeasured: both sides then find the base checkout in the runner's cache.
-    run_or_die({warden, "build", (blueprints / "calculator" / "blueprint.json").string(), "--repo", (tmp / "local" / "warm").string(),
-                "--ledger", (tmp / "local" / "ledger").string(), "--cache", (state / "cache").string(), "--json"});
+    if (!runners_only) {
+      run_or_die({warden, "build", (blueprints / "calculator" / "blueprint.json").string(), "--repo",
+                  (tmp / "local" / "warm").string(), "--ledger", (tmp / "local" / "ledger").string(), "--cache",
+                  (state / "cache").string(), "--json"});
+    }
     // Into one ledger, as the server's runs share one: a new ledger per build would cost a key
     // and a ledger's creation that the served builds do not pay.
-    std::vector<double> in_process;
     std::set<std::string> local_ids;
-    const double local_ms = warden::bench::median_ms(runs, [&] {
+    const double local_ms = runners_only ? 0 : warden::bench::median_ms(runs, [&] {
       const std::string id = "run-local-" + std::to_string(n++);
       local_ids.insert(id);
       run_or_die({warden, "build", (blueprints / "calculator" / "blueprint.json").string(), "--repo",
                   (tmp / "local" / id).string(), "--ledger", (tmp / "local" / "ledger").string(), "--cache",
                   (state / "cache").string(), "--run-id", id, "--json"});
     });
-    in_process = proposal_latencies(tmp / "local" / "ledger", local_ids);
+    if (!runners_only) in_process = proposal_latencies(tmp / "local" / "ledger", local_ids);
     // Started over gRPC, proposed by the plan executor in the run, or by a remote executor
     // attached over the unix socket or TCP with TLS answering the plan executor's proposals.
-    std::set<std::string> remote_unix, remote_tls;
     std::string blueprint = "calculator";
     auto served = [&](const std::string& executor, const std::shared_ptr<grpc::Channel>& executor_channel,
                       std::set<std::string>* ids, const std::string& checks_on = "local", int build_runs = 0) {
@@ -498,16 +506,18 @@ int main(int argc, char** argv) {
         if (!reader->Finish().ok() || last != "run_completed") die("the served build ended with " + last);
       });
     };
-    const double served_plan_ms = served("plan", nullptr, nullptr);
-    const double served_unix_ms = served("remote", channel, &remote_unix);
-    const double served_tls_ms = served("remote", tls_channel, &remote_tls);
-    std::printf("calculator build (median of %d)       in-process, plan executor %6.0f ms\n", runs, local_ms);
-    std::printf("                                     over gRPC, plan executor  %6.0f ms   (+%.0f ms)\n", served_plan_ms,
-                served_plan_ms - local_ms);
-    std::printf("                                     remote executor, unix     %6.0f ms   (+%.0f ms)\n", served_unix_ms,
-                served_unix_ms - local_ms);
-    std::printf("                                     remote executor, TLS      %6.0f ms   (+%.0f ms)\n", served_tls_ms,
-                served_tls_ms - local_ms);
+    if (!runners_only) {
+      const double served_plan_ms = served("plan", nullptr, nullptr);
+      const double served_unix_ms = served("remote", channel, &remote_unix);
+      const double served_tls_ms = served("remote", tls_channel, &remote_tls);
+      std::printf("calculator build (median of %d)       in-process, plan executor %6.0f ms\n", runs, local_ms);
+      std::printf("                                     over gRPC, plan executor  %6.0f ms   (+%.0f ms)\n", served_plan_ms,
+                  served_plan_ms - local_ms);
+      std::printf("                                     remote executor, unix     %6.0f ms   (+%.0f ms)\n", served_unix_ms,
+                  served_unix_ms - local_ms);
+      std::printf("                                     remote executor, TLS      %6.0f ms   (+%.0f ms)\n", served_tls_ms,
+                  served_tls_ms - local_ms);
+    }  // !runners_only
 
     // 4. Checks on three `warden runner` processes of their own state, against the server's
     // own sandbox: the same served build, the two alternating (so the machine's drift falls
@@ -549,25 +559,35 @@ int main(int argc, char** argv) {
     server = Server{};  // stop it: the ledger is read below by this process
     const double checks_a_build = static_cast<double>(check_runs(state / "ledger", on_runners)) / std::max<size_t>(on_runners.size(), 1);
     const double per_check = calc.added_ms / std::max(checks_a_build, 1.0);
-    std::printf("checks on 3 runners (median of %d)   calculator: server's sandbox %6.0f ms, runners %6.0f ms, paired +%.0f ms\n",
-                runs, calc.local_ms, calc.runners_ms, calc.added_ms);
-    std::printf("a remote runner adds per check run   %6.1f ms (%.0f check runs a build; target <= 15 ms: %s)\n", per_check,
-                checks_a_build, per_check <= 15 ? "PASS" : "FAIL");
     if (per_check > 15 && !quick) status = 1;
-    std::printf("%d-file repository build (median)   server's sandbox %6.0f ms, 3 runners %6.0f ms, paired +%.0f ms (%.2fx)\n",
-                files, generated.local_ms, generated.runners_ms, generated.added_ms, generated.runners_ms / generated.local_ms);
-    const Latency plan = summarize(in_process);
-    const Latency over_unix = summarize(proposal_latencies(state / "ledger", remote_unix));
-    const Latency over_tls = summarize(proposal_latencies(state / "ledger", remote_tls));
-    std::printf("proposal, kernel asks -> recorded   in-process p50 %4.0f ms p99 %4.0f ms (%zu)\n", plan.p50, plan.p99, plan.n);
-    std::printf("                                     remote, unix p50 %4.0f ms p99 %4.0f ms (%zu)\n", over_unix.p50,
-                over_unix.p99, over_unix.n);
-    std::printf("                                     remote, TLS  p50 %4.0f ms p99 %4.0f ms (%zu)\n", over_tls.p50,
-                over_tls.p99, over_tls.n);
-    const double added = std::max(over_unix.p50, over_tls.p50) - plan.p50;
-    std::printf("gRPC adds per proposal (p50)         %4.0f ms (ms clock; target <= 1 ms: %s)\n", added,
-                added <= 1 ? "PASS" : "FAIL");
-    if (added > 1 && !quick) status = 1;
+    if (json) {
+      std::printf("{\"runs\":%d,\"check_runs_a_build\":%.0f,\"calculator_local_ms\":%.1f,\"calculator_runners_ms\":%.1f,"
+                  "\"per_check_added_ms\":%.2f,\"files\":%d,\"generated_local_ms\":%.1f,\"generated_runners_ms\":%.1f}\n",
+                  runs, checks_a_build, calc.local_ms, calc.runners_ms, per_check, files, generated.local_ms,
+                  generated.runners_ms);
+    } else {
+      std::printf("checks on 3 runners (median of %d)   calculator: server's sandbox %6.0f ms, runners %6.0f ms, paired +%.0f ms\n",
+                  runs, calc.local_ms, calc.runners_ms, calc.added_ms);
+      std::printf("a remote runner adds per check run   %6.1f ms (%.0f check runs a build; target <= 15 ms: %s)\n", per_check,
+                  checks_a_build, per_check <= 15 ? "PASS" : "FAIL");
+      std::printf("%d-file repository build (median)   server's sandbox %6.0f ms, 3 runners %6.0f ms, paired +%.0f ms (%.2fx)\n",
+                  files, generated.local_ms, generated.runners_ms, generated.added_ms,
+                  generated.runners_ms / generated.local_ms);
+    }
+    if (!runners_only) {
+      const Latency plan = summarize(in_process);
+      const Latency over_unix = summarize(proposal_latencies(state / "ledger", remote_unix));
+      const Latency over_tls = summarize(proposal_latencies(state / "ledger", remote_tls));
+      std::printf("proposal, kernel asks -> recorded   in-process p50 %4.0f ms p99 %4.0f ms (%zu)\n", plan.p50, plan.p99, plan.n);
+      std::printf("                                     remote, unix p50 %4.0f ms p99 %4.0f ms (%zu)\n", over_unix.p50,
+                  over_unix.p99, over_unix.n);
+      std::printf("                                     remote, TLS  p50 %4.0f ms p99 %4.0f ms (%zu)\n", over_tls.p50,
+                  over_tls.p99, over_tls.n);
+      const double added = std::max(over_unix.p50, over_tls.p50) - plan.p50;
+      std::printf("gRPC adds per proposal (p50)         %4.0f ms (ms clock; target <= 1 ms: %s)\n", added,
+                  added <= 1 ? "PASS" : "FAIL");
+      if (added > 1 && !quick) status = 1;
+    }  // !runners_only
   }
   std::error_code ec;
   fs::remove_all(tmp, ec);

@@ -1,9 +1,10 @@
 // supervisor_bench: what the agent supervisor costs, in one run on one machine.
 //
 //   assignments/s   the whole path per task, as the server's remote runners take it: enqueue,
-//                   Supervisor::assign (the store's atomic claim and the agent's compare-and-set
-//                   to assigned), started, delivered straight from working (the store's ack and
-//                   the agent back to idle, one transaction), with every fleet event appended;
+//                   Supervisor::assign (the store's atomic claim, then the agent's
+//                   compare-and-set to working: a runner starts at once), delivered straight
+//                   from working (the store's ack and the agent back to idle, one
+//                   transaction), with every fleet event appended;
 //                   16 agents, on the embedded LMDB store (fsync per commit,
 //                   and without) and on a real Redis server this bench starts (a unix socket
 //                   in a private directory, appendfsync everysec, stopped at exit), once with
@@ -15,13 +16,22 @@
 //                   interval, then stops; a loop calls detect_failures every 10 ms; the time
 //                   from the agent's last heartbeat to its failure, against two intervals plus
 //                   100 ms.
+//   runners         checks on three `warden runner` processes against the server's own
+//                   sandbox, on a real `warden serve`: what a remote runner adds per check
+//                   run once the base is cached, and a generated 2,000-file repository built
+//                   both ways (median of --runs paired builds). server_bench owns that
+//                   harness; this bench runs its sections 4 and 5 (server_bench
+//                   --runners-only --json, beside this binary) and reports them here.
 //
 // Targets (issue 16): LMDB at least 20,000 assignments/s; Redis at least 5,000/s and within
-// 2x of its bare primitives; detection within two heartbeat intervals plus 100 ms.
+// 2x of its bare primitives; detection within two heartbeat intervals plus 100 ms; a remote
+// runner adds at most 15 ms per check run.
 //
 // Usage:
-//   cmake --build build --target supervisor_bench && build/supervisor_bench [--tasks N] [--json]
-//   build/supervisor_bench --quick       CI smoke run: small counts, always exits 0
+//   cmake --build build --target supervisor_bench server_bench warden warden-grpc
+//   build/supervisor_bench [--tasks N] [--runs N] [--json]
+//   build/supervisor_bench --quick       CI smoke run: small counts, no runner section
+//                                        (server_bench_quick covers it), always exits 0
 // Exit status: 0; 1 when a full run misses a target; 2 when a step cannot run at all.
 #include <hiredis/hiredis.h>
 #include <sched.h>
@@ -46,6 +56,7 @@
 #include "store/lmdb_state_store.h"
 #include "store/redis_state_store.h"
 #include "supervisor/supervisor.h"
+#include "tests/support/process.h"
 #include "tests/support/redis_server.h"
 
 namespace {
@@ -82,12 +93,13 @@ double assignments_per_second(StateStore& store, int tasks) {
     for (int a = 0; a < kAgents && next < tasks; ++a, ++next) {
       if (auto q = store.enqueue({"task-" + std::to_string(next), next % 5, "runner", "check"}); !q) die(q.error().message);
     }
-    auto assigned = sup.assign();
+    warden::supervisor::AssignScope scope;
+    scope.starts_at_once = [](const warden::supervisor::AgentView&) { return true; };
+    auto assigned = sup.assign(scope);
     if (!assigned) die(assigned.error().message);
     if (assigned->empty()) die("an assignment pass assigned nothing");
     for (const auto& a : *assigned) {
       const auto ref = a.claim.ref();
-      if (auto s = sup.started(a.agent_id, ref); !s) die(s.error().message);
       if (auto s = sup.delivered(a.agent_id, ref); !s) die(s.error().message);
       ++done;
     }
@@ -97,8 +109,8 @@ double assignments_per_second(StateStore& store, int tasks) {
 }
 
 // The commands of one task's path as plain Redis commands, over one connection: enqueue
-// (HSET + ZADD), claim (ZRANGE + ZREM + ZADD lease + HSET), the agent's record written three
-// times (HSET: assigned, working, idle), ack (ZREM + DEL + HSET done), three events (XADD).
+// (HSET + ZADD), claim (ZRANGE + ZREM + ZADD lease + HSET), the agent's record written twice
+// (HSET: working, idle), ack (ZREM + DEL + HSET done), two events (XADD).
 double bare_redis_per_second(const std::string& socket, int tasks) {
   redisContext* c = redisConnectUnix(socket.c_str());
   if (!c || c->err) die("connecting to redis");
@@ -123,11 +135,11 @@ double bare_redis_per_second(const std::string& socket, int tasks) {
     cmd({"ZREM", "bare:ready", id});
     cmd({"ZADD", "bare:leases", std::to_string(i + 600000), id});
     cmd({"HSET", "bare:task:" + id, "token", std::to_string(i + 1)});
-    for (int w = 0; w < 3; ++w) cmd({"HSET", "bare:agent:a", "state", "s" + std::to_string(w), "version", std::to_string(i * 3 + w)});
+    for (int w = 0; w < 2; ++w) cmd({"HSET", "bare:agent:a", "state", "s" + std::to_string(w), "version", std::to_string(i * 2 + w)});
     cmd({"ZREM", "bare:leases", id});
     cmd({"DEL", "bare:task:" + id});
     cmd({"HSET", "bare:done", id, "a " + std::to_string(i + 1)});
-    for (int e = 0; e < 3; ++e) cmd({"XADD", "bare:events", "*", "e", "assigned"});
+    for (int e = 0; e < 2; ++e) cmd({"XADD", "bare:events", "*", "e", "assigned"});
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return tasks / seconds;
@@ -187,6 +199,20 @@ auto on_cpu(int cpu, F body) {
   return result;
 }
 
+// server_bench's runner sections, run beside this binary; its JSON object of figures.
+nlohmann::json runner_figures(int runs) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path server_bench = (ec ? fs::path(".") : self.parent_path()) / "server_bench";
+  warden::test::Child child =
+      warden::test::Child::spawn({server_bench.string(), "--runners-only", "--json", "--runs", std::to_string(runs)});
+  warden::test::ProcessResult r = child.wait();
+  auto figures = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.exited_with(0) && !r.exited_with(1)) die("server_bench --runners-only: " + r.status() + "\n" + r.err);
+  if (!figures.is_object() || !figures.contains("per_check_added_ms")) die("server_bench --runners-only printed no figures: " + r.out);
+  return figures;
+}
+
 struct Detection {
   double median_ms = 0;
   double max_ms = 0;
@@ -234,9 +260,11 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool json = false;
   int trials = 5;
+  int runs = 5;
   CLI::App app{"What the agent supervisor costs: assignments per second on LMDB and Redis, failure detection"};
   app.add_option("--tasks", tasks, "Tasks driven through the whole path per store")->check(CLI::Range(100, 10'000'000));
   app.add_option("--trials", trials, "Failure-detection trials")->check(CLI::Range(1, 100));
+  app.add_option("--runs", runs, "Paired builds of the runner section (median)")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_flag("--quick", quick, "Small counts; always exits 0 unless a step fails");
   app.add_flag("--json", json, "Print one JSON object instead of a table");
   CLI11_PARSE(app, argc, argv);
@@ -263,17 +291,20 @@ int main(int argc, char** argv) {
   // Every Redis call is a round trip the caller waits out. With the bench and the server on
   // one core, a round trip is two context switches; on two cores, each is also a wakeup of
   // the other core, which on a virtual machine is an inter-processor interrupt through the
-  // hypervisor (here PING runs about 4x slower so). The one-core figure is the store's own
-  // cost and is the one judged; the two-core figure is context, as is the PING rate of each.
+  // hypervisor (here PING runs about five times slower so). The one-core figure is the
+  // store's own cost and is the one judged; the two-core figure is context, as is the PING
+  // rate of each.
   const RedisFigures one_core = on_cpu(0, [&] { return redis_figures(work / "redis-one-core", tasks); });
   const RedisFigures two_cores = on_cpu(-1, [&] { return redis_figures(work / "redis-two-cores", tasks); });
   const Detection detect = detection_latency(work, trials);
+  const nlohmann::json runners = quick ? nlohmann::json() : runner_figures(runs);
   std::error_code ec;
   fs::remove_all(work, ec);
 
   const bool lmdb_ok = lmdb_nosync >= 20000;
   const bool redis_ok = one_core.ok();
   const bool detect_ok = detect.max_ms <= detect.bound_ms;
+  const bool runners_ok = quick || runners.value("per_check_added_ms", 1e9) <= 15;
   if (json) {
     nlohmann::json out = {{"tasks", tasks},
                           {"lmdb_assignments_per_s", lmdb_nosync},
@@ -286,7 +317,8 @@ int main(int argc, char** argv) {
                           {"redis_two_cores_round_trips_per_s", two_cores.pings},
                           {"detection_median_ms", detect.median_ms},
                           {"detection_max_ms", detect.max_ms},
-                          {"detection_bound_ms", detect.bound_ms}};
+                          {"detection_bound_ms", detect.bound_ms},
+                          {"runners", runners}};
     std::cout << out.dump() << "\n";
   } else {
     auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
@@ -305,7 +337,18 @@ int main(int argc, char** argv) {
     std::printf("%-44s %10.0f /s\n", "  Redis round trips", two_cores.pings);
     std::printf("%-44s %7.1f ms median, %.1f ms max  (target <= %.0f ms)  %s\n", "failure detection after the last heartbeat",
                 detect.median_ms, detect.max_ms, detect.bound_ms, verdict(detect_ok));
+    if (quick) {
+      std::printf("%-44s skipped in --quick (server_bench_quick runs it)\n", "checks on three runner processes");
+    } else {
+      std::printf("%-44s %7.1f ms  (%.0f check runs a build, median of %d paired builds; target <= 15 ms)  %s\n",
+                  "a remote runner adds per check run", runners.value("per_check_added_ms", 0.0),
+                  runners.value("check_runs_a_build", 0.0), runs, verdict(runners_ok));
+      std::printf("%-44s %7.0f ms on the server's sandbox, %.0f ms on three runners (%.2fx)\n",
+                  (std::to_string(runners.value("files", 0)) + "-file repository build").c_str(),
+                  runners.value("generated_local_ms", 0.0), runners.value("generated_runners_ms", 0.0),
+                  runners.value("generated_runners_ms", 0.0) / std::max(1.0, runners.value("generated_local_ms", 0.0)));
+    }
   }
   if (quick) return 0;
-  return lmdb_ok && redis_ok && detect_ok ? 0 : 1;
+  return lmdb_ok && redis_ok && detect_ok && runners_ok ? 0 : 1;
 }
