@@ -142,7 +142,9 @@ Status serve(const ServeOptions& given, std::ostream& log) {
     spawned = std::move(*loaded);
     if (spawned.restart) options.fleet.supervisor.restart = *spawned.restart;
   }
-  auto tokens = options.tokens.empty() ? TokenTable::local_only() : TokenTable::load(options.tokens);
+  // Why a changed tokens file does not load is the log's, not the refused callers'.
+  auto report = [&log](const std::string& why) { log << "warden serve: " << why << "\n" << std::flush; };
+  auto tokens = options.tokens.empty() ? TokenTable::local_only() : TokenTable::load(options.tokens, report);
   if (!tokens) return std::unexpected(tokens.error());
   RunManagerOptions run_options;
   run_options.warden_binary = warden_binary();

@@ -34,13 +34,14 @@ std::string_view role_name(Role role) {
   return "unknown";
 }
 
-Result<TokenTable> TokenTable::load(const std::filesystem::path& path) {
+Result<TokenTable> TokenTable::load(const std::filesystem::path& path, std::function<void(const std::string&)> report) {
   struct stat st {};
   auto entries = parse(path, st);
   if (!entries) return std::unexpected(entries.error());
   TokenTable table;
   table.watched_ = std::make_shared<Watched>();
   table.watched_->path = path;
+  table.watched_->report = std::move(report);
   table.watched_->seen = st;
   table.watched_->entries = std::make_shared<const Entries>(std::move(*entries));
   return table;
@@ -55,10 +56,11 @@ bool same_file(const struct stat& a, const struct stat& b) {
 
 }  // namespace
 
-std::shared_ptr<const TokenTable::Entries> TokenTable::current(std::string& broken) const {
+std::shared_ptr<const TokenTable::Entries> TokenTable::current() const {
   Watched& w = *watched_;
   std::lock_guard lock(w.mu);
   struct stat now {};
+  const std::string was = w.broken;
   if (::stat(w.path.c_str(), &now) != 0) {
     w.entries.reset();
     w.broken = "the tokens file " + w.path.string() + " is gone";
@@ -75,7 +77,9 @@ std::shared_ptr<const TokenTable::Entries> TokenTable::current(std::string& brok
       w.broken = "the tokens file no longer loads: " + entries.error().message;
     }
   }
-  broken = w.broken;
+  if (w.broken != was && w.report) {
+    w.report(w.broken.empty() ? "the tokens file " + w.path.string() + " loads again" : w.broken + "; every call is refused");
+  }
   return w.entries;
 }
 
@@ -153,12 +157,13 @@ std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context
     denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the authorization header must be `Bearer <token>`");
     return std::nullopt;
   }
-  std::string broken;
-  std::shared_ptr<const Entries> entries = current(broken);
+  std::shared_ptr<const Entries> entries = current();
   if (!entries) {
     // The server's own fault, not the caller's token: UNAVAILABLE, which clients retry (a
     // runner that took it for a refused token would stop for good over a half-written file).
-    denied = grpc::Status(grpc::StatusCode::UNAVAILABLE, broken);
+    // Why is the server log's: the file's entries are nothing an unauthenticated caller may read.
+    denied = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "the server's tokens file no longer loads; an operator must fix it (the server's log says why)");
     return std::nullopt;
   }
   Digest presented = sha256(value.substr(kBearer.size()));

@@ -15,7 +15,9 @@
 // whenever it has changed (inode, size, modification time), and an entry may say
 // `"revoked": true` (its calls get UNAUTHENTICATED "revoked") or be removed. A file that no
 // longer loads fails closed: every call is refused with UNAVAILABLE (the server's fault,
-// which clients and runners retry) until it loads again. Write it with a
+// which clients and runners retry) until it loads again. The caller is told only that; why
+// (the file's path, the entry that does not parse) goes to `report`, the server's log, once
+// per change of the file: an unauthenticated caller learns nothing of the file. Write it with a
 // rename (write a new file, then mv) so no call sees it half-written.
 #pragma once
 
@@ -23,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,7 +52,8 @@ class TokenTable {
  public:
   // invalid_argument naming the entry and field for a malformed file; a file another user
   // could write is refused (it decides who may commit).
-  static Result<TokenTable> load(const std::filesystem::path& path);
+  static Result<TokenTable> load(const std::filesystem::path& path,
+                                 std::function<void(const std::string&)> report = {});
   // Every caller is `local` with every role.
   static TokenTable local_only();
 
@@ -72,9 +76,11 @@ class TokenTable {
     struct stat seen {};                        // guarded by mu
     std::shared_ptr<const Entries> entries;     // guarded by mu; null while the file is broken
     std::string broken;                         // guarded by mu: why the file no longer loads
+    std::function<void(const std::string&)> report;  // fixed at load
   };
   static Result<Entries> parse(const std::filesystem::path& path, struct stat& st);
-  std::shared_ptr<const Entries> current(std::string& broken) const;
+  // The entries, or null while the file does not load (reported once per change).
+  std::shared_ptr<const Entries> current() const;
 
   bool open_ = false;  // local_only
   std::shared_ptr<Watched> watched_;

@@ -241,8 +241,14 @@ TEST_F(Serve, ARevokedTokenIsRefusedAtItsNextCall) {
   EXPECT_EQ(call("secret-a"), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(call("secret-b", &why), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(why.find("no longer loads"), std::string::npos) << why;
+  // Why is the server log's: a refused caller learns nothing of the file (its path, its entries).
+  EXPECT_EQ(why.find(tokens.string()), std::string::npos) << why;
+  server.pump(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+  EXPECT_NE(server.err().find("the tokens file no longer loads: "), std::string::npos) << server.err();
   publish("{\"tokens\": [" + entry("b", "secret-b") + "]}");
   EXPECT_EQ(call("secret-b"), grpc::StatusCode::OK);
+  server.pump(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+  EXPECT_NE(server.err().find("loads again"), std::string::npos) << server.err();
   EXPECT_TRUE(stop(server).exited_with(0));
 }
 
