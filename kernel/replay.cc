@@ -680,11 +680,21 @@ class Replayer {
   }
 
   // Every runner that signs a result must have enrolled with that key under that identity:
-  // a signature by a key the fleet never pinned proves nothing about who ran the checks.
+  // a signature by a key the fleet never pinned proves nothing about who ran the checks. A
+  // ledger whose fleet events name no key at all was written before enrolments recorded
+  // them: its signatures are still checked against their records, and the enrolment is
+  // said to be unchecked. (Like every record, enrolments are only as good as the ledger's
+  // signed checkpoints: verify them against a key you trust.)
   void check_enrolments() {
     for (const Signer& s : signers_) {
       if (enrolled_.contains(s.enrolment)) continue;
       const auto& [agent, owner, key] = s.enrolment;
+      if (enrolled_.empty()) {
+        report_.warnings.push_back("record " + std::to_string(s.seq) + " (" + s.kind + "): runner " + agent +
+                                   "'s key could not be checked against its enrolment: the ledger's fleet events "
+                                   "name no enrolment keys (written before they did)");
+        continue;
+      }
       problem(s.seq, s.kind,
               "runner " + agent + " (" + owner + ") signs with key " + key +
                   ", but no fleet event in the ledger records that runner enrolling with that key and identity");

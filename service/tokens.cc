@@ -58,6 +58,14 @@ bool same_file(const struct stat& a, const struct stat& b) {
 
 std::shared_ptr<const TokenTable::Entries> TokenTable::current() const {
   Watched& w = *watched_;
+  std::string change;  // reported after the lock is released: a slow log must not stall every call
+  std::shared_ptr<const Entries> entries = current_locked(change);
+  if (!change.empty() && w.report) w.report(change);
+  return entries;
+}
+
+std::shared_ptr<const TokenTable::Entries> TokenTable::current_locked(std::string& change) const {
+  Watched& w = *watched_;
   std::lock_guard lock(w.mu);
   struct stat now {};
   const std::string was = w.broken;
@@ -77,8 +85,8 @@ std::shared_ptr<const TokenTable::Entries> TokenTable::current() const {
       w.broken = "the tokens file no longer loads: " + entries.error().message;
     }
   }
-  if (w.broken != was && w.report) {
-    w.report(w.broken.empty() ? "the tokens file " + w.path.string() + " loads again" : w.broken + "; every call is refused");
+  if (w.broken != was) {
+    change = w.broken.empty() ? "the tokens file " + w.path.string() + " loads again" : w.broken + "; every call is refused";
   }
   return w.entries;
 }

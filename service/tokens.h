@@ -79,8 +79,10 @@ class TokenTable {
     std::function<void(const std::string&)> report;  // fixed at load
   };
   static Result<Entries> parse(const std::filesystem::path& path, struct stat& st);
-  // The entries, or null while the file does not load (reported once per change).
+  // The entries, or null while the file does not load (reported once per change, outside
+  // the lock). current_locked re-reads a changed file under the lock and says what changed.
   std::shared_ptr<const Entries> current() const;
+  std::shared_ptr<const Entries> current_locked(std::string& change) const;
 
   bool open_ = false;  // local_only
   std::shared_ptr<Watched> watched_;

@@ -539,8 +539,10 @@ Result<std::optional<uint64_t>> LmdbStateStore::ack_and_put(const ClaimRef& ref,
     if (Status st = ack_in(txn, ref, now_ms); !st) return std::unexpected(st.error());
     auto put = put_in(txn, then.record, then.expected_version, then.event);
     if (put) return std::optional<uint64_t>(*put);
-    // The record moved on: the ack stands alone (put_in refuses before it writes).
-    if (put.error().code == Errc::failed_precondition || put.error().code == Errc::not_found) {
+    // The record moved on, or no longer decodes: the ack stands alone (put_in refuses before
+    // it writes), as on Redis; the caller's re-read then meets the damage.
+    if (put.error().code == Errc::failed_precondition || put.error().code == Errc::not_found ||
+        put.error().code == Errc::corrupt) {
       return std::optional<uint64_t>();
     }
     return std::unexpected(put.error());

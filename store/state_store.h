@@ -153,8 +153,9 @@ class StateStore {
   virtual Status ack(const ClaimRef& ref, int64_t now_ms) = 0;
   // ack(), and in the same transaction `then`'s compare-and-set, so the agent's record
   // follows the ack at no extra round trip. A refused ack writes nothing. If the ack holds
-  // (or is its claim's retry) but the agent is gone or not at then.expected_version, the ack
-  // alone is written and nullopt returned: the caller re-reads the agent and writes again.
+  // (or is its claim's retry) but the agent is gone, not at then.expected_version or its
+  // record does not decode, the ack alone is written and nullopt returned: the caller
+  // re-reads the agent and writes again.
   // Otherwise returns the version written. invalid_argument for a `then` put_agent would
   // refuse, or one with expected_version 0.
   virtual Result<std::optional<uint64_t>> ack_and_put(const ClaimRef& ref, int64_t now_ms, const AgentWrite& then) = 0;

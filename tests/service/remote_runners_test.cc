@@ -226,13 +226,21 @@ TEST_F(RemoteChecks, ThreeRunnersOnLoopbackRunEveryCheckTheLedgerNamesWhichAndTh
                                                {"task_id", "task-1"}, {"nonce", nonce},
                                                {"signature", to_hex(std::string(sig.begin(), sig.end()))}}})}};
   const std::string pub = made["attestations"][0]["key"];
-  // Signed well, but by a key no enrolment names: the key in the attestation vouches for nothing.
+  // Signed well, but by a key no enrolment names: the key in the attestation vouches for
+  // nothing. Refused once the ledger records enrolment keys at all.
+  enrolments = {{"runner-b", "r2", std::string(64, 'b')}};
   ProcessResult unenrolled = replayed(made);
   EXPECT_TRUE(unenrolled.exited_with(1)) << describe(unenrolled);
   EXPECT_NE(unenrolled.out.find("no fleet event in the ledger records that runner enrolling"), std::string::npos)
       << unenrolled.out;
   enrolments = {{"runner-a", "r2", pub}, {"runner-b", "r1", pub}};
   EXPECT_TRUE(replayed(made).exited_with(1)) << "another identity's or another runner's enrolment counted";
+  // A ledger from before enrolments named their keys replays, saying the check was not made.
+  enrolments = {};
+  ProcessResult legacy = replayed(made);
+  EXPECT_TRUE(legacy.exited_with(0)) << describe(legacy);
+  EXPECT_NE((legacy.out + legacy.err).find("could not be checked against its enrolment"), std::string::npos)
+      << describe(legacy);
   enrolments = {{"runner-a", "r1", std::string(64, 'a')}, {"runner-a", "r1", pub}};
   ProcessResult as_made = replayed(made);
   EXPECT_TRUE(as_made.exited_with(0)) << describe(as_made);

@@ -182,12 +182,16 @@ RedisFigures redis_figures(const fs::path& dir, int tasks) {
   return f;
 }
 
-// Runs `body` with the process (and so any server it starts) on CPU `cpu` alone, or as it was
-// when `cpu` is negative; the affinity is restored after.
+// Runs `body` with the process (and so any server it starts) on one CPU, the first it may
+// use, when `one` holds, or as it was; the affinity is restored after.
 template <typename F>
-auto on_cpu(int cpu, F body) {
+auto on_cpus(bool one, F body) {
   cpu_set_t before;
   if (::sched_getaffinity(0, sizeof before, &before) != 0) die("sched_getaffinity");
+  int cpu = -1;
+  for (int c = 0; one && cpu < 0 && c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &before)) cpu = c;
+  }
   if (cpu >= 0) {
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -294,8 +298,8 @@ int main(int argc, char** argv) {
   // hypervisor (here PING runs about five times slower so). The one-core figure is the
   // store's own cost and is the one judged; the two-core figure is context, as is the PING
   // rate of each.
-  const RedisFigures one_core = on_cpu(0, [&] { return redis_figures(work / "redis-one-core", tasks); });
-  const RedisFigures two_cores = on_cpu(-1, [&] { return redis_figures(work / "redis-two-cores", tasks); });
+  const RedisFigures one_core = on_cpus(true, [&] { return redis_figures(work / "redis-one-core", tasks); });
+  const RedisFigures two_cores = on_cpus(false, [&] { return redis_figures(work / "redis-two-cores", tasks); });
   const Detection detect = detection_latency(work, trials);
   const nlohmann::json runners = quick ? nlohmann::json() : runner_figures(runs);
   std::error_code ec;
