@@ -603,6 +603,43 @@ TEST_F(SpawnedAgents, ALiveAgentStaysUpWithItsOwnEnvironmentAndStopsWithTheServe
   EXPECT_EQ(::kill(pid, 0), -1) << "the agent's process ended with the server";
 }
 
+// A runner that enrols under the id of an agent the server spawned would take over its record
+// (its role, its task kinds, its name in the ledger) and lock the real agent out of its own
+// registration. The id is pinned to the server's own identity: the runner is refused for good
+// and the spawned agent goes on untouched.
+TEST_F(SpawnedAgents, ARunnerCannotEnrolUnderASpawnedAgentsId) {
+  write_file(agents_file, R"({"agents": [{"id": "sleeper", "role": "executor",
+      "command": ["/bin/sh", "-c", "echo $$ > pid; exec sleep 60"]}]})");
+  Child server = serve({"--agents", agents_file.string()});
+  ASSERT_TRUE(eventually([](const auto& agents) { return agents.contains("sleeper"); }));
+  const auto before = listed()["sleeper"];
+
+  Child thief = runner("r1", "thief", {"--id", "sleeper"});
+  ProcessResult done = thief.wait();
+  EXPECT_TRUE(done.exited_with(2)) << describe(done);
+  // Refused without naming who holds the id: the runner learns nothing of the server's agents.
+  EXPECT_NE(done.err.find("enrolled by another identity or key"), std::string::npos) << done.err;
+  EXPECT_EQ(done.err.find("warden:spawned"), std::string::npos) << done.err;
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * kIntervalMs));
+  auto after = listed()["sleeper"];
+  EXPECT_EQ(after["owner"], "warden:spawned");
+  EXPECT_EQ(after["role"], "executor");
+  EXPECT_EQ(after.value("key_sha256", ""), before.value("key_sha256", ""));
+  EXPECT_FALSE(after.value("down", true)) << "the spawned agent still heartbeats";
+  const pid_t pid = std::stoi(read_file(agent_dir("sleeper") / "pid"));
+  EXPECT_EQ(::kill(pid, 0), 0) << "its process was not restarted or stopped";
+  EXPECT_TRUE(stop(server).exited_with(0));
+  // No enrolment of the thief reached the fleet's record.
+  for (const auto& r : fleet_records(ledger)) {
+    const auto& e = r["event"];
+    if (e.value("type", "") == "registered" && e.value("agent", "") == "sleeper") {
+      EXPECT_EQ(e.value("owner", ""), "warden:spawned") << r.dump();
+      EXPECT_FALSE(e.contains("key")) << r.dump();
+    }
+  }
+}
+
 TEST_F(SpawnedAgents, AnAgentsFileOutsideItsFormatStopsTheServerNamingTheField) {
   for (const std::string& bad : {std::string(R"({"agents": [{"id": "a b", "command": ["x"]}]})"),
                                  std::string(R"({"agents": [{"id": "a", "command": []}]})"),
