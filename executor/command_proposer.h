@@ -8,7 +8,8 @@
 // the blueprint's folder), read-only. It proposes; it never sees the repository, the ledger
 // or Warden's environment, and what it says is checked like any other proposal.
 //
-// Ownership: shares the launcher. Threads: as Proposer (one build, one thread).
+// Ownership: shares the launcher. Threads: as Proposer; propose() may run on several threads
+// at once (each call launches a program of its own through the thread-safe launcher).
 #pragma once
 
 #include <filesystem>
@@ -31,6 +32,7 @@ class CommandProposer final : public Proposer {
   std::string name() const override { return "command:" + command_; }
   std::optional<LaunchConfinement> confinement() const override { return launcher_->confinement(); }
   Checked<std::string> propose(const ProposalRequest& request) override;
+  bool concurrent() const override { return true; }
   void learn(const Json& refusal) override { (void)refusal; }  // the refusals travel in the context
   // Sends {"replan": request} on stdin; expects a BuildPlan JSON on stdout.
   Result<std::string> replan(const Json& request, std::chrono::milliseconds timeout) override;

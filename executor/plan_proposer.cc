@@ -45,14 +45,14 @@ Checked<std::string> PlanProposer::propose(const ProposalRequest& request) {
     return refuse(RefusalCode::executor_failed, "", bad_step("the step has no id").message);
   }
   const std::string& id = step["id"].get_ref<const std::string&>();
-  if (id != step_id_) {
-    step_id_ = id;
-    refusals_ = 0;
-  }
+  const int64_t refused = [&] {
+    std::lock_guard lock(mu_);
+    return refusals_[id];
+  }();
   const Json* files = nullptr;
   if (auto drafts = step.find("drafts"); drafts != step.end() && drafts->is_array() &&
-                                         refusals_ < static_cast<int64_t>(drafts->size())) {
-    files = &(*drafts)[static_cast<size_t>(refusals_)];
+                                         refused < static_cast<int64_t>(drafts->size())) {
+    files = &(*drafts)[static_cast<size_t>(refused)];
   } else if (auto content = step.find("content"); content != step.end() && content->is_object()) {
     files = &*content;
   }
@@ -63,7 +63,10 @@ Checked<std::string> PlanProposer::propose(const ProposalRequest& request) {
 }
 
 void PlanProposer::learn(const Json& refusal) {
-  if (refusal.is_object() && refusal.value("step_id", std::string()) == step_id_) ++refusals_;
+  if (!refusal.is_object()) return;
+  const std::string step_id = refusal.value("step_id", std::string());
+  std::lock_guard lock(mu_);
+  ++refusals_[step_id];
 }
 
 }  // namespace warden::executor

@@ -4,11 +4,14 @@
 // step's content once the drafts are used up — which is how an example shows a refusal, the
 // feedback and an accepted retry deterministically.
 //
-// PlanProposer keeps a per-step refusal count with no lock: one per build, called from the
-// build loop's thread. It reads nothing but the request (no files, no processes). An error
+// PlanProposer keeps a refusal count per step, under a lock: propose() may run on several
+// threads at once (a merge queue asking for several steps). It reads nothing but the request (no files, no processes). An error
 // (invalid_argument) means the plan step itself has no usable content, so retrying the same
 // step cannot help.
 #pragma once
+
+#include <map>
+#include <mutex>
 
 #include <cstdint>
 
@@ -20,11 +23,12 @@ class PlanProposer final : public Proposer {
  public:
   std::string name() const override { return "plan"; }
   Checked<std::string> propose(const ProposalRequest& request) override;
+  bool concurrent() const override { return true; }
   void learn(const Json& refusal) override;
 
  private:
-  int64_t refusals_ = 0;  // for the current step; reset when the step changes
-  std::string step_id_;
+  std::mutex mu_;
+  std::map<std::string, int64_t> refusals_;  // guarded by mu_: per step id, its refusals so far
 };
 
 // The Diff JSON (diff/diff.h) that writes `files` (path -> content) over the current

@@ -8,8 +8,10 @@
 // Ownership and threads: the build loop borrows a Proposer for the whole build (the caller
 // owns it and keeps it alive) and calls it from one thread, in order: propose, then learn
 // for that proposal's refusal. Implementations need no locking for that use and should not
-// be shared between concurrent builds. A Proposer writes nothing durable; whatever it answers
-// is recorded by the kernel.
+// be shared between concurrent builds. A merge-queue plan (kernel/merge_queue.h) asks for
+// several steps at once from worker threads when concurrent() says propose() allows it;
+// learn() and replan() still come from the build's thread. A Proposer writes nothing
+// durable; whatever it answers is recorded by the kernel.
 #pragma once
 
 #include <chrono>
@@ -53,7 +55,10 @@ class Proposer {
   // the next call; nullopt when no one but this process's own program answered (every local
   // executor), or when no one answered at all. The kernel records it; it decides nothing.
   virtual std::optional<std::string> answered_by() const { return std::nullopt; }
-  // A refusal of this executor's last proposal (RefusalReport JSON).
+  // Whether propose() may run on several threads at once (for different steps). When it
+  // does, answered_by() must not depend on which call came last.
+  virtual bool concurrent() const { return false; }
+  // A refusal of this executor's last proposal for the refusal's step (RefusalReport JSON).
   virtual void learn(const Json& refusal) = 0;
   // A replacement plan (BuildPlan JSON text) after a step exhausted its retries. `request` is
   // {"plan": <the committed plan>, "failed_step": "<id>", "completed_steps": [...],

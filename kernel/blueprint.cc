@@ -217,6 +217,7 @@ Result<BlueprintSpec> BlueprintSpec::from_json(const Json& json, const std::stri
     cr.integer("max_retries", b.constraints.max_retries, 1, 100, false);
     cr.integer("max_replans", b.constraints.max_replans, 0, 100, false);
     cr.integer("step_timeout_ms", b.constraints.step_timeout_ms, 1, 86'400'000, false);
+    b.constraints.merge_queue_depth = cr.optional_integer("merge_queue_depth", 1, kMaxMergeQueueDepth);
     r.adopt(cr.finish());
   }
   if (r.ok()) check_references(r, b);
@@ -258,7 +259,7 @@ Json BlueprintSpec::to_json() const {
                          {"drafts", Json(c.drafts)}});
   }
   for (const auto& c : checks) checks_j.push_back(c.to_json());
-  return {{"format", kBlueprintFormat},
+  Json j = {{"format", kBlueprintFormat},
           {"name", name},
           {"language", language},
           {"repository", {{"seed", seed ? Json(*seed) : Json(nullptr)}, {"base", base},
@@ -274,6 +275,9 @@ Json BlueprintSpec::to_json() const {
           {"checks", checks_j},
           {"constraints", {{"allowed_paths", constraints.allowed_paths}, {"max_retries", constraints.max_retries},
                            {"max_replans", constraints.max_replans}, {"step_timeout_ms", constraints.step_timeout_ms}}}};
+  // Absent unless set: older blueprints keep their digest.
+  if (constraints.merge_queue_depth) j["constraints"]["merge_queue_depth"] = *constraints.merge_queue_depth;
+  return j;
 }
 
 Digest BlueprintSpec::digest() const { return sha256(canonicalize(to_json()).value()); }

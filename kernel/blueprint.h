@@ -14,7 +14,7 @@
 //    "changes":      [{"path": "README.md", "description": "...", "content": "...", "produces": "document"}],
 //    "checks": [CheckSpec...],
 //    "constraints": {"allowed_paths": ["src/**", "tests/**"], "max_retries": 3, "max_replans": 1,
-//                    "step_timeout_ms": 30000}}
+//                    "step_timeout_ms": 30000, "merge_queue_depth": 8}}   (the last optional)
 // `repository.seed` is a directory (relative to the blueprint file) whose files make the first
 // commit when `warden build` creates the repository itself.
 // Wherever a "content" string goes, "content_file" may name a file relative to the blueprint
@@ -94,7 +94,12 @@ struct Constraints {
   int64_t max_retries = 3;                 // proposals per step
   int64_t max_replans = 1;
   int64_t step_timeout_ms = 30000;         // the watchdog
+  // Set: the generated plan runs as a merge queue of this depth (BuildPlan::merge_queue_depth).
+  std::optional<int64_t> merge_queue_depth;
 };
+
+// The deepest merge queue a plan may ask for: each slot may hold a sandbox run in flight.
+inline constexpr int64_t kMaxMergeQueueDepth = 64;
 
 struct BlueprintSpec {
   std::string name;

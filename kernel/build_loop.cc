@@ -8,6 +8,7 @@
 #include "kernel/build_setup.h"
 #include "kernel/checkout_attributes.h"
 #include "kernel/ledger_writer.h"
+#include "kernel/merge_queue.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_generate.h"
 #include "kernel/records.h"
@@ -28,7 +29,7 @@ class Build {
  public:
   Build(const BuildOptions& options, KernelSession& session, executor::Proposer& proposer, BuildSite& site)
       : options_(options), session_(session), proposer_(proposer), kl_(site.ledger), workspace_(site.repo.workspace),
-        runner_(*site.runner), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
+        runner_(*site.runner), another_runner_(std::move(site.another_runner)), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
     summary_.run_id = site.run_id;
     summary_.recovered = std::move(site.recovered);
   }
@@ -73,6 +74,7 @@ class Build {
     start_tree_ = *start_tree;
     note_base_attributes();
     if (Status st = move(RunStatus::running); !st) return st;
+    if (plan_.merge_queue_depth) return run_queue();
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
       const BuildStep& step = plan_.steps[i];
       if (completed_.contains(step.id)) continue;
@@ -177,6 +179,76 @@ class Build {
     summary_.commit = head_.hex();
     if (auto tree = workspace_.repo().tree_of(head_)) summary_.tree = tree->hex();
     return {};
+  }
+
+  // A merge-queue plan (merge_queue.h): rounds over a pool of runners, one per job when
+  // this host's sandbox runs the checks (a LocalRunner is a one-thread object), else the one
+  // runner the session gave; a step out of retries gets a replacement plan as a sequential
+  // step does.
+  Status run_queue() {
+    auto pool = runner_pool();
+    if (!pool) return end(RunStatus::failed, ErrorType::execution_error, pool.error().message);
+    for (;;) {
+      QueueSite site{.rec = rec_,
+                     .workspace = workspace_,
+                     .runner = **pool,
+                     .proposer = proposer_,
+                     .plan = plan_,
+                     .policy = *policy_,
+                     .plan_sha256 = summary_.plan_sha256,
+                     .policy_sha256 = summary_.policy_sha256,
+                     .start_tree = start_tree_,
+                     .completed = completed_,
+                     .head = head_,
+                     .previous_run = previous_run_,
+                     .refusals = refusals_,
+                     .verdicts = summary_.verdicts,
+                     .steps_completed = summary_.steps_completed,
+                     .replan_events = replan_events_,
+                     .stop = session_.stop,
+                     .step_budget_ms = step_budget_ms(),
+                     .jobs = std::max(options_.jobs, 1),
+                     .on_working = session_.on_working};
+      auto out = run_merge_queue(site);
+      if (!out) return std::unexpected(out.error());
+      current_index_ = out->step_index;
+      switch (out->end) {
+        case QueueEnd::done:
+          if (Status st = move(RunStatus::verifying); !st) return st;
+          return finish();
+        case QueueEnd::timeout:
+          return end(RunStatus::timeout, ErrorType::timeout_error, out->error);
+        case QueueEnd::cancelled:
+          return end(RunStatus::cancelled, ErrorType::cancelled, out->error);
+        case QueueEnd::failed:
+          return end(RunStatus::failed, ErrorType::execution_error, out->error);
+        case QueueEnd::exhausted: {
+          last_attempts_ = out->attempts;
+          const BuildStep* failed = plan_.find(out->step_id);
+          auto replanned = replan(*failed);
+          if (!replanned) return std::unexpected(replanned.error());
+          if (!*replanned) return {};
+          break;
+        }
+      }
+    }
+  }
+
+  Result<std::unique_ptr<PrefetchingRunner>> runner_pool() {
+    std::vector<PrefetchingRunner::Worker> workers;
+    const int jobs = another_runner_ ? std::max(options_.jobs, 1) : 1;
+    for (int i = 0; i < jobs; ++i) {
+      auto repo = GitRepo::open(options_.repo_dir);
+      if (!repo) return fail(Errc::internal, "opening the repository for a runner: " + repo.error().message());
+      PrefetchingRunner::Worker w{.runner = &runner_, .owned = nullptr, .repo = std::move(*repo)};
+      if (i > 0) {
+        auto made = another_runner_();
+        if (!made) return std::unexpected(made.error().with_context("a runner for job " + std::to_string(i + 1)));
+        w.owned = std::move(*made);
+      }
+      workers.push_back(std::move(w));
+    }
+    return std::make_unique<PrefetchingRunner>(std::move(workers));
   }
 
   // One step through its pipeline. True: accepted and committed; false: retries exhausted.
@@ -393,6 +465,7 @@ class Build {
   LedgerWriter kl_;
   Workspace& workspace_;
   Runner& runner_;
+  std::function<Result<std::unique_ptr<Runner>>()> another_runner_;  // for a merge queue's jobs
   RunRecorder rec_;
   RunLifecycle life_;
   BuildSummary summary_;

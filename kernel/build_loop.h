@@ -42,6 +42,9 @@ struct BuildOptions {
   std::string base;                     // revision the run starts from (default: the blueprint's, else HEAD)
   std::optional<int64_t> step_timeout_ms;  // overrides the plan's watchdog budget
   std::string run_id;                      // empty: one from the session's IdSource
+  // A merge-queue plan's concurrent proposals and sandbox runs (at least 1). It changes how
+  // long a build takes, never what it records; a sequential plan ignores it.
+  int jobs = 1;
 };
 
 // One decision of the run, as recorded: every reason with its detail.

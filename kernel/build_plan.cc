@@ -122,6 +122,7 @@ Result<BuildPlan> BuildPlan::from_json(const Json& json) {
   r.integer("max_retries", p.max_retries, 1, 100, false);
   r.integer("max_replans", p.max_replans, 0, 100, false);
   r.integer("step_timeout_ms", p.step_timeout_ms, 1, 86'400'000, false);
+  p.merge_queue_depth = r.optional_integer("merge_queue_depth", 1, kMaxMergeQueueDepth);
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
   return p;
 }
@@ -148,7 +149,7 @@ Json BuildPlan::to_json() const {
   for (const VerificationCheckpoint& c : verification_checkpoints) {
     checkpoints_j.push_back({{"id", c.id}, {"after", c.after}, {"checks", c.checks}, {"invariants", c.invariants}});
   }
-  return {{"format", kPlanFormat},
+  Json plan = {{"format", kPlanFormat},
           {"name", name},
           {"blueprint_sha256", blueprint_sha256 ? Json(blueprint_sha256->str()) : Json(nullptr)},
           {"language", language},
@@ -163,6 +164,8 @@ Json BuildPlan::to_json() const {
           {"max_retries", max_retries},
           {"max_replans", max_replans},
           {"step_timeout_ms", step_timeout_ms}};
+  if (merge_queue_depth) plan["merge_queue_depth"] = *merge_queue_depth;
+  return plan;
 }
 
 Digest BuildPlan::digest() const { return sha256(canonicalize(to_json()).value()); }

@@ -13,7 +13,7 @@
 //    "invariants": ["no_dangerous_operations"], "checks": [CheckSpec...],
 //    "verification_checkpoints": [{"id": "final", "after": ["s1", "s2"], "checks": ["tests"],
 //                                  "invariants": ["all_functions_have_tests"]}],
-//    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000}
+//    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000, "merge_queue_depth": 8}
 //
 // BuildPlan and BuildStep are plain values, safe to share read-only; find() returns a pointer
 // into `steps`, valid while the plan is alive and unchanged. from_json() checks the shape
@@ -90,6 +90,12 @@ struct BuildPlan {
   int64_t max_retries = 3;
   int64_t max_replans = 1;
   int64_t step_timeout_ms = 30000;
+  // Set: the steps run as a speculative merge queue (merge_queue.h) — up to this many ready
+  // steps proposed and checked at once, each on the tree of every step ahead of it in commit
+  // order — instead of one after another. The depth is the plan's, not the command line's:
+  // what the ledger records depends on it, and must not depend on how many jobs ran it.
+  // JSON "merge_queue_depth", absent for a sequential plan (older plans keep their digest).
+  std::optional<int64_t> merge_queue_depth;
 
   const BuildStep* find(std::string_view id) const;
   // Strict: unknown fields refused, errors name the JSON path ("plan.steps[2].action: ...").

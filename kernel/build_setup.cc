@@ -73,6 +73,7 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   }
 
   std::unique_ptr<Runner> local;
+  std::function<Result<std::unique_ptr<Runner>>()> another;
   if (!session.runner && session.runner_channel) {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
@@ -90,9 +91,14 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
     // ledger does not hold, and a golden run must record the same bytes cold or warm.
     runner_options.use_cache = false;
     runner_options.kernel_release_in_toolchain = !session.host_independent;
-    auto runner = LocalRunner::create(std::move(*profile), runner_options);
+    auto runner = LocalRunner::create(*profile, runner_options);
     if (!runner) return std::unexpected(runner.error());
     local = std::make_unique<LocalRunner>(std::move(*runner));
+    another = [profile = std::move(*profile), runner_options]() -> Result<std::unique_ptr<Runner>> {
+      auto made = LocalRunner::create(profile, runner_options);
+      if (!made) return std::unexpected(made.error());
+      return std::make_unique<LocalRunner>(std::move(*made));
+    };
   }
 
   std::string run_id = options.run_id.empty() ? session.ids.next_id("run") : options.run_id;
@@ -103,7 +109,8 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
                                           " (a logical clock numbers runs from 1 in every process): give --run-id");
   }
   Runner* runner = session.runner ? session.runner : local.get();
-  return BuildSite{std::move(*ledger), std::move(*repo), *base, std::move(local), runner, std::move(run_id), std::move(*recovered)};
+  return BuildSite{std::move(*ledger), std::move(*repo),   *base, std::move(local), runner, std::move(another),
+                   std::move(run_id),  std::move(*recovered)};
 }
 
 }  // namespace warden::kernel

@@ -4,6 +4,7 @@
 // refusal here is an Error for the caller — nothing has been recorded yet.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,9 @@ struct BuildSite {
   ObjectId base;                              // the commit the run starts from
   std::unique_ptr<Runner> own_runner;  // when the session gives no runner
   Runner* runner = nullptr;           // the session's, or own_runner
+  // When own_runner is this host's sandbox: another runner like it, for a merge queue's
+  // workers (a LocalRunner is a one-thread object). None for the session's or a channel runner.
+  std::function<Result<std::unique_ptr<Runner>>()> another_runner;
   std::string run_id;
   std::vector<RecoveredRun> recovered;  // dead runs of this ledger whose end was recorded now
 };

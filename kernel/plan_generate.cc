@@ -75,6 +75,7 @@ Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy) {
   plan.max_retries = b.constraints.max_retries;
   plan.max_replans = b.constraints.max_replans;
   plan.step_timeout_ms = b.constraints.step_timeout_ms;
+  plan.merge_queue_depth = b.constraints.merge_queue_depth;
   plan.checks = b.checks;
 
   StepList steps(plan.steps);

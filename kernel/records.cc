@@ -353,6 +353,25 @@ Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
   return done(r, std::move(o));
 }
 
+Json SpeculationRecord::to_json() const {
+  return {{"run_id", run_id}, {"step_id", step_id}, {"attempt", attempt}, {"run", run},
+          {"base_tree", base_tree}, {"tree", tree}, {"reason", reason}};
+}
+
+Result<SpeculationRecord> SpeculationRecord::from_json(const Json& json) {
+  JsonReader r(json, "speculation record");
+  SpeculationRecord s;
+  non_empty(r, "run_id", s.run_id);
+  non_empty(r, "step_id", s.step_id);
+  attempt_number(r, s.attempt);
+  non_empty(r, "run", s.run);
+  if (r.ok() && s.run != "checks" && s.run != "base" && s.run != "oracle") r.fail("run", "must be checks, base or oracle");
+  non_empty(r, "base_tree", s.base_tree);
+  non_empty(r, "tree", s.tree);
+  non_empty(r, "reason", s.reason);
+  return done(r, std::move(s));
+}
+
 Json DecisionRecord::to_json() const {
   Json j = {{"run_id", run_id},
           {"step_id", step_id},

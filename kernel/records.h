@@ -24,6 +24,7 @@
 //   decision        DecisionRecord          decide()'s verdict and the seqs of its inputs
 //   commit          CommitRecord            an accepted change on the branch
 //   step_evidence   StepEvidenceRecord      seeds/002's RunEvidence, one per step
+//   speculation     SpeculationRecord       a merge queue's run thrown away: the waste, for auditors
 // Pipeline transitions (pipeline_run, transition, ...) are the executor's records
 // (executor/run_records.h).
 #pragma once
@@ -60,6 +61,7 @@ inline constexpr std::string_view refusal = "refusal";
 inline constexpr std::string_view commit_intent = "commit_intent";
 inline constexpr std::string_view commit = "commit";
 inline constexpr std::string_view step_evidence = "step_evidence";
+inline constexpr std::string_view speculation = "speculation";
 }  // namespace record_kind
 
 struct RunStatusRecord {
@@ -230,6 +232,25 @@ struct OracleRunRecord {
 
   Json to_json() const;
   static Result<OracleRunRecord> from_json(const Json& json);
+};
+
+// A merge queue's speculative run (merge_queue.h) that no decision used: it was started on the
+// tree of the steps ahead of its step, assuming they would be accepted, and one was not (or
+// its step's proposal went stale, or the run turned out not to be needed). Recorded after the
+// round's decisions, in the order the runs were started, so the waste is in the ledger at a
+// place that depends only on the proposals and results. It is never evidence for a decision.
+struct SpeculationRecord {
+  static constexpr std::string_view kind = record_kind::speculation;
+  std::string run_id;
+  std::string step_id;
+  int64_t attempt = 0;      // the proposal it was for: the step's next attempt number
+  std::string run;          // "checks" (the proposal), "base" (its base's tests) or "oracle"
+  std::string base_tree;    // the speculative base: the tree of every step ahead, as assumed
+  std::string tree;         // the tree it ran on
+  std::string reason;       // why it was thrown away (whether it had finished is timing: not said)
+
+  Json to_json() const;
+  static Result<SpeculationRecord> from_json(const Json& json);
 };
 
 struct DecisionRecord {

@@ -149,6 +149,7 @@ class Replayer {
     if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
     if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
     if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
+    if (kind_ == record_kind::speculation) return typed<SpeculationRecord>(p, &Replayer::readable<SpeculationRecord>);
     if (kind_ == record_kind::fleet_event) return typed<FleetEventRecord>(p, &Replayer::on_fleet_event);
     return {};
   }

@@ -10,9 +10,9 @@ namespace {
 
 constexpr std::array<std::string_view, 9> kStatusNames = {"queued",    "planning", "running",   "verifying",  "completed",
                                                           "failed",    "timeout",  "cancelled", "interrupted"};
-constexpr std::array<std::string_view, 12> kEventNames = {
+constexpr std::array<std::string_view, 13> kEventNames = {
     "run_started",    "step_started",     "tool_called",      "tool_output",   "step_completed", "artifact_created",
-    "replan_triggered", "run_completed", "run_failed", "run_cancelled", "timeout_error", "heartbeat"};
+    "replan_triggered", "run_completed", "run_failed", "run_cancelled", "timeout_error", "heartbeat", "queue_updated"};
 
 }  // namespace
 

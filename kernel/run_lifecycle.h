@@ -45,6 +45,9 @@ enum class RunEventType {
   run_cancelled,
   timeout_error,
   heartbeat,
+  // A merge-queue plan's queue (merge_queue.h) after each round: which steps are in flight on
+  // which speculative base, and which speculations were thrown away and why.
+  queue_updated,
 };
 std::string_view run_event_type_name(RunEventType type);
 std::optional<RunEventType> parse_run_event_type(std::string_view name);

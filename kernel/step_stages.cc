@@ -80,17 +80,7 @@ Parsed parse_proposal(const StepContext& ctx, const std::string& text) {
 // tree says about applying it (structural rules decide() cannot see).
 void gather_base(const StepContext& ctx, const Diff& diff, std::optional<GitTree>& tree, ProposalEvidence& evidence) {
   if (!tree) return;
-  for (const auto& f : diff.files) {
-    for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
-      if (!p || evidence.base.contains(*p)) continue;
-      BaseFileImage image;
-      if (auto file = tree->read(*p); file && *file) {
-        image.content = (*file)->content;
-        image.mode = (*file)->mode;
-      }
-      evidence.base.emplace(*p, std::move(image));
-    }
-  }
+  read_pre_images(*tree, diff, evidence);
   if (auto checked = ctx.workspace.check(diff, ctx.head.hex()); !checked) evidence.workspace_refusal = checked.error();
 }
 
@@ -106,24 +96,6 @@ Status keep_bodies(const StepContext& ctx, const RunResult& run, const RunBodies
     if (*stored != d.str()) return fail(Errc::internal, "runner: the bytes it delivered as " + d.str() + " hash to " + *stored);
   }
   return {};
-}
-
-// The checks that report tests: the ones whose tests a proposal must keep passing.
-std::vector<CheckSpec> test_checks(const std::vector<CheckSpec>& checks) {
-  std::vector<CheckSpec> out;
-  for (const CheckSpec& c : checks) {
-    if (c.report_format != "none") out.push_back(c);
-  }
-  return out;
-}
-
-// Whether `run` holds every check of `wanted`, with the same spec.
-bool covers(const RunResult& run, const std::vector<CheckSpec>& wanted) {
-  for (const CheckSpec& spec : wanted) {
-    auto it = std::find_if(run.checks.begin(), run.checks.end(), [&](const CheckResult& c) { return c.name == spec.name; });
-    if (it == run.checks.end() || it->spec_sha256 != spec.digest()) return false;
-  }
-  return true;
 }
 
 // Base checkouts the runner found changed since they were sealed, or left unfinished, and
@@ -221,9 +193,37 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
 
 }  // namespace
 
-Result<Proposed> propose(const StepContext& ctx, int64_t number) {
-  Proposed out;
-  out.number = number;
+void read_pre_images(GitTree& tree, const Diff& diff, ProposalEvidence& evidence) {
+  for (const auto& f : diff.files) {
+    for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
+      if (!p || evidence.base.contains(*p)) continue;
+      BaseFileImage image;
+      if (auto file = tree.read(*p); file && *file) {
+        image.content = (*file)->content;
+        image.mode = (*file)->mode;
+      }
+      evidence.base.emplace(*p, std::move(image));
+    }
+  }
+}
+
+std::vector<CheckSpec> test_checks(const std::vector<CheckSpec>& checks) {
+  std::vector<CheckSpec> out;
+  for (const CheckSpec& c : checks) {
+    if (c.report_format != "none") out.push_back(c);
+  }
+  return out;
+}
+
+bool covers(const RunResult& run, const std::vector<CheckSpec>& wanted) {
+  for (const CheckSpec& spec : wanted) {
+    auto it = std::find_if(run.checks.begin(), run.checks.end(), [&](const CheckResult& c) { return c.name == spec.name; });
+    if (it == run.checks.end() || it->spec_sha256 != spec.digest()) return false;
+  }
+  return true;
+}
+
+executor::ProposalRequest proposal_request(const StepContext& ctx, int64_t number) {
   std::optional<GitTree> tree = head_tree(ctx);
   executor::ProposalRequest request;
   request.step = ctx.step.to_json();
@@ -234,26 +234,37 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
                      {"refusals", ctx.refusals}};
   request.timeout = ctx.time_left();
   request.stop = ctx.stop;
-  ctx.rec.emit(RunEventType::tool_called, ctx.index, ctx.proposer.name(), {{"step_id", ctx.step.id}, {"attempt", number}});
-  auto text = [&] {
-    WorkTicker ticker(ctx.on_working, working(ctx, "executor"));
-    return ctx.proposer.propose(request);
-  }();
+  return request;
+}
 
-  std::optional<std::string> executor_error;
+void announce_proposal(const StepContext& ctx, int64_t number) {
+  ctx.rec.emit(RunEventType::tool_called, ctx.index, ctx.proposer.name(), {{"step_id", ctx.step.id}, {"attempt", number}});
+}
+
+Answer read_answer(const StepContext& ctx, const Checked<std::string>& text, std::optional<std::string> identity) {
+  Answer out;
+  out.identity = std::move(identity);
   out.evidence.step_id = ctx.step.id;
   out.evidence.diff = nullptr;
   if (!text) {
-    executor_error = text.error().detail;
+    out.error = text.error().detail;
     out.evidence.executor_refusal = text.error();
-  } else {
-    Parsed parsed = parse_proposal(ctx, *text);
-    out.evidence.diff = std::move(parsed.diff_json);
-    out.diff = std::move(parsed.diff);
-    out.evidence.patch_refusal = std::move(parsed.refusal);
-    executor_error = std::move(parsed.error);
+    return out;
   }
-  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the executor was proposing"));
+  Parsed parsed = parse_proposal(ctx, *text);
+  out.evidence.diff = std::move(parsed.diff_json);
+  out.diff = std::move(parsed.diff);
+  out.evidence.patch_refusal = std::move(parsed.refusal);
+  out.error = std::move(parsed.error);
+  return out;
+}
+
+Result<Proposed> record_proposal(const StepContext& ctx, int64_t number, Answer answer) {
+  Proposed out;
+  out.number = number;
+  out.evidence = std::move(answer.evidence);
+  out.diff = std::move(answer.diff);
+  std::optional<GitTree> tree = head_tree(ctx);
   if (out.diff) gather_base(ctx, *out.diff, tree, out.evidence);
 
   auto evidence_bytes = canonicalize(out.evidence.to_json());
@@ -266,14 +277,26 @@ Result<Proposed> propose(const StepContext& ctx, int64_t number) {
   record.attempt = number;
   record.executor = ctx.proposer.name();
   record.executor_sandbox = ctx.proposer.confinement();
-  record.executor_identity = ctx.proposer.answered_by();
+  record.executor_identity = std::move(answer.identity);
   record.evidence_blob = Digest::parse(*blob).value();
   if (out.diff) record.diff_sha256 = out.diff->digest();
-  record.error = std::move(executor_error);
+  record.error = std::move(answer.error);
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   out.record = *rec;
   return out;
+}
+
+Result<Proposed> propose(const StepContext& ctx, int64_t number) {
+  executor::ProposalRequest request = proposal_request(ctx, number);
+  announce_proposal(ctx, number);
+  auto text = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, "executor"));
+    return ctx.proposer.propose(request);
+  }();
+  Answer answer = read_answer(ctx, text, ctx.proposer.answered_by());
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the executor was proposing"));
+  return record_proposal(ctx, number, std::move(answer));
 }
 
 Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed& proposed, std::optional<BaseRun>& base) {

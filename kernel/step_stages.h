@@ -53,6 +53,29 @@ struct StepContext {
 };
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number);
+// propose() in its parts, for the merge queue (merge_queue.h), which asks the executor on a
+// worker thread and records the answer only when the step reaches the front of the queue:
+//   proposal_request   what the executor is shown: the step's targets as the head has them
+//   announce_proposal  the tool_called event
+//   read_answer        the answer as a Diff, a patch read against the head it was shown on
+//   record_proposal    the pre-images from the head at the time, and the proposal record
+struct Answer {
+  ProposalEvidence evidence;  // the diff as received and what refused it; no pre-images yet
+  std::optional<Diff> diff;
+  std::optional<std::string> error;     // why it is not a Diff, or why the executor failed
+  std::optional<std::string> identity;  // Proposer::answered_by()
+};
+executor::ProposalRequest proposal_request(const StepContext& ctx, int64_t number);
+void announce_proposal(const StepContext& ctx, int64_t number);
+Answer read_answer(const StepContext& ctx, const Checked<std::string>& text, std::optional<std::string> identity);
+Result<Proposed> record_proposal(const StepContext& ctx, int64_t number, Answer answer);
+// The files a diff names, as `tree` has them, into evidence.base (the pre-images decide() judges).
+void read_pre_images(GitTree& tree, const Diff& diff, ProposalEvidence& evidence);
+// The checks that report tests: the ones whose tests a proposal must keep passing.
+std::vector<CheckSpec> test_checks(const std::vector<CheckSpec>& checks);
+// Whether `run` holds every check of `wanted`, with the same spec.
+bool covers(const RunResult& run, const std::vector<CheckSpec>& wanted);
+
 // None: the proposal is not a Diff or the workspace refused it; the checks did not run.
 // The first call of a step also tests the step's base (into `base`, recorded), when a check
 // reports tests; later attempts reuse it.

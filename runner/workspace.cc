@@ -52,6 +52,14 @@ Checked<AppliedDiff> Workspace::apply(const Diff& diff, std::string_view base_re
   return out;
 }
 
+Checked<ObjectId> Workspace::apply_to_tree(const Diff& diff, const ObjectId& base_tree) {
+  auto tree = repo_.tree(base_tree);
+  if (!tree) return std::unexpected(tree.error());
+  auto files = resolve_diff(diff, *tree);
+  if (!files) return std::unexpected(files.error());
+  return repo_.write_tree(base_tree, *files);
+}
+
 Checked<void> Workspace::check_branch(const std::string& branch, std::string_view base_rev) {
   auto base = repo_.resolve_commit(base_rev);
   if (!base) return std::unexpected(base.error());

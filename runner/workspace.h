@@ -45,6 +45,8 @@ class Workspace {
   Checked<void> check(const Diff& diff, std::string_view base_rev);
   // Verifies, then writes blobs and trees (objects only; no reference moves).
   Checked<AppliedDiff> apply(const Diff& diff, std::string_view base_rev);
+  // apply() onto a tree that no commit holds (yet): a merge queue's speculative base.
+  Checked<ObjectId> apply_to_tree(const Diff& diff, const ObjectId& base_tree);
   // Whether a commit on `base_rev` could move `branch`: a valid name, and new or still at
   // the base. Moving it checks again atomically; this lets callers refuse before writing.
   Checked<void> check_branch(const std::string& branch, std::string_view base_rev);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "common/clock.h"
 #include "kernel/build_loop.h"
@@ -25,6 +26,7 @@ namespace {
 struct BuildArgs {
   std::string blueprint, plan_sha256, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id;
   double step_timeout_s = 0;
+  int jobs = 0;  // 0: one per CPU
   std::optional<int> executor_channel;
   std::optional<int> runner_channel;
   std::string runner_quorum;
@@ -123,6 +125,7 @@ int run(const BuildArgs& a) {
   options.policy = a.policy;
   if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(std::clamp(a.step_timeout_s, 0.001, 86400.0) * 1000);
   options.run_id = a.run_id;
+  options.jobs = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   CancelOnSignal cancel;
   std::optional<kernel::RunRegistration> registration;
@@ -210,6 +213,10 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--clock", a->clock, "system, or logical for golden runs (fixed timestamps, sequential ids, and no host kernel release in the "
                   "recorded toolchain)")
       ->check(CLI::IsMember({"system", "logical"}));
+  cmd->add_option("--jobs,-j", a->jobs,
+                  "A merge-queue plan's (merge_queue_depth) concurrent proposals and sandbox runs (default: one per CPU). "
+                  "It changes how long the build takes, never what the ledger records; a sequential plan ignores it")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's, 30)");
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");

@@ -1,0 +1,1 @@
+"""The Luhn checksum: luhn.digits computes check digits and validates numbers."""

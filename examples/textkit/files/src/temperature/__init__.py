@@ -1,0 +1,1 @@
+"""Temperatures: temperature.convert converts between degrees Celsius and Fahrenheit."""
