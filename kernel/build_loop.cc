@@ -236,12 +236,14 @@ class Build {
 
   Result<std::unique_ptr<PrefetchingRunner>> runner_pool() {
     std::vector<PrefetchingRunner::Worker> workers;
-    const int jobs = another_runner_ ? std::max(options_.jobs, 1) : 1;
+    // This host's sandbox: a LocalRunner per job. The session's runner or the remote
+    // runners' channel: shared by every job when it takes concurrent runs, else one job.
+    const int jobs = another_runner_ || runner_.concurrent() ? std::max(options_.jobs, 1) : 1;
     for (int i = 0; i < jobs; ++i) {
       auto repo = GitRepo::open(options_.repo_dir);
       if (!repo) return fail(Errc::internal, "opening the repository for a runner: " + repo.error().message());
       PrefetchingRunner::Worker w{.runner = &runner_, .owned = nullptr, .repo = std::move(*repo)};
-      if (i > 0) {
+      if (i > 0 && another_runner_) {
         auto made = another_runner_();
         if (!made) return std::unexpected(made.error().with_context("a runner for job " + std::to_string(i + 1)));
         w.owned = std::move(*made);

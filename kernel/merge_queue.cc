@@ -159,7 +159,8 @@ class MergeQueue {
                         WorkingNotice{.step_index = static_cast<int64_t>(asking.front()->index),
                                       .steps_total = static_cast<int64_t>(s_.plan.steps.size()),
                                       .step_id = s_.plan.steps[asking.front()->index].id,
-                                      .what = "executor (" + std::to_string(asking.size()) + " steps)"});
+                                      .what = "executor (" + std::to_string(asking.size()) + " steps)",
+                                      .elapsed = {}});
       const size_t threads = s_.proposer.concurrent() ? std::min<size_t>(asking.size(), std::max(s_.jobs, 1)) : 1;
       if (threads <= 1) {
         for (size_t i = 0; i < asking.size(); ++i) {
@@ -210,19 +211,29 @@ class MergeQueue {
                                                                 covers(s_.previous_run->run, wanted))
                                    : specs_cover(ahead_checks, wanted);
         if (!covered) {
-          RunRequest base{.base_tree = s_.start_tree, .tree = tree, .checks = wanted, .reuse = true};
+          RunRequest base;
+          base.base_tree = s_.start_tree;
+          base.tree = tree;
+          base.checks = wanted;
+          base.reuse = true;
           s_.runner.prefetch(std::move(base), std::nullopt, PrefetchLabel{step.id, attempt, "base", tree.hex()});
         }
         ProposalEvidence evidence = slot->answer->evidence;
         if (auto base_tree = s_.workspace.repo().tree(tree)) read_pre_images(*base_tree, diff, evidence);
         if (std::optional<Diff> oracle = oracle_diff(diff, evidence, s_.policy.oracle)) {
           if (auto oracle_tree = s_.workspace.apply_to_tree(*oracle, tree)) {
-            RunRequest run{.base_tree = s_.start_tree, .tree = *oracle_tree, .checks = wanted};
+            RunRequest run;
+            run.base_tree = s_.start_tree;
+            run.tree = *oracle_tree;
+            run.checks = wanted;
             s_.runner.prefetch(std::move(run), std::move(oracle), PrefetchLabel{step.id, attempt, "oracle", tree.hex()});
           }
         }
       }
-      RunRequest run{.base_tree = s_.start_tree, .tree = *next, .checks = checks};
+      RunRequest run;
+      run.base_tree = s_.start_tree;
+      run.tree = *next;
+      run.checks = checks;
       s_.runner.prefetch(std::move(run), diff, PrefetchLabel{step.id, attempt, "checks", tree.hex()});
       in_flight.push_back({{"step_id", step.id}, {"attempt", attempt}, {"base_tree", tree.hex()}, {"tree", next->hex()}});
       tree = *next;

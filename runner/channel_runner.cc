@@ -27,7 +27,6 @@ ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_
 ChannelRunner::~ChannelRunner() { socket_.send_now("{\"type\":\"end\"}\n"); }
 
 Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request) {
-  if (socket_.broken()) return runner_failed(*socket_.broken());
   auto tree = LocalRunner::tree_under_test(repo, request);
   if (!tree) return std::unexpected(tree.error());
   RemoteRunRequest sent;
@@ -38,29 +37,59 @@ Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request)
   sent.profile = profile_;
   sent.reuse = request.reuse;
   sent.host_independent = host_independent_;
-  const std::string id = nonce_ + "-" + std::to_string(next_request_++);
   // Checks bound their own time; only a stop ends the wait.
   const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
-  Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
-  if (!quorum_.single()) line["quorum"] = quorum_.to_json();
+  std::string id;
+  // Called with io_mu_ held: this request is given up.
   auto stopped = [&](const LineFailure& f) {
+    waiting_.erase(id);
     if (f.kind != LineFailure::Kind::closed) socket_.send_now(Json{{"type", "cancel"}, {"request_id", id}}.dump() + "\n");
     return runner_failed(f.detail);
   };
-  if (auto ok = socket_.send(line.dump() + "\n", forever, request.stop); !ok) return stopped(ok.error());
+  {
+    std::lock_guard io(io_mu_);
+    if (socket_.broken()) return runner_failed(*socket_.broken());
+    id = nonce_ + "-" + std::to_string(next_request_++);
+    Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
+    if (!quorum_.single()) line["quorum"] = quorum_.to_json();
+    waiting_.insert(id);
+    if (auto ok = socket_.send(line.dump() + "\n", forever, request.stop); !ok) return stopped(ok.error());
+  }
   for (;;) {
-    auto text = socket_.read(forever, request.stop);
-    if (!text) return stopped(text.error());
-    auto parsed = parse_json(*text, "the runner channel's answer");
-    if (!parsed || !parsed->is_object()) {
-      return runner_failed(socket_.close("the runner channel sent a line that is not a JSON object").detail);
+    std::optional<Json> got;
+    {
+      std::lock_guard io(io_mu_);
+      if (auto it = arrived_.find(id); it != arrived_.end()) {
+        got = std::move(it->second);
+        arrived_.erase(it);
+      } else {
+        // A slice, so another caller can send or take its answer between reads.
+        auto text = socket_.read(std::chrono::steady_clock::now() + std::chrono::milliseconds(20), request.stop);
+        if (!text) {
+          if (text.error().kind == LineFailure::Kind::timed_out) continue;
+          return stopped(text.error());
+        }
+        auto parsed = parse_json(*text, "the runner channel's answer");
+        if (!parsed || !parsed->is_object()) {
+          waiting_.erase(id);
+          return runner_failed(socket_.close("the runner channel sent a line that is not a JSON object").detail);
+        }
+        auto rid = parsed->find("request_id");
+        if (rid == parsed->end() || !rid->is_string()) {
+          waiting_.erase(id);
+          return runner_failed(socket_.close("the runner channel sent an answer without a request_id").detail);
+        }
+        const std::string of = rid->get<std::string>();
+        if (of == id) {
+          got = std::move(*parsed);
+        } else if (waiting_.contains(of)) {
+          arrived_[of] = std::move(*parsed);  // another caller's, kept for it
+        }  // else a late answer to a request that was given up
+      }
+      if (got) waiting_.erase(id);
     }
-    auto rid = parsed->find("request_id");
-    if (rid == parsed->end() || !rid->is_string()) {
-      return runner_failed(socket_.close("the runner channel sent an answer without a request_id").detail);
-    }
-    if (*rid != id) continue;  // a late answer to a request that was cancelled
-    return answer(repo, sent, id, *parsed);
+    // Checked outside the lock: the other callers keep reading meanwhile.
+    if (got) return answer(repo, sent, id, *got);
   }
 }
 
@@ -106,9 +135,11 @@ Checked<RunOutcome> ChannelRunner::answer(GitRepo& repo, const RemoteRunRequest&
     return bad(std::to_string(outcome.attestations.size()) + " runners signed it; the quorum is " + std::to_string(quorum_.k) +
                " of " + std::to_string(quorum_.n));
   }
-  if (Status st = check_remote_result(repo, sent, *result, outcome.bodies, memo_); !st) {
-    return runner_failed(who + ": " + st.error().message);
-  }
+  Status checked = [&] {
+    std::lock_guard memo(memo_mu_);
+    return check_remote_result(repo, sent, *result, outcome.bodies, memo_);
+  }();
+  if (!checked) return runner_failed(who + ": " + checked.error().message);
   outcome.result = std::move(*result);
   return outcome;
 }

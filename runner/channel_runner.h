@@ -23,9 +23,16 @@
 // There is no deadline beyond the request's stop: checks bound their own time, and a runner
 // that disappears has its task run by another (the server's concern).
 //
-// Ownership: owns the socket. Threads: one run at a time (as LocalRunner); request.stop may
-// be triggered from any thread.
+// Ownership: owns the socket. Threads: run() may be called from several threads at once (a
+// merge queue's jobs, kernel/merge_queue.h), each with a GitRepo of its own: every socket
+// call is made under one lock, an answer read by one caller for another is handed over by its
+// request id, and a waiting caller reads in short slices so the others can send meanwhile.
+// request.stop may be triggered from any thread.
 #pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
 
 #include <cstdint>
 #include <string>
@@ -49,6 +56,7 @@ class ChannelRunner final : public Runner {
   ChannelRunner& operator=(const ChannelRunner&) = delete;
 
   Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override;
+  bool concurrent() const override { return true; }
 
  private:
   Checked<RunOutcome> answer(GitRepo& repo, const RemoteRunRequest& sent, const std::string& id, const Json& line);
@@ -58,8 +66,12 @@ class ChannelRunner final : public Runner {
   bool host_independent_;
   RunnerQuorum quorum_;
   std::string nonce_;
+  std::mutex io_mu_;                     // guards socket_, next_request_, waiting_, arrived_
   uint64_t next_request_ = 1;
-  MemoryHashMemo memo_;  // tree hashes re-derived, for the build's life
+  std::set<std::string> waiting_;        // requests sent whose callers still wait
+  std::map<std::string, Json> arrived_;  // answers read by another caller, for their own
+  std::mutex memo_mu_;
+  MemoryHashMemo memo_;  // guarded by memo_mu_: tree hashes re-derived, for the build's life
 };
 
 }  // namespace warden

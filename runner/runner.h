@@ -64,6 +64,8 @@ class Runner {
   // Evaluates `request` against objects read from `repo` (the base tree, the tree under
   // test); the repository is only read.
   virtual Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) = 0;
+  // Whether run() may be called from several threads at once (each with its own GitRepo).
+  virtual bool concurrent() const { return false; }
 };
 
 }  // namespace warden

@@ -71,6 +71,22 @@ void print_build_progress(const kernel::RunEvent& ev) {
       std::cout << "      retries exhausted for " << d.value("failed_step", "") << ": asking the executor for a new plan"
                 << std::endl;
       break;
+    case RunEventType::queue_updated:
+      // A merge-queue plan: what each round speculates on, and what it threw away.
+      if (d.contains("in_flight")) {
+        std::cout << "queue round " << d.value("round", int64_t{0}) << ":";
+        for (const auto& f : d["in_flight"]) {
+          std::cout << " " << f.value("step_id", "") << "#" << f.value("attempt", int64_t{0}) << " on "
+                    << f.value("base_tree", "").substr(0, 12);
+        }
+        for (const auto& w : d.value("waiting", Json::array())) std::cout << " " << w.get<std::string>() << "(waits)";
+        std::cout << std::endl;
+      }
+      for (const auto& x : d.value("discarded", Json::array())) {
+        std::cout << "      thrown away: " << x.value("step_id", "") << "#" << x.value("attempt", int64_t{0}) << " "
+                  << x.value("run", "") << " run: " << x.value("reason", "") << std::endl;
+      }
+      break;
     case RunEventType::timeout_error:
       std::cout << "      watchdog: " << d.value("error", "") << std::endl;
       break;
