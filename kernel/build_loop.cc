@@ -29,7 +29,7 @@ class Build {
  public:
   Build(const BuildOptions& options, KernelSession& session, executor::Proposer& proposer, BuildSite& site)
       : options_(options), session_(session), proposer_(proposer), kl_(site.ledger), workspace_(site.repo.workspace),
-        runner_(*site.runner), another_runner_(std::move(site.another_runner)), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
+        runner_(*site.runner), another_runner_(std::move(site.another_runner)), one_job_why_(std::move(site.one_job_why)), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
     summary_.run_id = site.run_id;
     summary_.recovered = std::move(site.recovered);
   }
@@ -238,7 +238,16 @@ class Build {
     std::vector<PrefetchingRunner::Worker> workers;
     // This host's sandbox: a LocalRunner per job. The session's runner or the remote
     // runners' channel: shared by every job when it takes concurrent runs, else one job.
-    const int jobs = another_runner_ || runner_.concurrent() ? std::max(options_.jobs, 1) : 1;
+    // No more than a round can use: three runs (base, checks, oracle) per step in the window.
+    const int asked = std::max(options_.jobs, 1);
+    const int useful = static_cast<int>(std::min<int64_t>(asked, 3 * plan_.merge_queue_depth.value_or(1)));
+    const int jobs = another_runner_ || runner_.concurrent() ? useful : 1;
+    summary_.jobs = jobs;
+    if (jobs < asked) {
+      summary_.jobs_note = jobs < useful ? "one job: " + one_job_why_
+                                         : std::to_string(jobs) + " jobs: a round of depth " +
+                                               std::to_string(*plan_.merge_queue_depth) + " runs at most that many at once";
+    }
     for (int i = 0; i < jobs; ++i) {
       auto repo = GitRepo::open(options_.repo_dir);
       if (!repo) return fail(Errc::internal, "opening the repository for a runner: " + repo.error().message());
@@ -468,6 +477,7 @@ class Build {
   Workspace& workspace_;
   Runner& runner_;
   std::function<Result<std::unique_ptr<Runner>>()> another_runner_;  // for a merge queue's jobs
+  std::string one_job_why_;
   RunRecorder rec_;
   RunLifecycle life_;
   BuildSummary summary_;
@@ -552,6 +562,8 @@ Json BuildSummary::to_json() const {
     j["error_type"] = error_type_name(*error_type);
     j["error"] = error;
   }
+  if (jobs > 0) j["jobs"] = jobs;
+  if (!jobs_note.empty()) j["jobs_note"] = jobs_note;
   if (!recovered.empty()) {
     Json list = Json::array();
     for (const RecoveredRun& r : recovered) list.push_back(r.to_json());

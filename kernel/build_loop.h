@@ -69,6 +69,10 @@ struct BuildSummary {
   std::string root_hex;
   std::string checkpoint;  // signed note at ledger_size
   std::vector<RecoveredRun> recovered;  // dead runs of the ledger whose end this build recorded first
+  // A merge-queue plan's jobs as run, and why fewer than asked (never recorded: the ledger
+  // does not depend on them).
+  int64_t jobs = 0;
+  std::string jobs_note;
   Json to_json() const;
 };
 

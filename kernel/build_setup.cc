@@ -74,6 +74,7 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
 
   std::unique_ptr<Runner> local;
   std::function<Result<std::unique_ptr<Runner>>()> another;
+  std::string one_job_why;
   if (!session.runner && session.runner_channel) {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
@@ -91,14 +92,21 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
     // ledger does not hold, and a golden run must record the same bytes cold or warm.
     runner_options.use_cache = false;
     runner_options.kernel_release_in_toolchain = !session.host_independent;
-    auto runner = LocalRunner::create(*profile, runner_options);
+    auto runner = LocalRunner::create(std::move(*profile), runner_options);
     if (!runner) return std::unexpected(runner.error());
-    local = std::make_unique<LocalRunner>(std::move(*runner));
-    another = [profile = std::move(*profile), runner_options]() -> Result<std::unique_ptr<Runner>> {
-      auto made = LocalRunner::create(profile, runner_options);
-      if (!made) return std::unexpected(made.error());
-      return std::make_unique<LocalRunner>(std::move(*made));
-    };
+    auto first = std::make_unique<LocalRunner>(std::move(*runner));
+    // Concurrent runs only where each has a pids cgroup: otherwise they would share one
+    // process budget, and one check's forks could make another's fail.
+    if (first->isolates_concurrent_runs()) {
+      another = [first = first.get()]() -> Result<std::unique_ptr<Runner>> {
+        auto made = first->sibling();
+        if (!made) return std::unexpected(made.error());
+        return std::make_unique<LocalRunner>(std::move(*made));
+      };
+    } else {
+      one_job_why = "this host gives sandbox runs no pids cgroup of their own, so runs at once would share one process budget";
+    }
+    local = std::move(first);
   }
 
   std::string run_id = options.run_id.empty() ? session.ids.next_id("run") : options.run_id;
@@ -109,8 +117,9 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
                                           " (a logical clock numbers runs from 1 in every process): give --run-id");
   }
   Runner* runner = session.runner ? session.runner : local.get();
-  return BuildSite{std::move(*ledger), std::move(*repo),   *base, std::move(local), runner, std::move(another),
-                   std::move(run_id),  std::move(*recovered)};
+  if (!another && !runner->concurrent() && one_job_why.empty()) one_job_why = "the runner takes one run at a time";
+  return BuildSite{std::move(*ledger), std::move(*repo), *base,           std::move(local),  runner, std::move(another),
+                   std::move(one_job_why), std::move(run_id), std::move(*recovered)};
 }
 
 }  // namespace warden::kernel

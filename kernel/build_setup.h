@@ -28,6 +28,8 @@ struct BuildSite {
   // When own_runner is this host's sandbox: another runner like it, for a merge queue's
   // workers (a LocalRunner is a one-thread object). None for the session's or a channel runner.
   std::function<Result<std::unique_ptr<Runner>>()> another_runner;
+  // Why a merge queue gets one job whatever --jobs says (none: it gets them).
+  std::string one_job_why;
   std::string run_id;
   std::vector<RecoveredRun> recovered;  // dead runs of this ledger whose end was recorded now
 };

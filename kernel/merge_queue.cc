@@ -25,6 +25,7 @@ struct Slot {
   std::optional<Answer> answer;    // the executor's, not yet settled
   ObjectId shown_head;             // the head the answer was proposed on
   std::optional<BaseRun> base;     // the step's base tested, once it reached the front
+  bool stale = false;              // its last answer went stale: the next ask is the same attempt again
 };
 
 // Why a round's settling stopped, for the speculations it throws away.
@@ -145,7 +146,8 @@ class MergeQueue {
                      {"steps_completed", s_.steps_completed}});
       }
       requests.push_back(proposal_request(ctx, slot->attempts + 1));
-      announce_proposal(ctx, slot->attempts + 1);
+      announce_proposal(ctx, slot->attempts + 1, slot->stale);
+      slot->stale = false;
       asking.push_back(slot);
     }
     // Durable before any executor is asked, as in a sequential build.
@@ -161,20 +163,32 @@ class MergeQueue {
                                       .step_id = s_.plan.steps[asking.front()->index].id,
                                       .what = "executor (" + std::to_string(asking.size()) + " steps)",
                                       .elapsed = {}});
-      const size_t threads = s_.proposer.concurrent() ? std::min<size_t>(asking.size(), std::max(s_.jobs, 1)) : 1;
-      if (threads <= 1) {
-        for (size_t i = 0; i < asking.size(); ++i) {
+      // An executor that throws failed to answer, as one that crashed.
+      auto ask_one = [&](size_t i) {
+        try {
           texts[i] = s_.proposer.propose(requests[i]);
+        } catch (const std::exception& e) {
+          texts[i] = refuse(RefusalCode::executor_failed, "", std::string("internal error: ") + e.what());
+        }
+      };
+      if (!s_.proposer.concurrent()) {
+        // One at a time; who answered is read right after each answer (Proposer::answered_by).
+        for (size_t i = 0; i < asking.size(); ++i) {
+          ask_one(i);
           identities[i] = s_.proposer.answered_by();
         }
       } else {
+        // A concurrent executor's answered_by() cannot say which call it speaks of; none is read,
+        // whatever the number of jobs, so the ledger does not depend on it.
+        const size_t threads = std::min<size_t>(asking.size(), std::max(s_.jobs, 1));
         std::atomic<size_t> next{0};
         std::vector<std::jthread> pool;
-        for (size_t t = 0; t < threads; ++t) {
+        for (size_t t = 1; t < threads; ++t) {
           pool.emplace_back([&] {
-            for (size_t i = next++; i < asking.size(); i = next++) texts[i] = s_.proposer.propose(requests[i]);
+            for (size_t i = next++; i < asking.size(); i = next++) ask_one(i);
           });
         }
+        for (size_t i = next++; i < asking.size(); i = next++) ask_one(i);
       }
     }
     for (size_t i = 0; i < asking.size(); ++i) {
@@ -197,6 +211,12 @@ class MergeQueue {
     std::set<std::string> completed = s_.completed;
     std::vector<CheckSpec> ahead_checks;
     bool first = true;
+    struct Oracle {
+      RunRequest run;
+      Diff diff;
+      PrefetchLabel label;
+    };
+    std::vector<Oracle> oracles;
     for (Slot* slot : window) {
       if (!slot->answer || !slot->answer->diff) break;
       const BuildStep& step = s_.plan.steps[slot->index];
@@ -216,7 +236,7 @@ class MergeQueue {
           base.tree = tree;
           base.checks = wanted;
           base.reuse = true;
-          s_.runner.prefetch(std::move(base), std::nullopt, PrefetchLabel{step.id, attempt, "base", tree.hex()});
+          s_.runner.prefetch(std::move(base), std::nullopt, PrefetchLabel{step.id, attempt, "base", tree.hex(), std::nullopt});
         }
         ProposalEvidence evidence = slot->answer->evidence;
         if (auto base_tree = s_.workspace.repo().tree(tree)) read_pre_images(*base_tree, diff, evidence);
@@ -226,7 +246,8 @@ class MergeQueue {
             run.base_tree = s_.start_tree;
             run.tree = *oracle_tree;
             run.checks = wanted;
-            s_.runner.prefetch(std::move(run), std::move(oracle), PrefetchLabel{step.id, attempt, "oracle", tree.hex()});
+            const Digest digest = oracle->digest();
+            oracles.push_back({std::move(run), std::move(*oracle), PrefetchLabel{step.id, attempt, "oracle", tree.hex(), digest}});
           }
         }
       }
@@ -234,13 +255,16 @@ class MergeQueue {
       run.base_tree = s_.start_tree;
       run.tree = *next;
       run.checks = checks;
-      s_.runner.prefetch(std::move(run), diff, PrefetchLabel{step.id, attempt, "checks", tree.hex()});
+      s_.runner.prefetch(std::move(run), diff, PrefetchLabel{step.id, attempt, "checks", tree.hex(), diff.digest()});
       in_flight.push_back({{"step_id", step.id}, {"attempt", attempt}, {"base_tree", tree.hex()}, {"tree", next->hex()}});
       tree = *next;
       completed.insert(step.id);
       ahead_checks = checks;
       first = false;
     }
+    // Oracle runs last: a step needs one only when its base passed a test, which its base
+    // run tells; the checks every step needs come first.
+    for (auto& [run, oracle, label] : oracles) s_.runner.prefetch(std::move(run), std::move(oracle), std::move(label));
     Json waiting = Json::array();
     for (size_t i = in_flight.size(); i < window.size(); ++i) waiting.push_back(s_.plan.steps[window[i]->index].id);
     s_.rec.emit(RunEventType::queue_updated, std::nullopt, "kernel",
@@ -259,10 +283,21 @@ class MergeQueue {
         const Diff& diff = *slot->answer->diff;
         if (!s_.workspace.check(diff, s_.head.hex()) && s_.workspace.check(diff, slot->shown_head.hex())) {
           slot->answer.reset();
+          slot->stale = true;
           return Stop{step.id, "built on " + step.id + "'s proposal, whose files the steps committed ahead of it changed", std::nullopt};
         }
       }
-      auto settled = settle_one(*slot);
+      // A stage that throws (a bug, or bytes a library refuses) fails the run at this step,
+      // as the sequential stages do, instead of leaving it running.
+      Result<std::optional<Stop>> settled = [&]() -> Result<std::optional<Stop>> {
+        try {
+          return settle_one(*slot);
+        } catch (const std::exception& e) {
+          QueueOutcome end{QueueEnd::failed, step.id, static_cast<int64_t>(slot->index), slot->attempts,
+                           std::string("internal error: ") + e.what()};
+          return std::optional<Stop>(Stop{step.id, "the queue stopped at " + step.id + ": " + end.error, end});
+        }
+      }();
       if (!settled) return std::unexpected(settled.error());
       if (settled->has_value()) return **settled;
     }
@@ -374,8 +409,14 @@ class MergeQueue {
       record.run = u.label.run;
       record.base_tree = u.label.base_tree;
       record.tree = u.tree;
+      record.diff_sha256 = u.label.diff_sha256;
       record.reason = behind && !stop.reason.empty() ? stop.reason : "not needed: " + u.label.step_id + "'s decision did not use it";
       if (Status st = s_.rec.record(record); !st) return st;
+      // Evidence of a tampered runner cache is kept, even from a run no decision used.
+      for (const DiscardedCheckout& d : u.discarded_checkouts) {
+        s_.rec.emit(RunEventType::tool_output, std::nullopt, "runner",
+                    {{"step_id", record.step_id}, {"base_checkout_discarded", {{"tree", d.tree}, {"reason", d.reason}}}});
+      }
       discarded.push_back({{"step_id", record.step_id}, {"attempt", record.attempt}, {"run", record.run},
                            {"tree", record.tree}, {"reason", record.reason}});
     }

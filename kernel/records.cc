@@ -354,8 +354,10 @@ Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
 }
 
 Json SpeculationRecord::to_json() const {
-  return {{"run_id", run_id}, {"step_id", step_id}, {"attempt", attempt}, {"run", run},
-          {"base_tree", base_tree}, {"tree", tree}, {"reason", reason}};
+  Json j = {{"run_id", run_id}, {"step_id", step_id}, {"attempt", attempt}, {"run", run},
+            {"base_tree", base_tree}, {"tree", tree}, {"reason", reason}};
+  if (diff_sha256) j["diff_sha256"] = diff_sha256->str();
+  return j;
 }
 
 Result<SpeculationRecord> SpeculationRecord::from_json(const Json& json) {
@@ -368,6 +370,11 @@ Result<SpeculationRecord> SpeculationRecord::from_json(const Json& json) {
   if (r.ok() && s.run != "checks" && s.run != "base" && s.run != "oracle") r.fail("run", "must be checks, base or oracle");
   non_empty(r, "base_tree", s.base_tree);
   non_empty(r, "tree", s.tree);
+  if (r.has("diff_sha256")) {
+    Digest d;
+    r.digest("diff_sha256", d);
+    s.diff_sha256 = d;
+  }
   non_empty(r, "reason", s.reason);
   return done(r, std::move(s));
 }

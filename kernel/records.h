@@ -247,6 +247,7 @@ struct SpeculationRecord {
   std::string run;          // "checks" (the proposal), "base" (its base's tests) or "oracle"
   std::string base_tree;    // the speculative base: the tree of every step ahead, as assumed
   std::string tree;         // the tree it ran on
+  std::optional<Digest> diff_sha256;  // the diff it layered on the base (none for a base run)
   std::string reason;       // why it was thrown away (whether it had finished is timing: not said)
 
   Json to_json() const;

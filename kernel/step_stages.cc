@@ -237,8 +237,10 @@ executor::ProposalRequest proposal_request(const StepContext& ctx, int64_t numbe
   return request;
 }
 
-void announce_proposal(const StepContext& ctx, int64_t number) {
-  ctx.rec.emit(RunEventType::tool_called, ctx.index, ctx.proposer.name(), {{"step_id", ctx.step.id}, {"attempt", number}});
+void announce_proposal(const StepContext& ctx, int64_t number, bool again) {
+  Json data = {{"step_id", ctx.step.id}, {"attempt", number}};
+  if (again) data["again"] = true;
+  ctx.rec.emit(RunEventType::tool_called, ctx.index, ctx.proposer.name(), std::move(data));
 }
 
 Answer read_answer(const StepContext& ctx, const Checked<std::string>& text, std::optional<std::string> identity) {

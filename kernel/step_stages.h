@@ -66,7 +66,8 @@ struct Answer {
   std::optional<std::string> identity;  // Proposer::answered_by()
 };
 executor::ProposalRequest proposal_request(const StepContext& ctx, int64_t number);
-void announce_proposal(const StepContext& ctx, int64_t number);
+// `again`: the same attempt asked once more (a merge queue's stale proposal), said in the event.
+void announce_proposal(const StepContext& ctx, int64_t number, bool again = false);
 Answer read_answer(const StepContext& ctx, const Checked<std::string>& text, std::optional<std::string> identity);
 Result<Proposed> record_proposal(const StepContext& ctx, int64_t number, Answer answer);
 // The files a diff names, as `tree` has them, into evidence.base (the pre-images decide() judges).

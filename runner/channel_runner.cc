@@ -1,5 +1,7 @@
 #include "runner/channel_runner.h"
 
+#include <fcntl.h>
+
 #include <cstdio>
 #include <set>
 
@@ -12,19 +14,72 @@ namespace {
 
 std::unexpected<Refusal> runner_failed(std::string detail) { return refuse(RefusalCode::runner_error, "", std::move(detail)); }
 
+// The socket's second descriptor, for the reader (an invalid one makes a broken reader).
+UniqueFd dup_of(const UniqueFd& fd) { return UniqueFd(fd ? ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0) : -1); }
+
 }  // namespace
 
 ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum)
-    : socket_(std::move(socket), kMaxLineBytes, "runner"),
-      profile_(profile.to_json()),
+    : profile_(profile.to_json()),
       host_independent_(host_independent),
-      quorum_(quorum) {
+      quorum_(quorum),
+      out_(dup_of(socket), kMaxLineBytes, "runner"),
+      in_(std::move(socket), kMaxLineBytes, "runner") {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(SystemRandomSource().next_u64()));
   nonce_ = hex;
+  reader_ = std::jthread([this](std::stop_token stop) { read_lines(stop); });
 }
 
-ChannelRunner::~ChannelRunner() { socket_.send_now("{\"type\":\"end\"}\n"); }
+ChannelRunner::~ChannelRunner() {
+  {
+    std::lock_guard lock(send_mu_);
+    out_.send_now("{\"type\":\"end\"}\n");
+  }
+  reader_.request_stop();
+  reader_.join();
+}
+
+void ChannelRunner::read_lines(std::stop_token stop) {
+  const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
+  std::string why;
+  for (;;) {
+    auto text = in_.read(forever, stop);
+    if (!text) {
+      why = text.error().detail;
+      break;
+    }
+    auto parsed = parse_json(*text, "the runner channel's answer");
+    if (!parsed || !parsed->is_object()) {
+      why = in_.close("the runner channel sent a line that is not a JSON object").detail;
+      break;
+    }
+    auto rid = parsed->find("request_id");
+    if (rid == parsed->end() || !rid->is_string()) {
+      why = in_.close("the runner channel sent an answer without a request_id").detail;
+      break;
+    }
+    const std::string id = rid->get<std::string>();
+    {
+      std::lock_guard lock(mu_);
+      // Its caller's, once: a late answer to a request given up, or a second answer, is dropped.
+      if (waiting_.erase(id)) arrived_.emplace(id, std::move(*parsed));
+    }
+    cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(mu_);
+    closed_ = why;
+  }
+  cv_.notify_all();
+}
+
+std::expected<void, LineFailure> ChannelRunner::send(const std::string& line, const std::stop_token& stop) {
+  // Checks bound their own time; only a stop ends a send the server is slow to take.
+  const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
+  std::lock_guard lock(send_mu_);
+  return out_.send(line, forever, stop);
+}
 
 Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request) {
   auto tree = LocalRunner::tree_under_test(repo, request);
@@ -37,64 +92,54 @@ Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request)
   sent.profile = profile_;
   sent.reuse = request.reuse;
   sent.host_independent = host_independent_;
-  // Checks bound their own time; only a stop ends the wait.
-  const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
   std::string id;
-  // Called with io_mu_ held: this request is given up.
-  auto stopped = [&](const LineFailure& f) {
-    waiting_.erase(id);
-    if (f.kind != LineFailure::Kind::closed) socket_.send_now(Json{{"type", "cancel"}, {"request_id", id}}.dump() + "\n");
-    return runner_failed(f.detail);
-  };
   {
-    std::lock_guard io(io_mu_);
-    if (socket_.broken()) return runner_failed(*socket_.broken());
+    std::lock_guard lock(mu_);
+    if (closed_) return runner_failed(*closed_);
     id = nonce_ + "-" + std::to_string(next_request_++);
-    Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
-    if (!quorum_.single()) line["quorum"] = quorum_.to_json();
+  }
+  Json line = {{"type", "run"}, {"request_id", id}, {"request", sent.to_json()}};
+  if (!quorum_.single()) line["quorum"] = quorum_.to_json();
+  // Waiting before the line goes, so an answer that comes at once finds its caller.
+  const std::string text = line.dump() + "\n";
+  {
+    std::lock_guard lock(mu_);
     waiting_.insert(id);
-    if (auto ok = socket_.send(line.dump() + "\n", forever, request.stop); !ok) return stopped(ok.error());
   }
-  for (;;) {
-    std::optional<Json> got;
+  auto give_up = [&](const std::string& why, bool tell) {
     {
-      std::lock_guard io(io_mu_);
-      if (auto it = arrived_.find(id); it != arrived_.end()) {
-        got = std::move(it->second);
-        arrived_.erase(it);
-      } else {
-        // A slice, so another caller can send or take its answer between reads.
-        auto text = socket_.read(std::chrono::steady_clock::now() + std::chrono::milliseconds(20), request.stop);
-        if (!text) {
-          if (text.error().kind == LineFailure::Kind::timed_out) continue;
-          return stopped(text.error());
-        }
-        auto parsed = parse_json(*text, "the runner channel's answer");
-        if (!parsed || !parsed->is_object()) {
-          waiting_.erase(id);
-          return runner_failed(socket_.close("the runner channel sent a line that is not a JSON object").detail);
-        }
-        auto rid = parsed->find("request_id");
-        if (rid == parsed->end() || !rid->is_string()) {
-          waiting_.erase(id);
-          return runner_failed(socket_.close("the runner channel sent an answer without a request_id").detail);
-        }
-        const std::string of = rid->get<std::string>();
-        if (of == id) {
-          got = std::move(*parsed);
-        } else if (waiting_.contains(of)) {
-          arrived_[of] = std::move(*parsed);  // another caller's, kept for it
-        }  // else a late answer to a request that was given up
-      }
-      if (got) waiting_.erase(id);
+      std::lock_guard lock(mu_);
+      waiting_.erase(id);
+      arrived_.erase(id);
     }
-    // Checked outside the lock: the other callers keep reading meanwhile.
-    if (got) return answer(repo, sent, id, *got);
+    if (tell) {
+      // Without waiting: a server too slow to take it reads the cancel from EOF at the end.
+      std::lock_guard send_lock(send_mu_);
+      out_.send_now(Json{{"type", "cancel"}, {"request_id", id}}.dump() + "\n");
+    }
+    return runner_failed(why);
+  };
+  if (auto ok = send(text, request.stop); !ok) return give_up(ok.error().detail, false);
+  std::unique_lock lock(mu_);
+  const bool answered = cv_.wait(lock, request.stop, [&] { return arrived_.contains(id) || closed_.has_value(); });
+  if (!answered) {
+    lock.unlock();
+    return give_up("stopped while waiting for the runner", true);
   }
+  auto it = arrived_.find(id);
+  if (it == arrived_.end()) {
+    const std::string why = *closed_;
+    waiting_.erase(id);
+    return runner_failed(why);
+  }
+  Json got = std::move(it->second);
+  arrived_.erase(it);
+  lock.unlock();
+  return answer(repo, sent, id, got);
 }
 
 Checked<RunOutcome> ChannelRunner::answer(GitRepo& repo, const RemoteRunRequest& sent, const std::string& id, const Json& line) {
-  const std::string type = line.value("type", "");
+  const std::string type = line.contains("type") && line["type"].is_string() ? line["type"].get<std::string>() : "";
   if (type == "error") {
     const Json* why = line.contains("error") && line["error"].is_string() ? &line["error"] : nullptr;
     return runner_failed("remote runners: " + (why ? why->get<std::string>() : std::string("(no reason given)")));

@@ -23,16 +23,21 @@
 // There is no deadline beyond the request's stop: checks bound their own time, and a runner
 // that disappears has its task run by another (the server's concern).
 //
-// Ownership: owns the socket. Threads: run() may be called from several threads at once (a
-// merge queue's jobs, kernel/merge_queue.h), each with a GitRepo of its own: every socket
-// call is made under one lock, an answer read by one caller for another is handed over by its
-// request id, and a waiting caller reads in short slices so the others can send meanwhile.
-// request.stop may be triggered from any thread.
+// Ownership: owns the socket, and a reader thread of its own that reads every line the
+// server sends as it comes (so the server never blocks on a full socket, whoever waits) and
+// hands each answer to the caller waiting for its request id; lines for no one waiting (late
+// answers to requests given up, a second answer to one id) are dropped. Threads: run() may
+// be called from several threads at once (a merge queue's jobs, kernel/merge_queue.h), each
+// with a GitRepo of its own; sends are serialized. request.stop may be triggered from any
+// thread. The destructor says goodbye and joins the reader.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include <cstdint>
 #include <string>
@@ -60,18 +65,29 @@ class ChannelRunner final : public Runner {
 
  private:
   Checked<RunOutcome> answer(GitRepo& repo, const RemoteRunRequest& sent, const std::string& id, const Json& line);
+  // The reader thread: every line to its caller, until the socket closes or the stop.
+  void read_lines(std::stop_token stop);
+  // Sends a line under send_mu_; false (with why) when the socket is broken.
+  std::expected<void, LineFailure> send(const std::string& line, const std::stop_token& stop);
 
-  LineSocket socket_;
   Json profile_;
   bool host_independent_;
   RunnerQuorum quorum_;
   std::string nonce_;
-  std::mutex io_mu_;                     // guards socket_, next_request_, waiting_, arrived_
+  // Two ends of one socket (a dup): each LineSocket is a one-thread object, so the reader
+  // thread has one and the senders, one at a time, the other.
+  std::mutex send_mu_;
+  LineSocket out_;  // guarded by send_mu_
+  LineSocket in_;   // the reader thread's alone
+  std::mutex mu_;   // guards the four below
+  std::condition_variable_any cv_;
   uint64_t next_request_ = 1;
   std::set<std::string> waiting_;        // requests sent whose callers still wait
-  std::map<std::string, Json> arrived_;  // answers read by another caller, for their own
+  std::map<std::string, Json> arrived_;  // their answers, read and not yet taken
+  std::optional<std::string> closed_;    // why the reader stopped: every caller fails with it
   std::mutex memo_mu_;
   MemoryHashMemo memo_;  // guarded by memo_mu_: tree hashes re-derived, for the build's life
+  std::jthread reader_;  // last: started once the state above exists, joined first
 };
 
 }  // namespace warden

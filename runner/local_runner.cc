@@ -190,10 +190,24 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
   if (Status st = ensure_owned_dir(r.options_.cache_dir); !st) return std::unexpected(st.error());
   auto cache = ResultCache::open(r.options_.cache_dir / "store");
   if (!cache) return std::unexpected(cache.error());
-  r.cache_.emplace(std::move(*cache));
-  r.bases_.emplace(r.options_.cache_dir / "checkouts", host);
+  r.stores_ = std::make_shared<Stores>();
+  r.stores_->cache.emplace(std::move(*cache));
+  r.stores_->bases.emplace(r.options_.cache_dir / "checkouts", host);
   r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, r.options_.kernel_release_in_toolchain);
   r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());
+  return r;
+}
+
+Result<LocalRunner> LocalRunner::sibling() {
+  LocalRunner r;
+  auto sandbox = Sandbox::create(sandbox_->profile(), sandbox_->host());
+  if (!sandbox) return std::unexpected(sandbox.error());
+  r.sandbox_.emplace(std::move(*sandbox));
+  r.sandbox_->adopt_preflight(sandbox_->preflight());
+  r.options_ = options_;
+  r.stores_ = stores_;
+  r.toolchain_ = toolchain_;
+  r.toolchain_sha256_ = toolchain_sha256_;
   return r;
 }
 
@@ -210,7 +224,8 @@ Checked<ObjectId> LocalRunner::tree_under_test(GitRepo& repo, const RunRequest& 
 }
 
 Checked<Digest> LocalRunner::tree_hash(GitRepo& repo, const ObjectId& tree) {
-  ResultCache::Memo memo = cache_->memo();
+  std::lock_guard lock(stores_->mu);
+  ResultCache::Memo memo = stores_->cache->memo();
   auto hash = tree_sha256(repo, tree, memo);
   if (!hash) return hash;
   if (Status st = memo.store(); !st) return runner_error(RefusalCode::runner_error, st.error());
@@ -232,7 +247,10 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
   PreparedWorkspace ws;
   ws.base_tree = base_tree;
   ws.tree = tree;
-  auto base = bases_->get(repo, base_tree);
+  auto base = [&] {
+    std::lock_guard lock(stores_->mu);
+    return stores_->bases->get(repo, base_tree);
+  }();
   if (!base) return std::unexpected(base.error());
   ws.base_dir = base->path;
   if (base->discarded) ws.discarded = DiscardedCheckout{base_tree.hex(), *base->discarded};
@@ -370,7 +388,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   };
   const bool use_cache = options_.use_cache || request.reuse;
   if (use_cache) {
-    auto hit = cache_->get(outcome.cache_key);
+    auto hit = cached(outcome.cache_key);
     if (hit && *hit) {
       outcome.result = with_request(std::move((*hit)->result));
       outcome.bodies = std::move((*hit)->bodies);
@@ -412,7 +430,8 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   r.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (use_cache && ResultCache::cacheable(r)) {
     // Losing a cache entry costs a rerun, never a wrong answer: a failed store is not fatal.
-    (void)cache_->put(outcome.cache_key, r, outcome.bodies);
+    std::lock_guard lock(stores_->mu);
+    (void)stores_->cache->put(outcome.cache_key, r, outcome.bodies);
   }
   r = with_request(std::move(r));
   return outcome;

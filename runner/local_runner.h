@@ -11,10 +11,14 @@
 // (other processes of the sandbox's uid can neither read nor change them); the sandbox's
 // child opens them by descriptor (sandbox_process.h).
 // A sandbox whose preflight fails refuses the whole request (refusal "sandbox_unavailable").
-// Owns its sandbox, result cache and base checkouts (under RunnerOptions::cache_dir, which
-// several processes may share: the cache is LMDB, base checkouts are written atomically).
-// Not thread-safe: one LocalRunner per thread.
+// Owns its sandbox, and shares its result cache and base checkouts (under
+// RunnerOptions::cache_dir, which several processes may share: the cache is LMDB, base
+// checkouts are written atomically) with its siblings. Not thread-safe: one LocalRunner per
+// thread; sibling() makes another for another thread (a merge queue's jobs).
 #pragma once
+
+#include <memory>
+#include <mutex>
 
 #include <filesystem>
 #include <optional>
@@ -68,6 +72,16 @@ class LocalRunner final : public Runner {
 
   Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override;
 
+  // Another runner like this one, for another thread: the same profile, host, options,
+  // toolchain identity and preflight verdict (so the runs of both record the same), this
+  // runner's result cache and base checkouts (LMDB allows one environment per process, and a
+  // base checkout is made and verified once), and a sandbox of its own.
+  Result<LocalRunner> sibling();
+  // Whether runs at the same time are kept apart: each in a pids cgroup of its own. Without
+  // one, RLIMIT_NPROC is one budget per host uid, and one run's processes could make another's
+  // fork fail: what a check does would depend on what ran beside it.
+  bool isolates_concurrent_runs() const { return sandbox_->host().cgroups.has("pids"); }
+
   // The steps of run(), public for the CLI and the benchmark.
   // The tree a request names: its tree, or the diff applied to its base (every hash of the
   // diff checked again: a runner trusts no one's word that a diff applies), or the base.
@@ -75,7 +89,10 @@ class LocalRunner final : public Runner {
   Checked<Digest> tree_hash(GitRepo& repo, const ObjectId& tree);
   Digest cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const;
   Checked<PreparedWorkspace> prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree);
-  Result<std::optional<ResultCache::Hit>> cached(const Digest& key) { return cache_->get(key); }
+  Result<std::optional<ResultCache::Hit>> cached(const Digest& key) {
+    std::lock_guard lock(stores_->mu);
+    return stores_->cache->get(key);
+  }
 
  private:
   LocalRunner() = default;
@@ -87,10 +104,17 @@ class LocalRunner final : public Runner {
   std::stop_token stop_;         // the current request's
   RunBodies* bodies_ = nullptr;  // the current request's outcome's
 
+  // What siblings share; `mu` guards both (cache lookups are short, and a base checkout is
+  // made once, by whichever sibling needs it first).
+  struct Stores {
+    std::mutex mu;
+    std::optional<ResultCache> cache;
+    std::optional<BaseCheckouts> bases;
+  };
+
   std::optional<Sandbox> sandbox_;
   RunnerOptions options_;
-  std::optional<ResultCache> cache_;
-  std::optional<BaseCheckouts> bases_;
+  std::shared_ptr<Stores> stores_;
   Json toolchain_;
   Digest toolchain_sha256_;
 };

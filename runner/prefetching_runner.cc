@@ -47,10 +47,26 @@ void PrefetchingRunner::work(std::stop_token stop, size_t index) {
       queue_.pop_front();
       job->started = true;
     }
+    if (job->stop.stop_requested()) {  // cancelled while queued: nothing to run
+      {
+        std::lock_guard lock(mu_);
+        job->outcome = std::unexpected(Refusal{RefusalCode::runner_error, "", "cancelled before the run started"});
+        job->done = true;
+      }
+      cv_.notify_all();
+      continue;
+    }
     RunRequest request = job->request;
     if (job->diff) request.diff = &*job->diff;
     request.stop = job->stop.get_token();
-    Checked<RunOutcome> outcome = worker.runner->run(worker.repo, request);
+    // A runner that throws (a bug, or bytes a library refuses) fails its run, not the process.
+    Checked<RunOutcome> outcome = [&]() -> Checked<RunOutcome> {
+      try {
+        return worker.runner->run(worker.repo, request);
+      } catch (const std::exception& e) {
+        return std::unexpected(Refusal{RefusalCode::runner_error, "", std::string("internal error: ") + e.what()});
+      }
+    }();
     {
       std::lock_guard lock(mu_);
       job->outcome = std::move(outcome);
@@ -61,7 +77,7 @@ void PrefetchingRunner::work(std::stop_token stop, size_t index) {
 }
 
 std::shared_ptr<PrefetchingRunner::Job> PrefetchingRunner::submit(RunRequest request, std::optional<Diff> diff,
-                                                                  std::optional<PrefetchLabel> label) {
+                                                                  std::optional<PrefetchLabel> label, bool urgent) {
   auto job = std::make_shared<Job>();
   job->diff = std::move(diff);
   request.diff = job->diff ? &*job->diff : nullptr;
@@ -72,7 +88,9 @@ std::shared_ptr<PrefetchingRunner::Job> PrefetchingRunner::submit(RunRequest req
   job->label = std::move(label);
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(job);
+    // A run someone waits for goes first; prefetched runs in the order the queue settles.
+    if (urgent) queue_.push_front(job);
+    else queue_.push_back(job);
     if (job->label) prefetched_.push_back(job);
   }
   cv_.notify_all();
@@ -86,14 +104,19 @@ void PrefetchingRunner::prefetch(RunRequest request, std::optional<Diff> diff, P
     std::lock_guard lock(mu_);
     if (std::any_of(prefetched_.begin(), prefetched_.end(), [&](const auto& j) { return j->key == key; })) return;
   }
-  (void)submit(std::move(request), std::move(diff), std::move(label));
+  (void)submit(std::move(request), std::move(diff), std::move(label), false);
 }
 
 Checked<RunOutcome> PrefetchingRunner::wait(const std::shared_ptr<Job>& job, std::stop_token stop) {
   std::unique_lock lock(mu_);
-  {
-    // A stop while waiting cancels the job; the worker then finishes it quickly.
-    std::stop_callback cancel(stop, [&job] { job->stop.request_stop(); });
+  if (!cv_.wait(lock, stop, [&] { return job->done; })) {
+    // Stopped: a job no worker took is dropped; a running one is cancelled and waited for,
+    // which its sandbox makes quick.
+    if (!job->started) {
+      std::erase(queue_, job);
+      return std::unexpected(Refusal{RefusalCode::runner_error, "", "stopped before the run started"});
+    }
+    job->stop.request_stop();
     cv_.wait(lock, [&] { return job->done; });
   }
   return std::move(*job->outcome);
@@ -110,12 +133,17 @@ Checked<RunOutcome> PrefetchingRunner::run(GitRepo& repo, const RunRequest& requ
       job = *it;
       job->taken = true;
       prefetched_.erase(it);
+      // Waited for now: ahead of the runs the steps behind it will want.
+      if (!job->started) {
+        std::erase(queue_, job);
+        queue_.push_front(job);
+      }
     }
   }
   if (!job) {
     std::optional<Diff> diff;
     if (request.diff) diff = *request.diff;
-    job = submit(request, std::move(diff), std::nullopt);
+    job = submit(request, std::move(diff), std::nullopt, true);
   }
   return wait(job, request.stop);
 }
@@ -138,7 +166,9 @@ std::vector<UnusedRun> PrefetchingRunner::drop_unused() {
   std::unique_lock lock(mu_);
   for (auto& job : unused) {
     cv_.wait(lock, [&] { return job->done; });
-    out.push_back(UnusedRun{*job->label, job->request.tree ? job->request.tree->hex() : std::string()});
+    UnusedRun u{*job->label, job->request.tree ? job->request.tree->hex() : std::string(), {}};
+    if (job->outcome && job->outcome->has_value()) u.discarded_checkouts = (*job->outcome)->discarded_checkouts;
+    out.push_back(std::move(u));
   }
   return out;
 }

@@ -37,6 +37,7 @@ struct PrefetchLabel {
   int64_t attempt = 0;
   std::string run;        // checks | base | oracle
   std::string base_tree;  // the speculative base it assumed
+  std::optional<Digest> diff_sha256;  // the diff it layered (the proposal's, or its oracle diff)
 };
 
 // A prefetched run no one took. Whether it had finished is not said: that is timing, and
@@ -44,6 +45,9 @@ struct PrefetchLabel {
 struct UnusedRun {
   PrefetchLabel label;
   std::string tree;
+  // Base checkouts the run found tampered with and rebuilt (when it got that far): evidence
+  // of an attack on the runner's cache, which must not be lost with the run.
+  std::vector<DiscardedCheckout> discarded_checkouts;
 };
 
 class PrefetchingRunner final : public Runner {
@@ -86,7 +90,8 @@ class PrefetchingRunner final : public Runner {
   };
 
   void work(std::stop_token stop, size_t index);
-  std::shared_ptr<Job> submit(RunRequest request, std::optional<Diff> diff, std::optional<PrefetchLabel> label);
+  // `urgent`: someone waits for it now; it goes ahead of the prefetched runs.
+  std::shared_ptr<Job> submit(RunRequest request, std::optional<Diff> diff, std::optional<PrefetchLabel> label, bool urgent);
   Checked<RunOutcome> wait(const std::shared_ptr<Job>& job, std::stop_token stop);
 
   std::vector<Worker> workers_;

@@ -143,6 +143,9 @@ class Sandbox {
   // Remember passing verdicts across processes in `cache` (preflight_cache.h). A run whose
   // sandbox then fails to start drops the verdict, so the next process probes again.
   void set_preflight_cache(PreflightCache cache) { preflight_cache_.emplace(std::move(cache)); }
+  // Takes the verdict another sandbox of the same profile and host made (LocalRunner::sibling):
+  // runs beside each other record one preflight, and the probe runs once.
+  void adopt_preflight(const PreflightReport& report) { preflight_ = report; }
   // True when the current verdict came from the cache rather than a probe.
   bool preflight_from_cache() const { return preflight_from_cache_; }
   // Refuses (Errc::verification_failed, naming the failing parts) when the preflight fails.

@@ -202,3 +202,31 @@ TEST(BuildPlanSchema, StepActionsHaveStableNames) {
 
 }  // namespace
 }  // namespace warden::kernel
+
+namespace warden::kernel {
+namespace {
+
+// A parallel plan's depth: absent for a sequential plan (whose digest it leaves alone), 1-64
+// when set, kept through JSON; a blueprint's constraint reaches the generated plan.
+TEST(BuildPlanSchema, MergeQueueDepthIsOptionalBoundedAndKept) {
+  auto sequential = BuildPlan::from_json(small_plan());
+  ASSERT_TRUE(sequential);
+  EXPECT_FALSE(sequential->merge_queue_depth);
+  EXPECT_FALSE(sequential->to_json().contains("merge_queue_depth"));
+  Json queued = small_plan();
+  queued["merge_queue_depth"] = 8;
+  auto p = BuildPlan::from_json(queued);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->merge_queue_depth, 8);
+  EXPECT_EQ(p->to_json()["merge_queue_depth"], 8);
+  EXPECT_NE(p->digest(), sequential->digest());
+  for (Json bad : {Json(0), Json(65), Json("8")}) {
+    queued["merge_queue_depth"] = bad;
+    auto refused = BuildPlan::from_json(queued);
+    ASSERT_FALSE(refused) << bad.dump();
+    EXPECT_NE(refused.error().message.find("plan.merge_queue_depth"), std::string::npos) << refused.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace warden::kernel

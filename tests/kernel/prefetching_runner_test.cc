@@ -52,8 +52,8 @@ class PrefetchingRunnerTest : public ::testing::Test {
 
 TEST_F(PrefetchingRunnerTest, TheIdenticalRequestTakesThePrefetchedRun) {
   auto p = pool(2);
-  p->prefetch(request(1), std::nullopt, PrefetchLabel{"s1", 1, "checks", trees_[0].hex()});
-  p->prefetch(request(1), std::nullopt, PrefetchLabel{"s1", 1, "checks", trees_[0].hex()});  // not twice
+  p->prefetch(request(1), std::nullopt, PrefetchLabel{"s1", 1, "checks", trees_[0].hex(), std::nullopt});
+  p->prefetch(request(1), std::nullopt, PrefetchLabel{"s1", 1, "checks", trees_[0].hex(), std::nullopt});  // not twice
   GitRepo unused = GitRepo::open(repo_.repo()).value();
   auto got = p->run(unused, request(1));
   ASSERT_TRUE(got);
@@ -64,8 +64,8 @@ TEST_F(PrefetchingRunnerTest, TheIdenticalRequestTakesThePrefetchedRun) {
 
 TEST_F(PrefetchingRunnerTest, AnotherRequestRunsOnItsOwnAndTheUnusedComeBackInOrder) {
   auto p = pool(1);
-  p->prefetch(request(1), std::nullopt, PrefetchLabel{"s1", 1, "checks", trees_[0].hex()});
-  p->prefetch(request(2), std::nullopt, PrefetchLabel{"s2", 1, "checks", trees_[1].hex()});
+  p->prefetch(request(1), std::nullopt, PrefetchLabel{"s1", 1, "checks", trees_[0].hex(), std::nullopt});
+  p->prefetch(request(2), std::nullopt, PrefetchLabel{"s2", 1, "checks", trees_[1].hex(), std::nullopt});
   RunRequest other = request(2);
   other.reuse = true;  // not the same request
   GitRepo unused = GitRepo::open(repo_.repo()).value();
@@ -86,7 +86,7 @@ TEST_F(PrefetchingRunnerTest, DestroyingThePoolWithRunsQueuedReturns) {
     CheckSpec check;
     check.name = "c" + std::to_string(i);
     r.checks.push_back(check);
-    p->prefetch(std::move(r), std::nullopt, PrefetchLabel{"s", 1, "checks", trees_[0].hex()});
+    p->prefetch(std::move(r), std::nullopt, PrefetchLabel{"s", 1, "checks", trees_[0].hex(), std::nullopt});
   }
   p.reset();
   EXPECT_LE(runner_.runs.load(), 50);

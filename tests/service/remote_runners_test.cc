@@ -262,6 +262,57 @@ TEST_F(RemoteChecks, ThreeRunnersOnLoopbackRunEveryCheckTheLedgerNamesWhichAndTh
   EXPECT_NE(doubled.out.find("signs the result twice"), std::string::npos) << doubled.out;
 }
 
+// A parallel plan (examples/textkit, merge_queue_depth 8) on the server's runners: the build
+// child sends its jobs' runs over one channel at once, the answers come back by request id,
+// several runners do the work, and the decisions and the ledger's trees are those of the same
+// plan on the server's own sandbox.
+TEST_F(RemoteChecks, AMergeQueueSpreadsItsChecksOverTheRunnersAndDecidesAsALocalBuild) {
+  fs::create_directory_symlink(fs::path(WARDEN_SOURCE_DIR) / "examples" / "textkit", blueprints / "textkit");
+  Child server = serve();
+  Child a = runner("runner-a");
+  Child b = runner("runner-b");
+  Child c = runner("runner-c");
+  wait_connected({"runner-a", "runner-b", "runner-c"});
+
+  ProcessResult remote = warden(build_argv("textkit", "remote"));
+  ASSERT_TRUE(remote.exited_with(0)) << describe(remote) << read_file_or_empty(state / "runs" / "children.log");
+  const std::string run_id = stdout_json(remote).value("run_id", "");
+  std::set<std::string> signers;
+  for (const auto& r : results(run_id)) {
+    expect_signed(r, {"runner-a", "runner-b", "runner-c"});
+    signers.insert(r["attestations"][0].value("agent_id", ""));
+  }
+  EXPECT_GE(signers.size(), 2u) << "one runner did every check";
+  EXPECT_FALSE(recorded(ledger, "speculation", run_id).empty()) << "the refused draft threw speculations away";
+  expect_replays("remote");
+
+  ProcessResult local = warden(build_argv("textkit", "local", "local"));
+  ASSERT_TRUE(local.exited_with(0)) << describe(local);
+  const std::string local_id = stdout_json(local).value("run_id", "");
+  EXPECT_EQ(decisions(run_id), decisions(local_id));
+  auto trees = [&](const std::string& id) {
+    std::vector<std::string> out;
+    for (const auto& r : recorded(ledger, "commit", id)) out.push_back(r["payload"].value("tree", ""));
+    return out;
+  };
+  EXPECT_EQ(trees(run_id), trees(local_id));
+  stop(server);
+  // The fleet's own record of the work: at some moment two runners held tasks at once.
+  ProcessResult fleet = warden({"ledger", "show", ledger.string(), "--kind", "fleet_event", "--json"});
+  ASSERT_TRUE(fleet.exited_with(0)) << describe(fleet);
+  std::set<std::string> busy;
+  size_t most = 0;
+  for (const auto& line : stdout_json_lines(fleet)) {
+    if (line.value("type", "") != "record") continue;
+    const auto& e = line["payload"]["event"];
+    const std::string type = e.value("type", ""), agent = e.value("agent", "");
+    if (type == "assigned") busy.insert(agent);
+    if (type == "delivered" || type == "failed") busy.erase(agent);
+    most = std::max(most, busy.size());
+  }
+  EXPECT_GE(most, 2u) << "the queue's runs went to the runners one at a time";
+}
+
 TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecidesOnce) {
   // Every test run sleeps in the package's import: the checks of the later steps take seconds.
   const fs::path slow = tmp / "slowcalc";

@@ -6,7 +6,7 @@
 //
 //   sleep   the check sleeps --sleep seconds (1): waiting, as on a slow test suite or a
 //           remote service. Target: --jobs 4 at most 0.35x the sequential time.
-//   cpu     the check spins one core for about --cpu seconds (0.5): CPU-bound, as compilers
+//   cpu     the check spins one core for about --cpu seconds (1): CPU-bound, as compilers
 //           and test suites are. Target: --jobs 2 at most 0.65x the sequential time.
 //   waste   the sleep plan with one step in four refused once (s2 and s6 propose a draft
 //           that fails the check first), at --jobs 4: the speculations thrown away, per
@@ -121,7 +121,7 @@ Build build(const std::string& warden, const fs::path& blueprint, const fs::path
   Build b;
   std::string stdout_text;
   b.ms = timed({warden, "build", blueprint.string(), "--out", out.string(), "--clock", "logical", "--key", key.string(),
-                "--jobs", std::to_string(jobs), "--json"},
+                "--policy", (blueprint.parent_path() / "policy.json").string(), "--jobs", std::to_string(jobs), "--json"},
                &stdout_text);
   auto last = stdout_text.find_last_of('\n', stdout_text.size() - 2);
   b.summary = Json::parse(stdout_text.substr(last == std::string::npos ? 0 : last + 1), nullptr, false);
@@ -149,7 +149,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   CLI::App app{"plan_bench: a plan of eight independent steps, sequential and as a merge queue at --jobs 2 and 4"};
   int runs = 3;
-  double sleep_s = 1.0, cpu_s = 0.5;
+  double sleep_s = 1.0, cpu_s = 1.0;
   bool quick = false, json = false;
   std::string warden = WARDEN_BINARY;
   app.add_option("--runs", runs, "Builds per figure; the median is reported")->check(CLI::Range(1, 50));
@@ -175,7 +175,8 @@ int main(int argc, char** argv) {
   // The first build creates the key (and keeps a copy beside its ledger); every later build signs with it.
   {
     fs::path bp = make_blueprint(tmp / "keygen", "true", true, {});
-    timed({warden, "build", bp.string(), "--out", (tmp / "keygen-out").string(), "--clock", "logical", "--jobs", "1"});
+    timed({warden, "build", bp.string(), "--out", (tmp / "keygen-out").string(), "--clock", "logical", "--jobs", "1",
+           "--policy", (tmp / "keygen" / "policy.json").string()});
     fs::copy_file(tmp / "keygen-out" / "ledger" / "signer.key", key);
   }
 

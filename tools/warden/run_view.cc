@@ -115,6 +115,10 @@ void print_build_summary(const Json& s, const std::string& repository, const std
   for (const auto& v : verdicts) refused += v.value("accepted", false) ? 0 : 1;
   std::cout << ", " << verdicts.size() << " proposals, " << refused << " refused";
   if (const int64_t replans = s.value("replans", int64_t{0})) std::cout << ", " << replans << " replans";
+  if (s.contains("jobs")) {
+    std::cout << "\njobs       " << s.value("jobs", int64_t{0});
+    if (s.contains("jobs_note")) std::cout << " (" << s.value("jobs_note", "") << ")";
+  }
   std::cout << "\nverdicts  ";
   for (const auto& v : verdicts) {
     std::cout << " " << v.value("step_id", "") << "#" << v.value("attempt", int64_t{0}) << "="
