@@ -41,6 +41,7 @@ Json RunReport::to_json() const {
     j["error_type"] = error_type;
     j["error"] = error;
   }
+  if (!queue.is_null()) j["queue"] = queue;
   return j;
 }
 
@@ -92,6 +93,7 @@ Result<RunReport> report_run(const Ledger& ledger, const std::string& run_id) {
         report.steps_total = ev->data.value("steps_total", report.steps_total);
         report.current_step = ev->data.value("step_id", std::string());
       }
+      if (ev->type == RunEventType::queue_updated && ev->data.contains("in_flight")) report.queue = ev->data;
       report.events.emplace_back(seq, std::move(*ev));
     } else if (kind == record_kind::decision) {
       auto d = DecisionRecord::from_json(*payload);

@@ -33,6 +33,9 @@ struct RunReport {
   int64_t steps_total = 0;      // the steps of the latest committed plan
   int64_t steps_completed = 0;  // commits recorded
   std::string current_step;     // the step of the latest step_started event
+  // A merge-queue plan's latest round as its queue_updated event said it: {"round", "head",
+  // "in_flight": [{"step_id", "attempt", "base_tree", "tree"}], "waiting": [...]}; null otherwise.
+  Json queue;
   int64_t attempts = 0, refused = 0;  // decisions recorded, and how many refused
   std::string branch, last_commit;    // from the last commit record
   Json last_verdict;                  // the latest decision's verdict; null before any

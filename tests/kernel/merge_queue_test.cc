@@ -168,6 +168,13 @@ TEST(MergeQueue, ADiamondLandsInDependencyOrderWhateverThePlanOrder) {
   EXPECT_EQ(branch_steps(tmp / "out" / "repo", "warden/queue"), (std::vector<std::string>{"s4", "s2", "s3", "s1"}));
   auto records = ledger_records(tmp / "out" / "ledger");
   EXPECT_EQ(rounds(records), (std::vector<std::vector<std::string>>{{"s4"}, {"s2", "s3"}, {"s1"}}));
+  // `warden run status` shows the queue's latest round from the ledger.
+  auto status = warden({"run", "status", stdout_json(built)["run_id"], "--ledger", (tmp / "out" / "ledger").string(), "--json"});
+  ASSERT_TRUE(status.exited_with(0)) << describe(status);
+  json queue = stdout_json(status)["queue"];
+  EXPECT_EQ(queue["round"], 3) << queue.dump();
+  ASSERT_EQ(queue["in_flight"].size(), 1u) << queue.dump();
+  EXPECT_EQ(queue["in_flight"][0]["step_id"], "s1");
   expect_replays(tmp / "out");
 }
 

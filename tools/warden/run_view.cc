@@ -141,8 +141,23 @@ void print_run_report(const Json& r) {
   if (!error_type.empty()) std::cout << "error      " << error_type << ": " << r.value("error", "") << "\n";
   std::cout << "steps      " << r.value("steps_completed", int64_t{0}) << "/" << r.value("steps_total", int64_t{0}) << " accepted";
   const std::string current = r.value("current_step", "");
-  if (!current.empty() && !terminal) std::cout << "; on " << current;
+  const Json queue = r.value("queue", Json());
+  if (!current.empty() && !terminal && queue.is_null()) std::cout << "; on " << current;
   std::cout << "\n";
+  if (!queue.is_null() && !terminal) {
+    // A merge-queue plan: the steps in flight, each on the tree of the steps ahead of it.
+    std::cout << "queue      round " << queue.value("round", int64_t{0}) << ":";
+    for (const auto& f : queue.value("in_flight", Json::array())) {
+      std::cout << " " << f.value("step_id", "") << "#" << f.value("attempt", int64_t{0});
+    }
+    std::cout << " in flight";
+    const Json waiting = queue.value("waiting", Json::array());
+    if (!waiting.empty()) {
+      std::cout << "; waiting:";
+      for (const auto& w : waiting) std::cout << " " << w.get<std::string>();
+    }
+    std::cout << "\n";
+  }
   std::cout << "attempts   " << r.value("attempts", int64_t{0}) << ", " << r.value("refused", int64_t{0}) << " refused\n";
   const std::string commit = r.value("last_commit", "");
   if (!commit.empty()) std::cout << "commit     " << commit << "  " << r.value("branch", "") << "\n";
