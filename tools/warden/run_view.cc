@@ -49,7 +49,8 @@ void print_build_progress(const kernel::RunEvent& ev) {
                     << std::endl;
         }
       } else if (ev.tool && *ev.tool == "kernel") {
-        std::cout << "      attempt " << d.value("attempt", 0) << ": ";
+        // Named by step: a parallel plan's decisions follow its rounds, not one step's lines.
+        std::cout << "      " << d.value("step_id", "") << " attempt " << d.value("attempt", 0) << ": ";
         if (d.value("accepted", false)) {
           std::cout << "accepted";
         } else {
@@ -62,7 +63,7 @@ void print_build_progress(const kernel::RunEvent& ev) {
         std::cout << "      warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
                   << b.value("reason", "") << std::endl;
       } else if (d.contains("checks")) {
-        std::cout << "      attempt " << d.value("attempt", 0) << " checks:";
+        std::cout << "      " << d.value("step_id", "") << " attempt " << d.value("attempt", 0) << " checks:";
         for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();
         std::cout << std::endl;
       }
