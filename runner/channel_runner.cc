@@ -14,7 +14,7 @@ namespace {
 
 std::unexpected<Refusal> runner_failed(std::string detail) { return refuse(RefusalCode::runner_error, "", std::move(detail)); }
 
-// The socket's second descriptor, for the reader (an invalid one makes a broken reader).
+// The socket's second descriptor, for the senders (the reader keeps the first).
 UniqueFd dup_of(const UniqueFd& fd) { return UniqueFd(fd ? ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0) : -1); }
 
 }  // namespace
@@ -50,13 +50,17 @@ void ChannelRunner::read_lines(std::stop_token stop) {
       break;
     }
     auto parsed = parse_json(*text, "the runner channel's answer");
+    // A line that is not an answer ends the channel both ways: the server reads EOF and
+    // drops this build's tasks rather than sending results no one reads.
     if (!parsed || !parsed->is_object()) {
-      why = in_.close("the runner channel sent a line that is not a JSON object").detail;
+      in_.shutdown();
+      why = "the runner channel sent a line that is not a JSON object";
       break;
     }
     auto rid = parsed->find("request_id");
     if (rid == parsed->end() || !rid->is_string()) {
-      why = in_.close("the runner channel sent an answer without a request_id").detail;
+      in_.shutdown();
+      why = "the runner channel sent an answer without a request_id";
       break;
     }
     const std::string id = rid->get<std::string>();
@@ -74,11 +78,12 @@ void ChannelRunner::read_lines(std::stop_token stop) {
   cv_.notify_all();
 }
 
-std::expected<void, LineFailure> ChannelRunner::send(const std::string& line, const std::stop_token& stop) {
-  // Checks bound their own time; only a stop ends a send the server is slow to take.
-  const auto forever = std::chrono::steady_clock::now() + std::chrono::hours(24 * 365);
+std::expected<void, LineFailure> ChannelRunner::send(const std::string& line) {
+  // Never cut short by one caller's stop: half a line would break the channel for every other
+  // job of the build. A server that takes nothing for this long is gone, and breaks it anyway.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::lock_guard lock(send_mu_);
-  return out_.send(line, forever, stop);
+  return out_.send(line, deadline, {});
 }
 
 Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request) {
@@ -119,7 +124,8 @@ Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request)
     }
     return runner_failed(why);
   };
-  if (auto ok = send(text, request.stop); !ok) return give_up(ok.error().detail, false);
+  if (auto ok = send(text); !ok) return give_up(ok.error().detail, false);
+  if (request.stop.stop_requested()) return give_up("stopped while waiting for the runner", true);
   std::unique_lock lock(mu_);
   const bool answered = cv_.wait(lock, request.stop, [&] { return arrived_.contains(id) || closed_.has_value(); });
   if (!answered) {

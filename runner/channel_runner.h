@@ -67,8 +67,9 @@ class ChannelRunner final : public Runner {
   Checked<RunOutcome> answer(GitRepo& repo, const RemoteRunRequest& sent, const std::string& id, const Json& line);
   // The reader thread: every line to its caller, until the socket closes or the stop.
   void read_lines(std::stop_token stop);
-  // Sends a line under send_mu_; false (with why) when the socket is broken.
-  std::expected<void, LineFailure> send(const std::string& line, const std::stop_token& stop);
+  // Sends a whole line under send_mu_, whoever stops meanwhile; false (with why) when the
+  // socket is broken or the server took nothing for a minute.
+  std::expected<void, LineFailure> send(const std::string& line);
 
   Json profile_;
   bool host_independent_;
