@@ -296,6 +296,33 @@ TEST(MergeQueue, ABuildKilledMidRoundLeavesALedgerThatReplaysAndABranchOfAccepte
   }
 }
 
+// A tested program's attack on speculation: checks that run at the same time try to reach
+// each other through every place a sandbox might share (/tmp, /var/tmp, /dev/shm, $HOME, the
+// workspace) — a test that passes because a neighbour wrote a file would be accepted on a
+// tree that does not pass alone. Each check leaves a marker named after its own tree (its
+// step's file count), waits while the others run, and fails if it sees anyone else's. At
+// four jobs every check must still pass, and the ledger be the one of one job.
+TEST(MergeQueue, ChecksRunningAtOnceCannotReachEachOther) {
+  TempDir tmp;
+  const fs::path bp = write_blueprint(tmp / "bp", independent(6), 8);
+  json policy = json::parse(read_file(tmp / "bp" / "policy.json"));
+  policy["checks"][0]["argv"] = {
+      "sh", "-c",
+      "me=marker-$(ls src | wc -l); for d in /tmp /var/tmp /dev/shm \"$HOME\" .; do "
+      "[ -d \"$d\" ] && [ -w \"$d\" ] && : > \"$d/$me\" 2>/dev/null; done; sleep 0.5; "
+      "for d in /tmp /var/tmp /dev/shm \"$HOME\" .; do "
+      "for f in \"$d\"/marker-*; do [ -e \"$f\" ] || continue; [ \"${f##*/}\" = \"$me\" ] || { echo saw $f; exit 1; }; done; done"};
+  write_file(tmp / "bp" / "policy.json", policy.dump(2));
+  auto four = build(bp, tmp / "j4", 4);
+  ASSERT_TRUE(four.exited_with(0)) << describe(four);
+  auto records = ledger_records(tmp / "j4" / "ledger");
+  for (const json& d : payloads(records, "decision")) EXPECT_TRUE(d["verdict"]["accepted"].get<bool>()) << d.dump();
+  EXPECT_EQ(payloads(records, "commit").size(), 6u);
+  auto one = build(bp, tmp / "j1", 1);
+  ASSERT_TRUE(one.exited_with(0)) << describe(one);
+  EXPECT_EQ(exported_records(tmp / "j1" / "ledger", tmp / "e1"), exported_records(tmp / "j4" / "ledger", tmp / "e4"));
+}
+
 // The parallel example, six independent Python packages with one refused draft, at four
 // jobs: the golden's bytes (recorded at the default jobs), and every run again in the
 // sandbox on the tree replay re-derives for it.
