@@ -342,6 +342,7 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
                   {RLIMIT_NOFILE, {l.open_files, l.open_files}},
                   {RLIMIT_CORE, {0, 0}}};
   spec.stdin_fd = request.stdin_fd;
+  spec.reap_here = request.reap_here;
   spec.stdout_fd = out_pipe->second.get();
   spec.stderr_fd = err_pipe->second.get();
   spec.pass_fds = {seccomp.get()};

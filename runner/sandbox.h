@@ -111,6 +111,10 @@ struct SandboxRequest {
   // Descriptors the command inherits, borrowed for the run: pass_fds[i] becomes descriptor
   // kFirstPassedFd + i inside the sandbox (3 carries bwrap's seccomp program).
   std::vector<int> pass_fds;
+  // The calling process may reap the sandbox itself rather than through a reaper child
+  // (SpawnSpec::reap_here): for a single-threaded process that starts one sandbox and exits,
+  // such as `warden sandbox exec`. Ignored where it cannot hold.
+  bool reap_here = false;
 };
 
 inline constexpr int kFirstPassedFd = 4;

@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,7 +56,12 @@ struct ChildPlan {
   pid_t parent = 0;
 };
 
-[[noreturn]] void child_fail(int report, int step) {
+// The child of a sandbox reaped here shares the caller's memory until it executes bwrap
+// (spawn_sharing_memory): its code is kept out of the address sanitizer's bookkeeping, whose
+// shadow of that borrowed stack would otherwise outlive it.
+#define WARDEN_CHILD_CODE __attribute__((no_sanitize("address")))
+
+WARDEN_CHILD_CODE [[noreturn]] void child_fail(int report, int step) {
   ChildFailure f{step, errno};
   [[maybe_unused]] ssize_t n = ::write(report, &f, sizeof f);
   ::_exit(127);
@@ -62,7 +70,7 @@ struct ChildPlan {
 // Runs in the forked child: only async-signal-safe calls until execve.
 // `map_sync`, `map_ack`: the pipe ends to and from the reaper, which writes the id maps of
 // the overlay's user namespace (see reaper_main).
-[[noreturn]] void child_main(const ChildPlan& plan, int report, int map_sync, int map_ack, pid_t parent) {
+WARDEN_CHILD_CODE [[noreturn]] void child_main(const ChildPlan& plan, int report, int map_sync, int map_ack, pid_t parent) {
   const SpawnSpec& spec = *plan.spec;
   // First: every process of the run descends from this one, so all of them are in the cgroup.
   for (int fd : spec.cgroup_procs_fds) {
@@ -278,6 +286,40 @@ ChildFailure write_id_maps(const ChildPlan& plan, pid_t child) {
   ::_exit(128 + sig);
 }
 
+struct SharedChild {
+  const ChildPlan* plan;
+  int report;
+};
+
+WARDEN_CHILD_CODE int shared_child_main(void* arg) {
+  const auto* c = static_cast<const SharedChild*>(arg);
+  child_main(*c->plan, c->report, -1, -1, c->plan->parent);
+}
+
+// Starts child_main as vfork() would: in this process's memory, on a stack of its own, with
+// this thread suspended until the child executes bwrap or exits. Nothing of the caller's
+// address space is copied, so neither side pays for copying page tables, for faults on
+// pages written after a fork, or for tearing a copy down at exec. Safe because the caller is
+// single-threaded and suspended meanwhile; the child touches only its own stack and makes
+// system calls (errno aside, which it writes only on its way to failing).
+pid_t spawn_sharing_memory(const ChildPlan& plan, int report) {
+  constexpr size_t kStack = 256 << 10;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  SharedChild arg{&plan, report};
+  pid_t pid = ::clone(shared_child_main, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &arg);
+  int err = errno;
+  ::munmap(stack, kStack);
+  errno = err;
+  return pid;
+}
+
+// Whether this process has no child at all, living or dead (waitid says ECHILD).
+bool no_children() {
+  siginfo_t info{};
+  return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno == ECHILD;
+}
+
 }  // namespace
 
 Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
@@ -315,12 +357,37 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
   if (::pipe2(report_fds, O_CLOEXEC) != 0) return std::unexpected(errno_error("pipe2", errno));
   UniqueFd report_r(report_fds[0]), report_w(report_fds[1]);
 
-  pid_t pid = ::fork();
-  if (pid < 0) return std::unexpected(errno_error("fork", errno));
-  if (pid == 0) reaper_main(plan, report_w.get());
-
+  // Reaping here needs the process to itself: another thread would be copied into no child
+  // and could take SIGCHLD, another child would be taken by waitpid(-1). The overlay's id
+  // maps need a parent that is free to write them while the child waits.
   SandboxChild child;
-  child.pid_ = pid;
+  if (spec.reap_here && !spec.overlay && __libc_single_threaded && no_children()) {
+    Here here{};
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (::sigprocmask(SIG_BLOCK, &chld, &here.old_mask) != 0) return std::unexpected(errno_error("sigprocmask", errno));
+    UniqueFd events(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!events || ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+      int err = errno;
+      ::sigprocmask(SIG_SETMASK, &here.old_mask, nullptr);
+      return std::unexpected(errno_error(events ? "prctl(PR_SET_CHILD_SUBREAPER)" : "signalfd", err));
+    }
+    pid_t pid = spawn_sharing_memory(plan, report_w.get());
+    if (pid < 0) {
+      int err = errno;
+      ::sigprocmask(SIG_SETMASK, &here.old_mask, nullptr);
+      return std::unexpected(errno_error("clone", err));
+    }
+    child.here_.emplace(here);
+    child.pidfd_ = std::move(events);
+    child.pid_ = pid;
+  } else {
+    pid_t pid = ::fork();
+    if (pid < 0) return std::unexpected(errno_error("fork", errno));
+    if (pid == 0) reaper_main(plan, report_w.get());
+    child.pid_ = pid;
+  }
   child.reaped_ = false;
   report_w.reset();
   ChildFailure failure;
@@ -334,12 +401,15 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
                 std::string("sandbox setup failed: ") + kStepNames[step] + ": " + std::strerror(failure.err));
   }
   // Debian 12's <sys/pidfd.h> lacks extern "C": the raw system call.
-  child.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!child.here_) child.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, child.pid_, 0)));
   return child;
 }
 
 SandboxChild::SandboxChild(SandboxChild&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), pidfd_(std::move(other.pidfd_)), reaped_(std::exchange(other.reaped_, true)) {}
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::move(other.pidfd_)),
+      reaped_(std::exchange(other.reaped_, true)),
+      here_(std::exchange(other.here_, std::nullopt)) {}
 
 SandboxChild::~SandboxChild() {
   if (!reaped_) {
@@ -348,19 +418,56 @@ SandboxChild::~SandboxChild() {
   }
 }
 
+bool SandboxChild::reap_children(bool block) {
+  for (;;) {
+    int status = 0;
+    pid_t got = ::waitpid(-1, &status, block ? 0 : WNOHANG);
+    if (got == pid_) here_->bwrap_status = status;
+    if (got > 0) continue;  // bwrap, or an orphan of the sandbox reparented here
+    if (got == 0) return false;
+    if (errno != EINTR) return true;  // ECHILD: nothing of the sandbox is left
+  }
+}
+
 bool SandboxChild::exited() {
   if (reaped_) return true;
+  if (here_) {
+    // Drained first: a child that ends after this raises SIGCHLD again, and the next poll sees it.
+    signalfd_siginfo info;
+    while (::read(pidfd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    }
+    return reap_children(false);
+  }
   siginfo_t info{};
   if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
   return info.si_pid == pid_;
 }
 
 void SandboxChild::stop() {
-  if (!reaped_) ::kill(pid_, SIGUSR1);
+  if (reaped_) return;
+  if (!here_) {
+    ::kill(pid_, SIGUSR1);
+  } else if (!here_->bwrap_status) {
+    // What the reaper does on SIGUSR1. Once bwrap is reaped its pid may be anyone's.
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+  }
 }
 
 int SandboxChild::reap() {
   if (reaped_) return 0;
+  if (here_) {
+    reap_children(true);
+    // A SIGCHLD still pending is consumed here rather than delivered once unblocked.
+    signalfd_siginfo info;
+    while (::read(pidfd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    }
+    ::sigprocmask(SIG_SETMASK, &here_->old_mask, nullptr);
+    pidfd_.reset();
+    reaped_ = true;
+    // Always set by now (only this process reaps bwrap); were it not, a failure, never a pass.
+    return here_->bwrap_status.value_or(127 << 8);
+  }
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }

@@ -13,6 +13,7 @@
 // pipe with the step that failed, never mistaken for the command's exit status.
 #pragma once
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -46,11 +47,18 @@ struct SpawnSpec {
   int stdout_fd = -1, stderr_fd = -1;
   // Descriptors the child receives as 3, 4, ... (e.g. the seccomp program for --seccomp 3).
   std::vector<int> pass_fds;
+  // The calling process reaps the sandbox itself, without a reaper child: one fork fewer and
+  // no second copy of the caller's address space to set up and tear down (the one-shot
+  // `warden sandbox exec` pays for both on every call). Taken only when the process is
+  // single-threaded, has no other children and no overlay is asked for; otherwise the reaper
+  // runs as usual. The process then stays a child subreaper for good, and SIGCHLD is blocked
+  // (read through a signalfd) until the sandbox is reaped.
+  bool reap_here = false;
 };
 
-// A spawned sandbox, seen through its reaper; common/subprocess.h's drive() watches it run.
-// Move-only; the destructor stops the sandbox and reaps, so no error path leaves a process
-// behind.
+// A spawned sandbox, seen through its reaper (or, with SpawnSpec::reap_here, reaped by this
+// process directly); common/subprocess.h's drive() watches it run. Move-only; the destructor
+// stops the sandbox and reaps, so no error path leaves a process behind.
 class SandboxChild final : public ChildProcess {
  public:
   static Result<SandboxChild> spawn(const SpawnSpec& spec);
@@ -62,11 +70,15 @@ class SandboxChild final : public ChildProcess {
   ~SandboxChild() override;
 
   pid_t pid() const { return pid_; }
-  // Readable (POLLIN) once the child has exited; -1 when pidfds are unavailable.
+  // Readable (POLLIN) once the child has exited; -1 when pidfds are unavailable. Reaping here,
+  // a signalfd for SIGCHLD: readable whenever any process of the sandbox has ended.
   int pidfd() const override { return pidfd_.get(); }
+  // Whether this process reaps the sandbox itself (SpawnSpec::reap_here was honoured).
+  bool reaped_here() const { return here_.has_value(); }
 
-  // True once the reaper has exited: bwrap, its namespace init and everything in the
-  // sandbox are gone by then.
+  // True once the reaper has exited (reaping here: once bwrap and every orphan reparented to
+  // this process are reaped): bwrap, its namespace init and everything in the sandbox are
+  // gone by then.
   bool exited() override;
   // Asks the reaper to SIGKILL the sandbox (bwrap's process group); it then reaps and exits.
   void stop() override;
@@ -74,10 +86,18 @@ class SandboxChild final : public ChildProcess {
   int reap() override;
 
  private:
+  // Reaping here: bwrap's status once reaped, and the signal mask to restore afterwards.
+  struct Here {
+    std::optional<int> bwrap_status;
+    sigset_t old_mask;
+  };
   SandboxChild() = default;
+  // Reaps every child that has ended; blocking, until none is left. True when none is left.
+  bool reap_children(bool block);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   bool reaped_ = true;
+  std::optional<Here> here_;
 };
 
 }  // namespace warden

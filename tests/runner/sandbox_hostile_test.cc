@@ -1,8 +1,11 @@
 // Hostile programs against the real sandbox: real bwrap, the real seccomp filter, real
 // resource limits. Each is contained and reported, none affects the host, and no process
-// outlives its run (counted on the host by the marker each hostile process carries).
+// outlives its run (counted on the host by the marker each hostile process carries). Each runs
+// twice: under a reaper child, as every run of a build is, and reaped by this process itself
+// (SandboxRequest::reap_here), as the one-shot `warden sandbox exec` is.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class SandboxHostile : public ::testing::Test {
+class SandboxHostile : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     host_ = SandboxHost::detect();
@@ -37,8 +40,15 @@ class SandboxHostile : public ::testing::Test {
     req.argv.insert(req.argv.end(), args.begin(), args.end());
     req.workspace_dir = ws_->dir();
     req.timeout_ms = timeout_ms;
+    req.reap_here = GetParam();
     auto r = sandbox.run(req);
     if (!r) throw std::runtime_error(r.error().message);
+    // Reaping here makes this process a child subreaper (for good): proof the mode was taken
+    // rather than quietly falling back to a reaper child.
+    int subreaper = 0;
+    if (GetParam() && (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper != 1)) {
+      throw std::runtime_error("the run was not reaped by the calling process");
+    }
     // Shown when an assertion on this run fails.
     if (r->exit_code != 0 && !r->err.head.empty()) std::fprintf(stderr, "sandbox stderr: %s\n", r->err.head.c_str());
     return std::move(*r);
@@ -54,7 +64,7 @@ class SandboxHostile : public ::testing::Test {
   std::optional<Sandbox> sandbox_;
 };
 
-TEST_F(SandboxHostile, PreflightProvesEveryPart) {
+TEST_P(SandboxHostile, PreflightProvesEveryPart) {
   Sandbox s = make(test_profile());
   const PreflightReport& report = s.preflight();
   EXPECT_TRUE(report.ok) << report.failures();
@@ -68,14 +78,14 @@ TEST_F(SandboxHostile, PreflightProvesEveryPart) {
   EXPECT_EQ(names, want);
 }
 
-TEST_F(SandboxHostile, MemoryHogHitsTheAddressSpaceLimit) {
+TEST_P(SandboxHostile, MemoryHogHitsTheAddressSpaceLimit) {
   SandboxRun r = run({"memhog"});
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 3) << r.err.head;
   EXPECT_NE(r.out.head.find("before malloc failed"), std::string::npos) << r.out.head;
 }
 
-TEST_F(SandboxHostile, EndlessOutputIsCappedAndTheRunKilled) {
+TEST_P(SandboxHostile, EndlessOutputIsCappedAndTheRunKilled) {
   std::string marker = fresh_marker();
   SandboxRun r = run({"flood", marker});
   SandboxProfile p = test_profile();
@@ -92,7 +102,7 @@ TEST_F(SandboxHostile, EndlessOutputIsCappedAndTheRunKilled) {
   EXPECT_EQ(count_processes_with(marker), 0);
 }
 
-TEST_F(SandboxHostile, SleeperIsKilledAtTheTimeout) {
+TEST_P(SandboxHostile, SleeperIsKilledAtTheTimeout) {
   std::string marker = fresh_marker();
   SandboxRun r = run({"sleep", marker}, 400);
   EXPECT_TRUE(r.timed_out);
@@ -101,7 +111,7 @@ TEST_F(SandboxHostile, SleeperIsKilledAtTheTimeout) {
   EXPECT_EQ(count_processes_with(marker), 0);
 }
 
-TEST_F(SandboxHostile, DaemonDiesWithTheRun) {
+TEST_P(SandboxHostile, DaemonDiesWithTheRun) {
   std::string marker = fresh_marker();
   SandboxRun r = run({"daemon", marker});
   EXPECT_EQ(r.exit_code, 0);
@@ -111,7 +121,7 @@ TEST_F(SandboxHostile, DaemonDiesWithTheRun) {
   EXPECT_EQ(count_processes_with(marker), 0);
 }
 
-TEST_F(SandboxHostile, ClosedStdoutAndLingeringChildrenDoNotHangTheRun) {
+TEST_P(SandboxHostile, ClosedStdoutAndLingeringChildrenDoNotHangTheRun) {
   std::string marker = fresh_marker();
   SandboxRun r = run({"closeout", marker});
   EXPECT_EQ(r.exit_code, 0);
@@ -120,7 +130,7 @@ TEST_F(SandboxHostile, ClosedStdoutAndLingeringChildrenDoNotHangTheRun) {
   EXPECT_EQ(count_processes_with(marker), 0);
 }
 
-TEST_F(SandboxHostile, NoConnectionToTheHostsLoopback) {
+TEST_P(SandboxHostile, NoConnectionToTheHostsLoopback) {
   int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   ASSERT_GE(listener, 0);
   sockaddr_in addr{};
@@ -138,7 +148,7 @@ TEST_F(SandboxHostile, NoConnectionToTheHostsLoopback) {
   ::close(listener);
 }
 
-TEST_F(SandboxHostile, WritesOutsideTheWorkspaceFail) {
+TEST_P(SandboxHostile, WritesOutsideTheWorkspaceFail) {
   EXPECT_EQ(run({"write", "/usr/warden-evil"}).out.head, "write: EROFS\n");
   EXPECT_EQ(run({"write", "/etc/warden-evil"}).out.head, "write: EROFS\n");
   EXPECT_EQ(run({"write", "/warden-evil"}).out.head, "write: EROFS\n");
@@ -151,14 +161,14 @@ TEST_F(SandboxHostile, WritesOutsideTheWorkspaceFail) {
   EXPECT_TRUE(fs::exists(ws_->dir() / "result.txt"));
 }
 
-TEST_F(SandboxHostile, HostHomesKeysAndSocketsAreAbsent) {
+TEST_P(SandboxHostile, HostHomesKeysAndSocketsAreAbsent) {
   for (const char* path : {"/root", "/root/.ssh/id_ed25519", "/home", "/etc/shadow", "/run", "/var/run/docker.sock",
                            "/etc/ssh/ssh_host_ed25519_key"}) {
     EXPECT_EQ(run({"read", path}).out.head, "read: ENOENT\n") << path;
   }
 }
 
-TEST_F(SandboxHostile, SetuidBinaryGainsNothing) {
+TEST_P(SandboxHostile, SetuidBinaryGainsNothing) {
   install_file(HOSTILE_BINARY, ws_->dir() / "suid", 04755, 0, 0);
   SandboxRequest req;
   Sandbox s = make(test_profile());
@@ -169,7 +179,7 @@ TEST_F(SandboxHostile, SetuidBinaryGainsNothing) {
   EXPECT_EQ(r->out.head, "uid=1000 euid=1000 gid=1000 egid=1000\n");
 }
 
-TEST_F(SandboxHostile, PtraceMountKeyctlAndUnshareAreDenied) {
+TEST_P(SandboxHostile, PtraceMountKeyctlAndUnshareAreDenied) {
   EXPECT_EQ(run({"ptrace"}).out.head, "ptrace_traceme: EPERM\nptrace_attach: EPERM\n");
   EXPECT_EQ(run({"mount"}).out.head, "mount: EPERM\n");
   // keyctl works for any unprivileged process: only the seccomp filter refuses it.
@@ -177,14 +187,14 @@ TEST_F(SandboxHostile, PtraceMountKeyctlAndUnshareAreDenied) {
   EXPECT_EQ(run({"unshare"}).out.head, "unshare: EPERM\n");
 }
 
-TEST_F(SandboxHostile, SymlinksToHostPathsResolveInsideTheSandbox) {
+TEST_P(SandboxHostile, SymlinksToHostPathsResolveInsideTheSandbox) {
   fs::create_symlink("/etc/shadow", ws_->dir() / "shadow-link");
   fs::create_symlink("/root", ws_->dir() / "root-link");
   EXPECT_EQ(run({"read", "/workspace/shadow-link"}).out.head, "read: ENOENT\n");
   EXPECT_EQ(run({"read", "/workspace/root-link/.bashrc"}).out.head, "read: ENOENT\n");
 }
 
-TEST_F(SandboxHostile, CpuAndFileSizeLimitsEndTheProgram) {
+TEST_P(SandboxHostile, CpuAndFileSizeLimitsEndTheProgram) {
   SandboxProfile p = test_profile();
   p.limits.cpu_seconds = 1;
   Sandbox s = make(p);
@@ -196,7 +206,7 @@ TEST_F(SandboxHostile, CpuAndFileSizeLimitsEndTheProgram) {
   EXPECT_LE(fs::file_size(ws_->dir() / "big"), p.limits.file_size_bytes);
 }
 
-TEST_F(SandboxHostile, EnvironmentIsFixedAndDeterministic) {
+TEST_P(SandboxHostile, EnvironmentIsFixedAndDeterministic) {
   ::setenv("WARDEN_HOST_SECRET", "leak", 1);
   SandboxRequest req;
   Sandbox s = make(test_profile());
@@ -211,7 +221,7 @@ TEST_F(SandboxHostile, EnvironmentIsFixedAndDeterministic) {
   EXPECT_EQ(first->out.sha256, second->out.sha256);
 }
 
-TEST_F(SandboxHostile, PreflightRefusesAMissingBwrap) {
+TEST_P(SandboxHostile, PreflightRefusesAMissingBwrap) {
   SandboxHost broken = host_;
   broken.bwrap = "/nonexistent/bwrap";
   auto s = Sandbox::create(test_profile(), broken);
@@ -226,7 +236,7 @@ TEST_F(SandboxHostile, PreflightRefusesAMissingBwrap) {
   EXPECT_NE(r.error().message.find("sandbox_start"), std::string::npos) << r.error().message;
 }
 
-TEST_F(SandboxHostile, PreflightRefusesAProfileThatExposesHostHomes) {
+TEST_P(SandboxHostile, PreflightRefusesAProfileThatExposesHostHomes) {
   SandboxProfile p = test_profile();
   p.ro_binds.push_back(BindMount{"/home", "/home", false});
   Sandbox s = make(p);
@@ -234,6 +244,9 @@ TEST_F(SandboxHostile, PreflightRefusesAProfileThatExposesHostHomes) {
   EXPECT_NE(s.preflight().failures().find("filesystem: host path /home is visible"), std::string::npos)
       << s.preflight().failures();
 }
+
+INSTANTIATE_TEST_SUITE_P(Reapers, SandboxHostile, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "ReapedHere" : "ThroughAReaper"; });
 
 }  // namespace
 }  // namespace warden::test

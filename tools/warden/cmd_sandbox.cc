@@ -61,6 +61,7 @@ int run_exec(const Options& o) {
   const SandboxHost& host = sandbox->host();
   SandboxRequest req;
   req.argv = o.argv;
+  req.reap_here = true;  // this process starts one sandbox and exits: no reaper child needed
   std::optional<ScratchDir> scratch;
   if (o.workspace.empty()) {
     // No workspace given: an empty one, owned by the sandbox's user and removed afterwards.

@@ -1,5 +1,8 @@
 // `warden`: the verification kernel's command-line tool.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -40,6 +43,23 @@ constexpr CommandGroup kGroups[] = {
     {"serve", warden::cli::add_serve_commands},
     {"agents", warden::cli::add_fleet_commands},      {"runner", warden::cli::add_fleet_commands},
 };
+
+// Ends the process once a command has finished. What a normal exit would still do is the
+// libraries' tidying of memory the kernel takes back anyway (OpenSSL's tables, iostreams,
+// the loader's finalizers): a fraction of a millisecond that every short command, and above
+// all the one-shot `sandbox exec`, would pay. Everything a command owns was closed by RAII
+// when its action returned; the streams are flushed here. Sanitizer builds exit normally, so
+// LeakSanitizer still checks at exit.
+[[noreturn]] void finish(int code) {
+#if defined(__SANITIZE_ADDRESS__)
+  std::exit(code);
+#else
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::_exit(code);
+#endif
+}
 
 }  // namespace
 
@@ -96,10 +116,12 @@ int main(int argc, char** argv) {
     if (json) warden::cli::print_error_line("usage", "choose a subcommand (see warden --help)", warden::kUsage);
     return warden::kUsage;
   }
+  int code;
   try {
-    return action();
+    code = action();
   } catch (const std::exception& e) {
-    return warden::cli::report_error(warden::Error{warden::Errc::internal, std::string("internal error: ") + e.what()},
+    code = warden::cli::report_error(warden::Error{warden::Errc::internal, std::string("internal error: ") + e.what()},
                                      json, warden::kInternal);
   }
+  finish(code);
 }
