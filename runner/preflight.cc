@@ -2,12 +2,12 @@
 
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "common/file.h"
 #include "common/json_reader.h"
+#include "common/strings.h"
 
 namespace warden {
 namespace {
@@ -189,18 +189,19 @@ std::string preflight_script(const SandboxProfile& profile) {
 std::map<std::string, std::string> own_namespaces() {
   std::map<std::string, std::string> out;
   for (const char* n : kNamespaces) {
-    std::error_code ec;
-    auto target = std::filesystem::read_symlink(std::string("/proc/self/ns/") + n, ec);
-    if (!ec) out[n] = target.string();
+    // readlink(2) alone: std::filesystem::read_symlink would lstat first, and the one-shot
+    // sandbox reads these on every call.
+    char target[128];
+    ssize_t len = ::readlink((std::string("/proc/self/ns/") + n).c_str(), target, sizeof target);
+    if (len > 0 && static_cast<size_t>(len) < sizeof target) out[n] = std::string(target, static_cast<size_t>(len));
   }
   return out;
 }
 
 std::string overflow_uid() {
-  std::ifstream in("/proc/sys/kernel/overflowuid");
-  std::string value = "65534";
-  in >> value;
-  return value;
+  auto text = read_file("/proc/sys/kernel/overflowuid", 64);
+  std::string value = text ? std::string(trim(*text)) : "";
+  return value.empty() ? "65534" : value;
 }
 
 PreflightReport judge_preflight(const SandboxProfile& profile, const HostFacts& facts) {

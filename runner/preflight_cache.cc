@@ -8,8 +8,11 @@
 #include <cerrno>
 #include <random>
 
+#include "common/build_id.h"
 #include "common/canonical_json.h"
+#include "common/encoding.h"
 #include "common/file.h"
+#include "common/json_reader.h"
 #include "runner/sandbox.h"
 
 namespace warden {
@@ -50,33 +53,59 @@ HostIdentity HostIdentity::read(const std::filesystem::path& bwrap) {
   return id;
 }
 
-Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
-                     const SandboxHost& host) {
-  const HostIdentity read = host.identity ? HostIdentity() : HostIdentity::read(host.bwrap);
-  const HostIdentity& id = host.identity ? *host.identity : read;
-  Json key = {{"format", kFormat},
-              {"profile_sha256", profile_digest.str()},
-              {"seccomp_sha256", sha256(seccomp_program).str()},
-              {"probe_sha256", sha256(preflight_script(profile)).str()},
-              {"bwrap", host.bwrap},
-              {"bwrap_file", id.bwrap_file},
-              {"kernel", id.kernel},
-              {"namespaces", id.namespaces},
-              {"overflow_uid", id.overflow_uid},
-              {"euid", id.euid},
-              {"uid", host.uid},
-              {"gid", host.gid},
-              {"drop", host.drop},
-              {"scratch_root", host.scratch_root.string()}};
-  // A path that is not UTF-8 is written with U+FFFD rather than throwing from a strict dump.
+namespace {
+
+// A key's digest: canonical JSON, where a path that is not UTF-8 is written with U+FFFD
+// rather than throwing from a strict dump.
+Digest digest_of(const Json& key) {
   auto canonical = canonicalize(key);
   return sha256(canonical ? *canonical : key.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
-std::optional<PreflightReport> PreflightCache::get(const Digest& key) const {
+// The host's side of both keys: host.identity, read here when the host has none.
+Json host_fields(const SandboxHost& host) {
+  const HostIdentity read = host.identity ? HostIdentity() : HostIdentity::read(host.bwrap);
+  const HostIdentity& id = host.identity ? *host.identity : read;
+  return {{"bwrap", host.bwrap},
+          {"bwrap_file", id.bwrap_file},
+          {"kernel", id.kernel},
+          {"namespaces", id.namespaces},
+          {"overflow_uid", id.overflow_uid},
+          {"euid", id.euid},
+          {"uid", host.uid},
+          {"gid", host.gid},
+          {"drop", host.drop},
+          {"scratch_root", host.scratch_root.string()}};
+}
+
+std::string compiled_file_name(const Digest& key) { return key.hex() + ".profile.json"; }
+
+}  // namespace
+
+Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
+                     const SandboxHost& host) {
+  Json key = host_fields(host);
+  key["format"] = kFormat;
+  key["profile_sha256"] = profile_digest.str();
+  key["seccomp_sha256"] = sha256(seccomp_program).str();
+  key["probe_sha256"] = sha256(preflight_script(profile)).str();
+  return digest_of(key);
+}
+
+std::optional<Digest> compiled_profile_key(std::string_view profile_source, const SandboxHost& host) {
+  std::string build = executable_build_id();
+  if (build.empty()) return std::nullopt;
+  Json key = host_fields(host);
+  key["compiled_format"] = 1;
+  key["build_id"] = build;
+  key["profile_source_sha256"] = sha256(profile_source).str();
+  return digest_of(key);
+}
+
+std::optional<std::string> PreflightCache::read_entry(const std::string& name) const {
   UniqueFd dir = open_trusted_dir(dir_);
   if (!dir) return std::nullopt;
-  UniqueFd fd(::openat(dir.get(), file_name(key).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd fd(::openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st;
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
       (st.st_mode & 022) != 0 || st.st_size > kMaxFileBytes) {
@@ -87,7 +116,30 @@ std::optional<PreflightReport> PreflightCache::get(const Digest& key) const {
   if (age > kMaxAge || age < -std::chrono::minutes(1)) return std::nullopt;
   std::string text(static_cast<size_t>(st.st_size), '\0');
   if (::read(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return std::nullopt;
-  auto json = parse_json(text, "cached preflight");
+  return text;
+}
+
+void PreflightCache::write_entry(const std::string& name, std::string_view text) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_.parent_path(), ec);
+  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) return;
+  UniqueFd dir = open_trusted_dir(dir_);
+  if (!dir) return;
+  std::string tmp = ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  UniqueFd fd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return;
+  // No fsync: an entry torn by a crash fails to parse and is a miss.
+  bool written = ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  fd.reset();
+  if (!written || ::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+  }
+}
+
+std::optional<PreflightReport> PreflightCache::get(const Digest& key) const {
+  auto text = read_entry(file_name(key));
+  if (!text) return std::nullopt;
+  auto json = parse_json(*text, "cached preflight");
   if (!json || !json->is_object() || !json->contains("key") || !json->contains("report")) return std::nullopt;
   if ((*json)["key"] != key.hex()) return std::nullopt;
   auto report = PreflightReport::from_json((*json)["report"]);
@@ -97,22 +149,34 @@ std::optional<PreflightReport> PreflightCache::get(const Digest& key) const {
 
 void PreflightCache::put(const Digest& key, const PreflightReport& report) const {
   if (!report.ok) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir_.parent_path(), ec);
-  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) return;
-  UniqueFd dir = open_trusted_dir(dir_);
-  if (!dir) return;
-  auto text = canonicalize(Json{{"key", key.hex()}, {"report", report.to_json()}});
-  if (!text) return;
-  std::string tmp = ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
-  UniqueFd fd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return;
-  // No fsync: a verdict torn by a crash fails to parse and is a miss.
-  bool written = ::write(fd.get(), text->data(), text->size()) == static_cast<ssize_t>(text->size());
-  fd.reset();
-  if (!written || ::renameat(dir.get(), tmp.c_str(), dir.get(), file_name(key).c_str()) != 0) {
-    ::unlinkat(dir.get(), tmp.c_str(), 0);
-  }
+  if (auto text = canonicalize(Json{{"key", key.hex()}, {"report", report.to_json()}})) write_entry(file_name(key), *text);
+}
+
+std::optional<CompiledProfile> PreflightCache::get_compiled(const Digest& key) const {
+  auto text = read_entry(compiled_file_name(key));
+  if (!text) return std::nullopt;
+  auto json = parse_json(*text, "cached compiled profile");
+  if (!json) return std::nullopt;
+  JsonReader r(*json, "cached compiled profile");
+  CompiledProfile compiled;
+  Digest entry_key, program_sha;
+  r.digest("key", entry_key);
+  r.digest("profile_sha256", compiled.profile_digest);
+  r.digest("seccomp_sha256", program_sha);
+  r.digest("preflight_key", compiled.preflight_key);
+  auto program = from_hex(r.string("seccomp_program"));
+  if (!r.finish() || entry_key != key || !program || program->empty() || sha256(*program) != program_sha) return std::nullopt;
+  compiled.seccomp_program = std::move(*program);
+  return compiled;
+}
+
+void PreflightCache::put_compiled(const Digest& key, const CompiledProfile& compiled) const {
+  Json entry = {{"key", key.str()},
+                {"profile_sha256", compiled.profile_digest.str()},
+                {"seccomp_program", to_hex(compiled.seccomp_program)},
+                {"seccomp_sha256", sha256(compiled.seccomp_program).str()},
+                {"preflight_key", compiled.preflight_key.str()}};
+  if (auto text = canonicalize(entry)) write_entry(compiled_file_name(key), *text);
 }
 
 void PreflightCache::forget(const Digest& key) const {

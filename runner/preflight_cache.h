@@ -1,5 +1,6 @@
 // Passed preflight verdicts remembered across processes, so a one-shot `warden sandbox exec`
-// (an agent harness calls one per tool call) does not re-run the probe every time.
+// (an agent harness calls one per tool call) does not re-run the probe every time; and what
+// each profile compiles to (CompiledProfile), so it does not re-derive that either.
 //
 // A verdict is keyed by everything the probe's outcome depends on (PreflightKey): the
 // profile digest, the seccomp program, the probe script, the bwrap binary's identity, the
@@ -57,6 +58,21 @@ struct HostIdentity {
 Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
                      const SandboxHost& host);
 
+// What a profile compiles to on a host, remembered so that a one-shot process need not derive
+// it again (Sandbox::open): the profile's digest, its seccomp program and its verdict's key.
+struct CompiledProfile {
+  Digest profile_digest;
+  std::string seccomp_program;
+  Digest preflight_key;
+};
+
+// The key a CompiledProfile is remembered under: the bytes the profile was parsed from, this
+// executable's build id (the code that digests, compiles and keys, libseccomp included) and
+// the host's side of a verdict's key (the kernel, whose seccomp support the compiler asks
+// about, among it). nullopt for an executable without a build id: nothing is remembered.
+// Only for a profile used exactly as parsed: one changed afterwards is not its bytes.
+std::optional<Digest> compiled_profile_key(std::string_view profile_source, const SandboxHost& host);
+
 class PreflightCache {
  public:
   static constexpr std::chrono::hours kMaxAge{24};
@@ -71,7 +87,17 @@ class PreflightCache {
   // Drops the verdict for `key`, if any.
   void forget(const Digest& key) const;
 
+  // What a profile compiled to, recorded under compiled_profile_key() by this uid within
+  // kMaxAge, if its program is the one its digest names.
+  std::optional<CompiledProfile> get_compiled(const Digest& key) const;
+  void put_compiled(const Digest& key, const CompiledProfile& compiled) const;
+
  private:
+  // The trusted file `name`'s text (see Trust above); nullopt when absent or not trusted.
+  std::optional<std::string> read_entry(const std::string& name) const;
+  // Writes `text` as `name` by an atomic rename; failures are silent (a later miss).
+  void write_entry(const std::string& name, std::string_view text) const;
+
   std::filesystem::path dir_;
 };
 

@@ -207,8 +207,10 @@ CgroupHost CgroupHost::detect() {
     } else {
       fs::path dir = own_dir(*mount, own[c]);
       fs::path parent = dir / "warden";
+      // Made by an earlier run as a rule: one check then, not two system calls.
+      const bool made = !dir.empty() && ::access(parent.c_str(), W_OK) == 0;
       if (dir.empty()) problem = std::string(c) + ": own cgroup " + own[c] + " not under the mount";
-      else if (::access(dir.c_str(), W_OK) != 0 || !make_parent(parent)) problem = std::string(c) + ": " + dir.string() + " is not writable";
+      else if (!made && (::access(dir.c_str(), W_OK) != 0 || !make_parent(parent))) problem = std::string(c) + ": " + dir.string() + " is not writable";
       else h.controllers_.push_back({c, parent});
     }
     if (!problem.empty()) v1_why += (v1_why.empty() ? "" : "; ") + problem;
@@ -323,10 +325,9 @@ Result<RunCgroup> RunCgroup::create(const CgroupHost& host, const CgroupLimits& 
 }
 
 RunCgroup::~RunCgroup() {
-  for (const auto& d : dirs_) {
-    kill_cgroup_processes(d);
-    remove_cgroup(d);
-  }
+  // rmdir first: an empty cgroup (every run that ended on its own) goes at once, and one
+  // still holding processes answers EBUSY, which remove_cgroup() meets by killing them.
+  for (const auto& d : dirs_) remove_cgroup(d);
 }
 
 std::vector<int> RunCgroup::join_fds() const {

@@ -140,21 +140,45 @@ SandboxHost SandboxHost::detect() {
 }
 
 Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
+  return make(std::move(profile), std::move(host), nullptr);
+}
+
+Result<Sandbox> Sandbox::open(std::string_view name_or_path, SandboxHost host, PreflightCache cache) {
+  auto source = SandboxProfile::source(name_or_path);
+  if (!source) return std::unexpected(source.error());
+  auto profile = SandboxProfile::parse(source->text, source->what);
+  if (!profile) return std::unexpected(profile.error());
+  const std::optional<Digest> key = compiled_profile_key(source->text, host);
+  const std::optional<CompiledProfile> compiled = key ? cache.get_compiled(*key) : std::nullopt;
+  auto s = make(std::move(*profile), std::move(host), compiled ? &*compiled : nullptr);
+  if (!s) return s;
+  if (compiled) {
+    s->verdict_key_ = compiled->preflight_key;
+    s->compiled_from_cache_ = true;
+  } else if (key) {
+    cache.put_compiled(*key, CompiledProfile{s->profile_digest_, s->seccomp_program_, s->verdict_key()});
+  }
+  s->set_preflight_cache(std::move(cache));
+  return s;
+}
+
+Result<Sandbox> Sandbox::make(SandboxProfile profile, SandboxHost host, const CompiledProfile* compiled) {
   Sandbox s;
   s.profile_ = std::move(profile);
-  s.profile_digest_ = s.profile_.digest();
   s.host_ = std::move(host);
-  auto program = compile_seccomp(s.profile_.seccomp);
-  if (!program) return std::unexpected(program.error().with_context("profile " + s.profile_.name));
-  s.seccomp_program_ = std::move(*program);
+  if (compiled) {
+    s.profile_digest_ = compiled->profile_digest;
+    s.seccomp_program_ = compiled->seccomp_program;
+  } else {
+    s.profile_digest_ = s.profile_.digest();
+    auto program = compile_seccomp(s.profile_.seccomp);
+    if (!program) return std::unexpected(program.error().with_context("profile " + s.profile_.name));
+    s.seccomp_program_ = std::move(*program);
+  }
   s.nproc_limit_ = s.profile_.limits.processes;
   if (s.host_.cgroups.has("pids")) s.nproc_limit_ = std::max(s.nproc_limit_, nproc_backstop());
-  auto files = ScratchDir::create(s.host_.scratch_root, "warden-sandbox-", 0711);
-  if (!files) return std::unexpected(files.error());
-  s.files_.emplace(std::move(*files));
-
   const SandboxProfile& p = s.profile_;
-  auto& a = s.fixed_args_;
+  auto& a = s.args_before_files_;
   a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
        "--uid", std::to_string(p.uid), "--gid", std::to_string(p.gid), "--hostname", p.hostname, "--clearenv"};
   if (p.network) a.insert(a.begin() + 1, "--share-net");
@@ -163,17 +187,32 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
     for (std::string_view f : kNetworkFiles) a.insert(a.end(), {"--ro-bind-try", std::string(f), std::string(f)});
   }
   for (const auto& l : p.symlinks) a.insert(a.end(), {"--symlink", l.target, l.path});
-  for (size_t i = 0; i < p.files.size(); ++i) {
-    auto path = *s.files_ / ("file-" + std::to_string(i));
-    if (Status st = write_new_file(path, p.files[i].content, 0444); !st) return std::unexpected(st.error());
-    a.insert(a.end(), {"--ro-bind", path.string(), p.files[i].path});
-  }
-  a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc"});
-  for (const auto& t : p.tmpfs) a.insert(a.end(), {"--size", std::to_string(t.size_bytes), "--tmpfs", t.path});
+  // The profile's files come next (command_line()), then these.
+  auto& b = s.args_after_files_;
+  b = {"--dev", "/dev", "--proc", "/proc"};
+  for (const auto& t : p.tmpfs) b.insert(b.end(), {"--size", std::to_string(t.size_bytes), "--tmpfs", t.path});
   // bwrap's /dev is a tmpfs of device nodes: read-only, nothing of the run's goes there (a
   // profile's /dev/shm, mounted above, stays writable and bounded; without one it is absent).
-  a.insert(a.end(), {"--remount-ro", "/dev"});
+  b.insert(b.end(), {"--remount-ro", "/dev"});
   return s;
+}
+
+Result<std::vector<UniqueFd>> Sandbox::profile_files() const {
+  std::vector<UniqueFd> out;
+  for (const auto& f : profile_.files) {
+    UniqueFd fd(::memfd_create("warden-profile-file", MFD_CLOEXEC));
+    if (!fd) return std::unexpected(errno_error("memfd_create", errno));
+    // pwrite leaves the offset at 0, where bwrap starts reading.
+    size_t done = 0;
+    while (done < f.content.size()) {
+      ssize_t n = ::pwrite(fd.get(), f.content.data() + done, f.content.size() - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return std::unexpected(errno_error("writing profile file " + f.path, errno));
+      done += static_cast<size_t>(n);
+    }
+    out.push_back(std::move(fd));
+  }
+  return out;
 }
 
 Result<ScratchDir> Sandbox::run_scratch(std::string_view prefix) const {
@@ -185,7 +224,15 @@ uint64_t Sandbox::nproc_limit() const { return nproc_limit_; }
 
 std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) const {
   std::vector<std::string> argv{host_.bwrap};
-  argv.insert(argv.end(), fixed_args_.begin(), fixed_args_.end());
+  argv.insert(argv.end(), args_before_files_.begin(), args_before_files_.end());
+  // Copied by bwrap from descriptors (profile_files()) rather than bound from files on the
+  // host: nothing to write, clean up, or leave behind per sandbox.
+  const int first_file_fd = kFirstPassedFd + static_cast<int>(request.pass_fds.size() + request.files.size());
+  for (size_t i = 0; i < profile_.files.size(); ++i) {
+    argv.insert(argv.end(), {"--perms", "0444", "--ro-bind-data", std::to_string(first_file_fd + static_cast<int>(i)),
+                             profile_.files[i].path});
+  }
+  argv.insert(argv.end(), args_after_files_.begin(), args_after_files_.end());
   std::map<std::string, std::string> env = profile_.env;
   for (const auto& [k, v] : request.env) env[k] = v;
   for (const auto& [k, v] : env) argv.insert(argv.end(), {"--setenv", k, v});
@@ -202,11 +249,16 @@ std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) co
   return argv;
 }
 
+const Digest& Sandbox::verdict_key() {
+  if (!verdict_key_) verdict_key_ = preflight_key(profile_, profile_digest_, seccomp_program_, host_);
+  return *verdict_key_;
+}
+
 const PreflightReport& Sandbox::preflight() {
   if (preflight_) return *preflight_;
   std::optional<Digest> key;
   if (preflight_cache_) {
-    key = preflight_key(profile_, profile_digest_, seccomp_program_, host_);
+    key = verdict_key();
     if (auto cached = preflight_cache_->get(*key)) {
       preflight_from_cache_ = true;
       preflight_ = std::move(*cached);
@@ -308,7 +360,7 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
   // bwrap fails closed: a host that changed under a remembered verdict shows here first.
   bool start_failed = !result || (result->exit_code == 1 && result->err.kept.starts_with("bwrap: "));
   if (start_failed && preflight_from_cache_) {
-    preflight_cache_->forget(preflight_key(profile_, profile_digest_, seccomp_program_, host_));
+    preflight_cache_->forget(verdict_key());
   }
   return result;
 }
@@ -348,6 +400,9 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   spec.pass_fds = {seccomp.get()};
   spec.pass_fds.insert(spec.pass_fds.end(), request.pass_fds.begin(), request.pass_fds.end());
   for (const auto& f : request.files) spec.pass_fds.push_back(f.fd);
+  auto files = profile_files();
+  if (!files) return std::unexpected(files.error());
+  for (const auto& f : *files) spec.pass_fds.push_back(f.get());
   std::optional<RunCgroup> cgroup;
   if (host_.cgroups.usable()) {
     auto made = RunCgroup::create(host_.cgroups, CgroupLimits{l.processes, l.memory_bytes, l.cpu_quota_percent});

@@ -17,8 +17,8 @@
 // must live until it returns (the reaper's parent-death signal follows the spawning thread).
 // Use one Sandbox per worker thread; distinct Sandboxes share nothing.
 //
-// Ownership: a Sandbox owns its scratch directory of generated profile files (removed when
-// the Sandbox is destroyed) and its cached preflight report. run() borrows the request; the
+// Ownership: a Sandbox owns its cached preflight report; the profile's files reach bwrap on
+// descriptors made for each run, so a Sandbox leaves nothing on disk. run() borrows the request; the
 // workspace directory or overlay layers belong to the caller and must exist for the run.
 // request.live is called on run()'s thread while the run is in progress.
 //
@@ -136,6 +136,12 @@ struct SandboxRun {
 class Sandbox {
  public:
   static Result<Sandbox> create(SandboxProfile profile, SandboxHost host = SandboxHost::detect());
+  // The profile `name_or_path` (SandboxProfile::load) made runnable with `cache` remembering
+  // its verdicts (set_preflight_cache) and what it compiles to (CompiledProfile): a later
+  // process with the same profile bytes, executable and host takes the profile's digest, its
+  // seccomp program and its verdict's key from there instead of deriving them. For the
+  // one-shot `warden sandbox exec`, which runs one command and exits.
+  static Result<Sandbox> open(std::string_view name_or_path, SandboxHost host, PreflightCache cache);
 
   const SandboxProfile& profile() const { return profile_; }
   const Digest& profile_digest() const { return profile_digest_; }
@@ -152,6 +158,8 @@ class Sandbox {
   void adopt_preflight(const PreflightReport& report) { preflight_ = report; }
   // True when the current verdict came from the cache rather than a probe.
   bool preflight_from_cache() const { return preflight_from_cache_; }
+  // True when open() took the profile's digest, program and key from the cache.
+  bool compiled_from_cache() const { return compiled_from_cache_; }
   // Refuses (Errc::verification_failed, naming the failing parts) when the preflight fails.
   Result<SandboxRun> run(const SandboxRequest& request);
 
@@ -163,24 +171,33 @@ class Sandbox {
   // each run, a host-wide backstop, so concurrent runs do not share one small per-uid budget.
   uint64_t nproc_limit() const;
 
-  // bwrap's argv for a request (the seccomp program is expected on descriptor 3), and the
-  // program itself: what the benchmark runs as "bare bwrap with the same profile".
+  // bwrap's argv for a request, and what it reads on its descriptors: the seccomp program on
+  // 3, then request.pass_fds, request.files, and the profile's files (one descriptor each,
+  // read from offset 0: profile_files()). What the benchmark runs as "bare bwrap with the
+  // same profile".
   std::vector<std::string> command_line(const SandboxRequest& request) const;
   const std::string& seccomp_program() const { return seccomp_program_; }
+  Result<std::vector<UniqueFd>> profile_files() const;
 
  private:
   Sandbox() = default;
+  // create(), with the digest and program taken from `compiled` when given.
+  static Result<Sandbox> make(SandboxProfile profile, SandboxHost host, const CompiledProfile* compiled);
+  // The key this sandbox's verdicts are remembered under, derived once.
+  const Digest& verdict_key();
   Result<SandboxRun> execute(const SandboxRequest& request, const OutputLimits& output);
 
   SandboxProfile profile_;
   Digest profile_digest_;
   SandboxHost host_;
   std::string seccomp_program_;
-  std::optional<ScratchDir> files_;  // the profile's generated files, bound read-only
-  std::vector<std::string> fixed_args_;
+  // bwrap's arguments from the profile, around its files (command_line()).
+  std::vector<std::string> args_before_files_, args_after_files_;
   std::optional<PreflightReport> preflight_;
   std::optional<PreflightCache> preflight_cache_;
+  std::optional<Digest> verdict_key_;
   bool preflight_from_cache_ = false;
+  bool compiled_from_cache_ = false;
   uint64_t nproc_limit_ = 0;
   bool reclaimed_ = false;  // orphaned scratch and cgroups reclaimed (the first execute())
 };

@@ -164,9 +164,9 @@ Result<SandboxProfile> SandboxProfile::parse(std::string_view text, std::string_
   return p;
 }
 
-Result<SandboxProfile> SandboxProfile::load(std::string_view name_or_path) {
+Result<SandboxProfile::Source> SandboxProfile::source(std::string_view name_or_path) {
   std::string_view builtin = builtin_profile_text(name_or_path);
-  if (!builtin.empty()) return parse(builtin, "built-in profile " + std::string(name_or_path));
+  if (!builtin.empty()) return Source{std::string(builtin), "built-in profile " + std::string(name_or_path)};
   if (name_or_path.find('/') == std::string_view::npos && !name_or_path.ends_with(".json")) {
     std::string names;
     for (auto n : builtin_profile_names()) names += (names.empty() ? "" : ", ") + std::string(n);
@@ -175,7 +175,13 @@ Result<SandboxProfile> SandboxProfile::load(std::string_view name_or_path) {
   }
   auto text = read_file(std::string(name_or_path), 1 << 20);
   if (!text) return std::unexpected(text.error());
-  return parse(*text, "profile " + std::string(name_or_path));
+  return Source{std::move(*text), "profile " + std::string(name_or_path)};
+}
+
+Result<SandboxProfile> SandboxProfile::load(std::string_view name_or_path) {
+  auto src = source(name_or_path);
+  if (!src) return std::unexpected(src.error());
+  return parse(src->text, src->what);
 }
 
 Json SandboxProfile::to_json() const {

@@ -99,6 +99,13 @@ struct SandboxProfile {
   // A built-in name ("default", "strict": the files of policies/sandbox/, embedded at
   // build time) or a path to a JSON file.
   static Result<SandboxProfile> load(std::string_view name_or_path);
+  // The text load() parses for `name_or_path`, and how its errors name it ("built-in profile
+  // default", "profile PATH").
+  struct Source {
+    std::string text;
+    std::string what;
+  };
+  static Result<Source> source(std::string_view name_or_path);
 
   Json to_json() const;
   Digest digest() const;  // SHA-256 of the canonical JSON

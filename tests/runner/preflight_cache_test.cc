@@ -1,7 +1,9 @@
 // The one-shot sandbox's remembered preflight: a pass is remembered and reused, a verdict
 // planted by anyone else (another uid, a writable directory, a renamed file, a stale or
-// failing one) is ignored, a sandbox that then fails to start drops it; and a workspace the
-// sandbox's uid cannot enter is refused before bwrap starts, naming the user and the fix.
+// failing one) is ignored, a sandbox that then fails to start drops it; what a profile
+// compiles to is remembered too, equals a fresh derivation, and a tampered, misplaced or
+// foreign entry is ignored; and a workspace the sandbox's uid cannot enter is refused before
+// bwrap starts, naming the user and the fix.
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -40,10 +42,20 @@ bool exec_used_remembered_verdict(const fs::path& cache, std::vector<std::string
   return j["preflight_cached"].get<bool>();
 }
 
+bool is_compiled_entry(const fs::path& p) { return p.filename().string().ends_with(".profile.json"); }
+
 std::vector<fs::path> verdict_files(const fs::path& dir) {
   std::vector<fs::path> out;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".json") out.push_back(e.path());
+    if (e.path().extension() == ".json" && !is_compiled_entry(e.path())) out.push_back(e.path());
+  }
+  return out;
+}
+
+std::vector<fs::path> compiled_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (is_compiled_entry(e.path())) out.push_back(e.path());
   }
   return out;
 }
@@ -141,6 +153,90 @@ TEST(PreflightCache, ASandboxThatFailsToStartDropsTheVerdict) {
   ASSERT_TRUE(run);
   EXPECT_NE(run->exit_code, 0);
   EXPECT_TRUE(verdict_files(tmp / "preflight").empty());
+}
+
+// What the one-shot sandbox derives from its profile is remembered, and what a later process
+// takes from the cache is exactly what it would have derived: the digest, the seccomp program
+// and the key its verdict is filed under.
+TEST(CompiledProfile, IsRememberedAndEqualsAFreshDerivation) {
+  TempDir tmp;
+  SandboxHost host = SandboxHost::detect();
+  auto first = Sandbox::open("default", host, PreflightCache(tmp / "preflight"));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_FALSE(first->compiled_from_cache());
+  ASSERT_EQ(compiled_files(tmp / "preflight").size(), 1u);
+  auto second = Sandbox::open("default", host, PreflightCache(tmp / "preflight"));
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->compiled_from_cache());
+  auto fresh = Sandbox::create(SandboxProfile::load("default").value(), host);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(second->profile_digest(), fresh->profile_digest());
+  EXPECT_EQ(second->seccomp_program(), fresh->seccomp_program());
+  ASSERT_TRUE(second->preflight().ok);
+  const Digest key = preflight_key(fresh->profile(), fresh->profile_digest(), fresh->seccomp_program(), host);
+  EXPECT_TRUE(fs::exists(tmp / "preflight" / (key.hex() + ".json")));
+  // And through the CLI: the second call takes both from the cache.
+  TempDir cli;
+  for (bool again : {false, true}) {
+    ProcessResult r = warden({"sandbox", "exec", "--json", "--cache", cli.path().string(), "--", "/bin/true"});
+    ASSERT_TRUE(r.exited_with(0)) << r.status() << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["compiled_cached"], again);
+    EXPECT_EQ(j["profile_sha256"], fresh->profile_digest().str());
+  }
+}
+
+// An entry that is not what its key says is ignored, and the profile is derived afresh: a
+// program that is not the one its digest names, an entry filed under another profile's key,
+// one owned by another uid.
+TEST(CompiledProfile, TamperedMisplacedAndForeignEntriesAreIgnored) {
+  TempDir tmp;
+  SandboxHost host = SandboxHost::detect();
+  const fs::path dir = tmp / "preflight";
+  // Two profile files that differ in one field.
+  const std::string text_a(builtin_profile_text("default"));
+  auto edited = nlohmann::json::parse(text_a);
+  edited["hostname"] = "elsewhere";
+  const std::string text_b = edited.dump(2);
+  std::ofstream(tmp / "a.json") << text_a;
+  std::ofstream(tmp / "b.json") << text_b;
+  const fs::path a = tmp / "a.json", b = tmp / "b.json";
+  auto fresh = [&](const std::string& text) { return Sandbox::create(SandboxProfile::parse(text, "p").value(), host).value(); };
+  const Sandbox want_a = fresh(text_a), want_b = fresh(text_b);
+  ASSERT_NE(want_a.profile_digest(), want_b.profile_digest());
+  auto open = [&](const fs::path& p) { return Sandbox::open(p.string(), host, PreflightCache(dir)).value(); };
+
+  ASSERT_FALSE(open(a).compiled_from_cache());
+  const fs::path entry_a = dir / (compiled_profile_key(text_a, host)->hex() + ".profile.json");
+  const fs::path entry_b = dir / (compiled_profile_key(text_b, host)->hex() + ".profile.json");
+  ASSERT_TRUE(fs::exists(entry_a));
+  const std::string good = read_file(entry_a, 1 << 20).value();
+
+  // Filed under b's key: it names a's key inside, so b is derived afresh and gets its own.
+  fs::copy_file(entry_a, entry_b);
+  ::chmod(entry_b.c_str(), 0600);
+  Sandbox got_b = open(b);
+  EXPECT_FALSE(got_b.compiled_from_cache());
+  EXPECT_EQ(got_b.profile_digest(), want_b.profile_digest());
+  EXPECT_TRUE(open(b).compiled_from_cache());
+
+  // One byte of the program changed: it no longer matches its digest.
+  std::string tampered = good;
+  size_t at = tampered.find("\"seccomp_program\":\"") + 20;
+  tampered[at] = tampered[at] == '0' ? '1' : '0';
+  ASSERT_TRUE(write_file_atomic(entry_a, tampered));
+  ::chmod(entry_a.c_str(), 0600);
+  Sandbox got_a = open(a);
+  EXPECT_FALSE(got_a.compiled_from_cache());
+  EXPECT_EQ(got_a.seccomp_program(), want_a.seccomp_program());
+  EXPECT_EQ(got_a.profile_digest(), want_a.profile_digest());
+  EXPECT_TRUE(open(a).compiled_from_cache());
+
+  // Another uid's entry, even with the right bytes, is not ours.
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(entry_a.c_str(), 65534, 65534), 0);
+    EXPECT_FALSE(open(a).compiled_from_cache());
+  }
 }
 
 // The host's part of the key names bwrap by its file: a rewritten or replaced bwrap is a new

@@ -395,6 +395,13 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
 
   const fs::path repo = s.dir / "shell-repo", worktree = s.dir / "shell-worktree", seccomp = s.dir / "seccomp.bpf";
   if (auto st = warden::write_file_atomic(seccomp, sandbox.seccomp_program()); !st) die(st.error().message);
+  // bwrap reads the profile's files on the descriptors after the seccomp program's.
+  std::string file_redirections;
+  for (size_t i = 0; i < sandbox.profile().files.size(); ++i) {
+    const fs::path copy = s.dir / ("profile-file-" + std::to_string(i));
+    if (auto st = warden::write_file_atomic(copy, sandbox.profile().files[i].content); !st) die(st.error().message);
+    file_redirections += " " + std::to_string(warden::kFirstPassedFd + static_cast<int>(i)) + "<" + quote(copy.string());
+  }
   std::string script = "#!/bin/bash\n# The shell loop: the Warden build's proposals and checks, without its guarantees.\nset -eu\n";
   script += "git -C " + quote(repo.string()) + " worktree add -q -b shell-loop " + quote(worktree.string()) + " HEAD\n";
   script += "cd " + quote(worktree.string()) + "\n";
@@ -408,7 +415,7 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
     request.workspace_dir = worktree;
     std::string line;
     for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
-    return line + "3<" + quote(seccomp.string());
+    return line + "3<" + quote(seccomp.string()) + file_redirections;
   };
   for (size_t i = 0; i < s.attempts.size(); ++i) {
     const Attempt& a = s.attempts[i];

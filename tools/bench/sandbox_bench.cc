@@ -78,11 +78,17 @@ void spawn_and_wait(const std::vector<std::string>& argv) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die(argv[0] + " failed");
 }
 
-// bwrap as the sandbox starts it, minus everything Warden adds around it.
-void bare_bwrap(const std::vector<std::string>& argv, const std::string& seccomp, const warden::SandboxHost& host) {
+// bwrap as the sandbox starts it, minus everything Warden adds around it: `argv` is
+// sandbox.command_line() of a request without descriptors of its own, so bwrap reads the
+// seccomp program on 3 and the profile's files from 4 on.
+void bare_bwrap(const std::vector<std::string>& argv, const warden::Sandbox& sandbox) {
+  const std::string& seccomp = sandbox.seccomp_program();
+  const warden::SandboxHost& host = sandbox.host();
   int mem = memfd_create("bench-seccomp", MFD_CLOEXEC);
   if (mem < 0 || write(mem, seccomp.data(), seccomp.size()) != static_cast<ssize_t>(seccomp.size())) die("memfd");
   lseek(mem, 0, SEEK_SET);
+  auto files = sandbox.profile_files();
+  if (!files) die(files.error().message);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -91,8 +97,12 @@ void bare_bwrap(const std::vector<std::string>& argv, const std::string& seccomp
     int null_fd = open("/dev/null", O_RDWR);
     dup2(null_fd, 0);
     dup2(null_fd, 1);
-    if (mem == 3) fcntl(3, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
-    else dup2(mem, 3);
+    // Moved above the target range first, so no dup2 overwrites a source still needed.
+    int high = fcntl(mem, F_DUPFD_CLOEXEC, 100);
+    std::vector<int> file_high;
+    for (const auto& f : *files) file_high.push_back(fcntl(f.get(), F_DUPFD_CLOEXEC, 100));
+    dup2(high, 3);
+    for (size_t i = 0; i < file_high.size(); ++i) dup2(file_high[i], 4 + static_cast<int>(i));
     if (host.drop && (setgroups(0, nullptr) != 0 || setresgid(host.gid, host.gid, host.gid) != 0 ||
                       setresuid(host.uid, host.uid, host.uid) != 0)) {
       _exit(126);
@@ -223,14 +233,14 @@ OneShot measure_one_shot(const fs::path& warden, const fs::path& work, const war
   // The first call probes and remembers the verdict; every measured one finds it.
   for (int i = 0; i < 3; ++i) {
     spawn_and_wait(cli);
-    bare_bwrap(bwrap_argv, sandbox->seccomp_program(), host);
+    bare_bwrap(bwrap_argv, *sandbox);
   }
   std::vector<double> cli_t, bare_t;
   for (int i = 0; i < runs; ++i) {
     auto start = Clock::now();
     spawn_and_wait(cli);
     auto mid = Clock::now();
-    bare_bwrap(bwrap_argv, sandbox->seccomp_program(), host);
+    bare_bwrap(bwrap_argv, *sandbox);
     cli_t.push_back(std::chrono::duration<double, std::milli>(mid - start).count());
     bare_t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - mid).count());
   }
@@ -299,7 +309,7 @@ int main(int argc, char** argv) {
   // Interleaved warm-up of all three, so none is measured cold.
   for (int i = 0; i < 3; ++i) {
     spawn_and_wait({"/bin/true"});
-    bare_bwrap(bwrap_argv, sandbox->seccomp_program(), host);
+    bare_bwrap(bwrap_argv, *sandbox);
     sandboxed();
   }
   // Interleaved, one of each per round, so a change in the machine's load hits all three alike.
@@ -311,7 +321,7 @@ int main(int argc, char** argv) {
   };
   for (int i = 0; i < runs; ++i) {
     timed(spawn_t, [&] { spawn_and_wait({"/bin/true"}); });
-    timed(bwrap_t, [&] { bare_bwrap(bwrap_argv, sandbox->seccomp_program(), host); });
+    timed(bwrap_t, [&] { bare_bwrap(bwrap_argv, *sandbox); });
     timed(sandbox_t, sandboxed);
   }
   auto median = [](std::vector<double> v) {

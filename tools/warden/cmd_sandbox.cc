@@ -41,16 +41,18 @@ void write_all(int fd, std::string_view bytes) {
   }
 }
 
-// The one-shot sandbox remembers a passing preflight under the cache directory, so an
-// agent's per-tool-call `sandbox exec` does not probe every time (preflight_cache.h).
+PreflightCache preflight_cache(const Options& o) {
+  return PreflightCache(std::filesystem::path(o.cache.empty() ? default_cache_dir() : o.cache) / "preflight");
+}
+
+// The one-shot sandbox remembers a passing preflight, and what its profile compiles to, under
+// the cache directory, so an agent's per-tool-call `sandbox exec` neither probes nor derives
+// them every time (preflight_cache.h).
 Result<Sandbox> open_sandbox(const Options& o, bool remember) {
+  if (remember) return Sandbox::open(o.profile, SandboxHost::detect(), preflight_cache(o));
   auto profile = SandboxProfile::load(o.profile);
   if (!profile) return std::unexpected(profile.error());
-  auto sandbox = Sandbox::create(std::move(*profile));
-  if (sandbox && remember) {
-    sandbox->set_preflight_cache(PreflightCache(std::filesystem::path(o.cache.empty() ? default_cache_dir() : o.cache) / "preflight"));
-  }
-  return sandbox;
+  return Sandbox::create(std::move(*profile));
 }
 
 int run_exec(const Options& o) {
@@ -97,7 +99,8 @@ int run_exec(const Options& o) {
                 {"profile", sandbox->profile().name},
                 {"profile_sha256", sandbox->profile_digest().str()},
                 {"preflight", sandbox->preflight().to_json()},
-                {"preflight_cached", sandbox->preflight_from_cache()}});
+                {"preflight_cached", sandbox->preflight_from_cache()},
+                {"compiled_cached", sandbox->compiled_from_cache()}});
   } else if (run->timed_out) {
     std::cerr << "warden: sandbox: timed out after " << run->duration_ms << " ms; the process tree was killed\n";
   } else if (run->output_limit_exceeded) {
@@ -112,7 +115,7 @@ int run_preflight(const Options& o) {
   auto sandbox = open_sandbox(o, false);
   if (!sandbox) return report_error(sandbox.error(), o.json);
   const PreflightReport& report = sandbox->preflight();
-  PreflightCache cache(std::filesystem::path(o.cache.empty() ? default_cache_dir() : o.cache) / "preflight");
+  PreflightCache cache = preflight_cache(o);
   const Digest key = preflight_key(sandbox->profile(), sandbox->profile_digest(), sandbox->seccomp_program(), sandbox->host());
   if (report.ok) cache.put(key, report);
   else cache.forget(key);
