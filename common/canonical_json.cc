@@ -4,7 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <unordered_set>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace warden {
@@ -292,54 +293,131 @@ Result<std::string> canonicalize(const Json& value) {
   return out;
 }
 
-Result<Json> parse_json(std::string_view text, std::string_view what) {
-  // Each open object on the parse stack keeps the keys it has seen, to refuse duplicates
-  // (nlohmann would silently keep the last one, and two readers could then disagree).
-  std::vector<std::unordered_set<std::string>> open_objects;
-  std::string problem;
-  Errc problem_code = Errc::invalid_argument;
-  uint64_t values = 0;
-  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) -> bool {
-    if (!problem.empty()) return false;
-    if (depth > kMaxDepth) {
-      problem = "nesting deeper than " + std::to_string(kMaxDepth);
-      throw std::invalid_argument(problem);
+namespace {
+
+// Builds the parsed value as nlohmann's DOM parser would, refusing on the way what Warden never
+// accepts: a duplicate key (nlohmann would keep the last one, and two readers could then
+// disagree), nesting deeper than kMaxDepth, more than kMaxJsonValues values. A duplicate is
+// found by the insertion itself, with no set of seen keys beside the object. Depths and value
+// counts are those nlohmann's callback parser reports (which parse_json used before), so every
+// limit holds exactly where it did.
+class StrictBuilder final : public nlohmann::json_sax<Json> {
+ public:
+  explicit StrictBuilder(Json& root) : root_(root) {}
+
+  bool null() override { return scalar(Json(nullptr)); }
+  bool boolean(bool v) override { return scalar(Json(v)); }
+  bool number_integer(number_integer_t v) override { return scalar(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar(Json(v)); }
+  bool string(string_t& v) override { return scalar(Json(std::move(v))); }
+  bool binary(binary_t&) override { return refuse(Errc::invalid_argument, "binary value"); }  // not in JSON text
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool start_array(std::size_t) override { return open(Json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    if (!admit(stack_.size(), true)) return false;
+    auto [at, inserted] = stack_.back()->get_ref<Json::object_t&>().try_emplace(k);
+    if (!inserted) return refuse(Errc::invalid_argument, "duplicate object key \"" + k + "\"");
+    member_ = &at->second;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    if (dynamic_cast<const Json::parse_error*>(&e)) {
+      syntax_ = e.what();
+    } else if (dynamic_cast<const Json::out_of_range*>(&e)) {
+      number_out_of_range_ = true;
+    } else {
+      refuse(Errc::invalid_argument, e.what());
     }
-    if (event != Json::parse_event_t::object_end && event != Json::parse_event_t::array_end && ++values > kMaxJsonValues) {
-      problem = "more than " + std::to_string(kMaxJsonValues) + " values";
-      problem_code = Errc::limit_exceeded;
-      throw std::invalid_argument(problem);
-    }
-    switch (event) {
-      case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
-      case Json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case Json::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second) {
-          problem = "duplicate object key \"" + parsed.get<std::string>() + "\"";
-          throw std::invalid_argument(problem);
-        }
-        break;
-      default: break;
+    return false;
+  }
+
+  // Set when the parse stopped: a syntax error (nlohmann's message), a number too large for
+  // a double, or a refusal (problem and its code).
+  std::optional<std::string> syntax_;
+  bool number_out_of_range_ = false;
+  std::string problem_;
+  Errc problem_code_ = Errc::invalid_argument;
+
+ private:
+  // The callback parser's checks for one event at `depth`: the depth, then (for every event but
+  // a container's end) the count.
+  bool admit(size_t depth, bool counted) {
+    if (depth > static_cast<size_t>(kMaxDepth)) return refuse(Errc::invalid_argument, "nesting deeper than " + std::to_string(kMaxDepth));
+    if (counted && ++values_ > kMaxJsonValues) {
+      return refuse(Errc::limit_exceeded, "more than " + std::to_string(kMaxJsonValues) + " values");
     }
     return true;
-  };
+  }
+  bool refuse(Errc code, std::string problem) {
+    problem_ = std::move(problem);
+    problem_code_ = code;
+    return false;
+  }
+  // Where a new value goes: the root, the end of the open array, or the member its key made.
+  // Pointers on the stack stay valid: an open array only grows again once its last element,
+  // the one open inside it, has been closed, and object members are map nodes.
+  Json* place(Json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    if (stack_.back()->is_array()) {
+      auto& items = stack_.back()->get_ref<Json::array_t&>();
+      items.push_back(std::move(v));
+      return &items.back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+  bool scalar(Json&& v) {
+    if (!admit(stack_.size(), true)) return false;
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json&& container) {
+    if (!admit(stack_.size(), true)) return false;
+    stack_.push_back(place(std::move(container)));
+    return true;
+  }
+  bool close() {
+    if (!admit(stack_.size() - 1, false)) return false;
+    stack_.pop_back();
+    return true;
+  }
+
+  Json& root_;
+  std::vector<Json*> stack_;
+  Json* member_ = nullptr;
+  uint64_t values_ = 0;
+};
+
+}  // namespace
+
+Result<Json> parse_json(std::string_view text, std::string_view what) {
+  Json root;
+  StrictBuilder builder(root);
   try {
-    return Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const Json::parse_error& e) {
+    if (Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                        /*ignore_comments=*/false)) {
+      return root;
+    }
+  } catch (const std::exception& e) {
+    return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + e.what());
+  }
+  if (builder.syntax_) {
     // nlohmann's message carries "line L, column C" and the reason.
-    std::string msg = e.what();
-    auto pos = msg.find("syntax error");
-    return fail(Errc::invalid_argument,
-                std::string(what) + " is not valid JSON: " + (pos == std::string::npos ? msg : msg.substr(pos)));
-  } catch (const Json::out_of_range&) {
+    auto pos = builder.syntax_->find("syntax error");
+    return fail(Errc::invalid_argument, std::string(what) + " is not valid JSON: " +
+                                            (pos == std::string::npos ? *builder.syntax_ : builder.syntax_->substr(pos)));
+  }
+  if (builder.number_out_of_range_) {
     // nlohmann reports a number too large for a double (406) without its position.
     return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + out_of_range_number(text));
-  } catch (const std::exception& e) {
-    return fail(problem_code,
-                std::string(what) + " is not acceptable JSON: " + (problem.empty() ? std::string(e.what()) : problem));
   }
+  return fail(builder.problem_code_, std::string(what) + " is not acceptable JSON: " + builder.problem_);
 }
 
 Result<Json> parse_canonical_json(std::string_view text, std::string_view what) {

@@ -43,16 +43,17 @@ std::vector<CgroupMount> cgroup_mounts() {
   std::vector<CgroupMount> out;
   auto text = read_file("/proc/self/mountinfo", 1 << 22);
   if (!text) return out;
-  std::istringstream in(*text);
-  for (std::string line; std::getline(in, line);) {
+  // Views into the text: only the cgroup mounts' fields become strings (the one-shot sandbox
+  // reads this on every call).
+  for (std::string_view line : split(*text, '\n')) {
     // "id parent maj:min root point opts [optional...] - fstype source superopts"
     size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    auto head = words(std::string_view(line).substr(0, dash), ' ');
-    auto tail = words(std::string_view(line).substr(dash + 3), ' ');
+    if (dash == std::string_view::npos) continue;
+    auto head = split(line.substr(0, dash), ' ');
+    auto tail = split(line.substr(dash + 3), ' ');
     if (head.size() < 5 || tail.size() < 3) continue;
     if (tail[0] != "cgroup" && tail[0] != "cgroup2") continue;
-    out.push_back(CgroupMount{head[3], head[4], tail[0], words(tail[2], ',')});
+    out.push_back(CgroupMount{std::string(head[3]), std::string(head[4]), std::string(tail[0]), words(tail[2], ',')});
   }
   return out;
 }
@@ -172,14 +173,14 @@ CgroupHost CgroupHost::detect() {
   auto self = read_file("/proc/self/cgroup", 1 << 16);
   if (!self) return none("cannot read /proc/self/cgroup");
   std::map<std::string, std::string> own;  // controller ("" for v2) -> path
-  std::istringstream in(*self);
-  for (std::string line; std::getline(in, line);) {
+  for (std::string_view line : split(*self, '\n')) {
     // "id:controllers:path"; the path may itself hold ':'.
-    size_t first = line.find(':'), second = first == std::string::npos ? first : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
+    size_t first = line.find(':'), second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    std::string_view controllers = line.substr(first + 1, second - first - 1);
+    std::string path(line.substr(second + 1));
     if (controllers.empty()) own[""] = path;
-    for (const auto& c : words(controllers, ',')) own[c] = path;
+    for (std::string_view c : split(controllers, ',')) own[std::string(c)] = path;
   }
   auto mounts = cgroup_mounts();
 

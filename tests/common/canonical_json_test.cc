@@ -67,6 +67,11 @@ TEST(CanonicalJson, ParseRefusesDuplicateKeysBadUtf8AndGarbage) {
   EXPECT_NE(garbage.error().message.find("payload file x.json"), std::string::npos);
   EXPECT_FALSE(parse_json(""));
   EXPECT_FALSE(parse_json("[1] [2]"));
+  // A duplicate after a nested value, and at the top level, where the first is an object.
+  EXPECT_FALSE(parse_json(R"({"a":{"x":[1,{"y":2}]},"a":3})"));
+  auto kept = parse_json(R"({"a":{"x":[1,{"y":2}]},"b":[{"a":1},{"a":2}]})");
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->dump(), R"({"a":{"x":[1,{"y":2}]},"b":[{"a":1},{"a":2}]})");
 }
 
 TEST(CanonicalJson, ParseNamesAnOutOfRangeNumberAndWhereItIs) {
@@ -121,6 +126,13 @@ TEST(CanonicalJson, ParseBoundsNesting) {
   auto parsed = parse_json(deep);
   ASSERT_FALSE(parsed);
   EXPECT_NE(parsed.error().message.find("nesting"), std::string::npos);
+  // The limit stands exactly where it always has: a value inside 256 containers, and an empty
+  // container as the 257th, are the deepest accepted.
+  auto nested = [](int n, std::string_view inner) { return std::string(n, '[') + std::string(inner) + std::string(n, ']'); };
+  EXPECT_TRUE(parse_json(nested(256, "1")));
+  EXPECT_FALSE(parse_json(nested(257, "1")));
+  EXPECT_TRUE(parse_json(nested(257, "")));
+  EXPECT_FALSE(parse_json(nested(258, "")));
 }
 
 TEST(CanonicalJson, SerializerRefusesInvalidUtf8BuiltInMemory) {
