@@ -324,6 +324,14 @@ bool no_children() {
 
 Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return fail(Errc::invalid_argument, "sandbox spawn: empty argv");
+  // With SIGCHLD ignored the kernel reaps children unasked: no status would ever come back
+  // (a reaper waiting for one would wait for good, and a run would be judged on none).
+  struct sigaction chld {};
+  if (::sigaction(SIGCHLD, nullptr, &chld) == 0 && (chld.sa_handler == SIG_IGN || (chld.sa_flags & SA_NOCLDWAIT) != 0)) {
+    return fail(Errc::invalid_argument,
+                "sandbox spawn: SIGCHLD is ignored in this process (SIG_IGN or SA_NOCLDWAIT), so no exit status could "
+                "be collected; restore its default disposition");
+  }
   ChildPlan plan;
   plan.spec = &spec;
   plan.argv_storage = spec.argv;

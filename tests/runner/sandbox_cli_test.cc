@@ -1,10 +1,13 @@
 // The real `warden sandbox` and `warden run` commands: output, exit codes (the command's own,
 // 124 when Warden's limits killed it, 125 when the sandbox could not run), JSON evidence, the
 // preflight, a run with a diff, the result cache and --no-cache.
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "runner/run_result.h"
+#include "runner/sandbox.h"
 #include "tests/support/process.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"
@@ -28,6 +31,33 @@ TEST(SandboxCli, ExecPrintsOutputAndExitsWithTheCommandsStatus) {
   EXPECT_TRUE(r.exited_with(7)) << r.status() << r.err;
   EXPECT_EQ(r.out, "out\n");
   EXPECT_EQ(r.err, "err\n");
+}
+
+// An ignored SIGCHLD is inherited across exec. Left so, the kernel would reap the sandbox
+// unasked: the one-shot reported 127 and a reaper child waited for good.
+TEST(SandboxCli, ExecCollectsTheStatusWhenItsCallerIgnoresSigchld) {
+  ProcessResult r = run({"/bin/sh", "-c", "trap '' CHLD; exec \"$0\" sandbox exec -- /bin/sh -c 'echo ok; exit 3'", warden_binary()});
+  EXPECT_TRUE(r.exited_with(3)) << r.status() << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+}
+
+// A process that embeds the sandbox with SIGCHLD ignored is told so, rather than judging a run
+// on a status that never came.
+TEST(SandboxCli, ASandboxRefusesToStartWhileSigchldIsIgnored) {
+  const SandboxHost host = SandboxHost::detect();
+  HostileWorkspace ws(host);
+  auto sandbox = Sandbox::create(SandboxProfile::load("default").value(), host);
+  ASSERT_TRUE(sandbox);
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGCHLD, &ignore, &previous), 0);
+  SandboxRequest req;
+  req.argv = {"/bin/true"};
+  req.workspace_dir = ws.dir();
+  auto r = sandbox->run(req);
+  ::sigaction(SIGCHLD, &previous, nullptr);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("SIGCHLD is ignored"), std::string::npos) << r.error().message;
 }
 
 TEST(SandboxCli, ExecTimeoutIs124AndBrokenProfilesAre125) {

@@ -395,27 +395,34 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
 
   const fs::path repo = s.dir / "shell-repo", worktree = s.dir / "shell-worktree", seccomp = s.dir / "seccomp.bpf";
   if (auto st = warden::write_file_atomic(seccomp, sandbox.seccomp_program()); !st) die(st.error().message);
-  // bwrap reads the profile's files on the descriptors after the seccomp program's.
-  std::string file_redirections;
+  // bwrap reads the profile's files on the descriptors after the seccomp program's and the
+  // command's own (command_line()).
+  std::vector<fs::path> profile_files;
   for (size_t i = 0; i < sandbox.profile().files.size(); ++i) {
-    const fs::path copy = s.dir / ("profile-file-" + std::to_string(i));
-    if (auto st = warden::write_file_atomic(copy, sandbox.profile().files[i].content); !st) die(st.error().message);
-    file_redirections += " " + std::to_string(warden::kFirstPassedFd + static_cast<int>(i)) + "<" + quote(copy.string());
+    profile_files.push_back(s.dir / ("profile-file-" + std::to_string(i)));
+    if (auto st = warden::write_file_atomic(profile_files.back(), sandbox.profile().files[i].content); !st) die(st.error().message);
   }
   std::string script = "#!/bin/bash\n# The shell loop: the Warden build's proposals and checks, without its guarantees.\nset -eu\n";
   script += "git -C " + quote(repo.string()) + " worktree add -q -b shell-loop " + quote(worktree.string()) + " HEAD\n";
   script += "cd " + quote(worktree.string()) + "\n";
-  // One check in bwrap with the sandbox's argv and seccomp program, on the worktree (its
-  // redirections are the caller's).
-  auto sandbox_line = [&](const warden::CheckSpec& spec, const std::map<std::string, std::string>& extra_env) {
+  // One check in bwrap with the sandbox's argv and seccomp program, on the worktree, the
+  // command's own inputs (`passed`) from descriptor 4 on (its output redirections are the
+  // caller's).
+  auto sandbox_line = [&](const warden::CheckSpec& spec, const std::map<std::string, std::string>& extra_env,
+                          const std::vector<std::string>& passed = {}) {
     warden::SandboxRequest request;
     request.argv = spec.argv;
     request.env = spec.env;
     request.env.insert(extra_env.begin(), extra_env.end());
     request.workspace_dir = worktree;
+    request.pass_fds.assign(passed.size(), -1);  // only their number shapes the argv
     std::string line;
     for (const auto& arg : sandbox.command_line(request)) line += quote(arg) + " ";
-    return line + "3<" + quote(seccomp.string()) + file_redirections;
+    line += "3<" + quote(seccomp.string());
+    int fd = warden::kFirstPassedFd;
+    for (const auto& path : passed) line += " " + std::to_string(fd++) + "<" + quote(path);
+    for (const auto& path : profile_files) line += " " + std::to_string(fd++) + "<" + quote(path.string());
+    return line;
   };
   for (size_t i = 0; i < s.attempts.size(); ++i) {
     const Attempt& a = s.attempts[i];
@@ -453,7 +460,7 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
     for (const auto& name : ordered) {
       const warden::CheckSpec spec = check_spec(s, name);
       std::map<std::string, std::string> extra_env;
-      std::string inputs;
+      std::vector<std::string> inputs;
       if (!spec.tests_from.empty()) {
         const std::string ids = quote((s.dir / "tests-from.json").string());
         script += "python3 -c " +
@@ -463,10 +470,10 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
         for (const auto& from : spec.tests_from) script += " " + tap_file(from);
         script += " > " + ids + "\n";
         extra_env[warden::kTestsFromFdVariable] = std::to_string(warden::kFirstPassedFd);
-        inputs = " " + std::to_string(warden::kFirstPassedFd) + "<" + ids;
+        inputs.push_back((s.dir / "tests-from.json").string());
       }
       const std::string line =
-          sandbox_line(spec, extra_env) + inputs + (feeding.contains(name) ? " >" + tap_file(name) : " >/dev/null") + " 2>&1";
+          sandbox_line(spec, extra_env, inputs) + (feeding.contains(name) ? " >" + tap_file(name) : " >/dev/null") + " 2>&1";
       // A refused proposal's checks may fail; an accepted one's must pass here too.
       for (int64_t r = 0; r < spec.runs; ++r) script += line + (a.accepted ? "\n" : " || true\n");
     }

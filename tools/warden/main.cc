@@ -1,4 +1,5 @@
 // `warden`: the verification kernel's command-line tool.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,6 +65,12 @@ constexpr CommandGroup kGroups[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // An ignored SIGCHLD is inherited across exec (a caller's accident, or a harness's choice):
+  // the kernel would then reap Warden's children itself, and no exit status of a check, a git
+  // process or a sandbox could be collected. Warden needs every one of them.
+  struct sigaction default_chld {};
+  default_chld.sa_handler = SIG_DFL;
+  ::sigaction(SIGCHLD, &default_chld, nullptr);
   CLI::App app{"warden: a deterministic verification kernel with a tamper-evident ledger", "warden"};
   app.footer(kFooter);
   app.require_subcommand(1);
