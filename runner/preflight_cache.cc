@@ -1,6 +1,7 @@
 #include "runner/preflight_cache.h"
 
 #include <fcntl.h>
+#include <seccomp.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -98,6 +99,10 @@ std::optional<Digest> compiled_profile_key(std::string_view profile_source, cons
   Json key = host_fields(host);
   key["compiled_format"] = 1;
   key["build_id"] = build;
+  // Where libseccomp is a shared library, the build id does not name it.
+  const scmp_version* libseccomp = seccomp_version();
+  key["libseccomp"] = std::to_string(libseccomp->major) + "." + std::to_string(libseccomp->minor) + "." +
+                      std::to_string(libseccomp->micro);
   key["profile_source_sha256"] = sha256(profile_source).str();
   return digest_of(key);
 }
@@ -168,6 +173,10 @@ std::optional<CompiledProfile> PreflightCache::get_compiled(const Digest& key) c
   if (!r.finish() || entry_key != key || !program || program->empty() || sha256(*program) != program_sha) return std::nullopt;
   compiled.seccomp_program = std::move(*program);
   return compiled;
+}
+
+void PreflightCache::forget_compiled(const Digest& key) const {
+  if (UniqueFd dir = open_trusted_dir(dir_)) ::unlinkat(dir.get(), compiled_file_name(key).c_str(), 0);
 }
 
 void PreflightCache::put_compiled(const Digest& key, const CompiledProfile& compiled) const {

@@ -69,7 +69,8 @@ struct CompiledProfile {
 // The key a CompiledProfile is remembered under: the bytes the profile was parsed from, this
 // executable's build id (the code that digests, compiles and keys, libseccomp included) and
 // the host's side of a verdict's key (the kernel, whose seccomp support the compiler asks
-// about, among it). nullopt for an executable without a build id: nothing is remembered.
+// about, among it), and libseccomp's version (a shared library's is not in the build id).
+// nullopt for an executable without a build id: nothing is remembered.
 // Only for a profile used exactly as parsed: one changed afterwards is not its bytes.
 std::optional<Digest> compiled_profile_key(std::string_view profile_source, const SandboxHost& host);
 
@@ -91,6 +92,7 @@ class PreflightCache {
   // kMaxAge, if its program is the one its digest names.
   std::optional<CompiledProfile> get_compiled(const Digest& key) const;
   void put_compiled(const Digest& key, const CompiledProfile& compiled) const;
+  void forget_compiled(const Digest& key) const;
 
  private:
   // The trusted file `name`'s text (see Trust above); nullopt when absent or not trusted.

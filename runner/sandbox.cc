@@ -148,10 +148,15 @@ Result<Sandbox> Sandbox::open(std::string_view name_or_path, SandboxHost host, P
   if (!source) return std::unexpected(source.error());
   auto profile = SandboxProfile::parse(source->text, source->what);
   if (!profile) return std::unexpected(profile.error());
-  const std::optional<Digest> key = compiled_profile_key(source->text, host);
+  // Only where the sandbox's uid is not the cache's owner (Warden is root and runs sandboxes as
+  // nobody): a cached program is the filter itself, and a sandbox running as Warden's own uid
+  // could reach the cache through a workspace that holds it and plant a weaker one for later
+  // calls. Elsewhere the profile is derived every time.
+  const std::optional<Digest> key = host.drop ? compiled_profile_key(source->text, host) : std::nullopt;
   const std::optional<CompiledProfile> compiled = key ? cache.get_compiled(*key) : std::nullopt;
   auto s = make(std::move(*profile), std::move(host), compiled ? &*compiled : nullptr);
   if (!s) return s;
+  s->compiled_key_ = key;
   if (compiled) {
     s->verdict_key_ = compiled->preflight_key;
     s->compiled_from_cache_ = true;
@@ -359,9 +364,9 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
   auto result = execute(request, output);
   // bwrap fails closed: a host that changed under a remembered verdict shows here first.
   bool start_failed = !result || (result->exit_code == 1 && result->err.kept.starts_with("bwrap: "));
-  if (start_failed && preflight_from_cache_) {
-    preflight_cache_->forget(verdict_key());
-  }
+  if (start_failed && preflight_from_cache_) preflight_cache_->forget(verdict_key());
+  // What the profile compiled to goes too: a stale one would otherwise fail every call for a day.
+  if (start_failed && compiled_from_cache_) preflight_cache_->forget_compiled(*compiled_key_);
   return result;
 }
 

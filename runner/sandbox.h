@@ -140,7 +140,8 @@ class Sandbox {
   // its verdicts (set_preflight_cache) and what it compiles to (CompiledProfile): a later
   // process with the same profile bytes, executable and host takes the profile's digest, its
   // seccomp program and its verdict's key from there instead of deriving them. For the
-  // one-shot `warden sandbox exec`, which runs one command and exits.
+  // one-shot `warden sandbox exec`, which runs one command and exits. Only as root (the sandbox
+  // then runs as another uid, which cannot write the cache); otherwise it derives every time.
   static Result<Sandbox> open(std::string_view name_or_path, SandboxHost host, PreflightCache cache);
 
   const SandboxProfile& profile() const { return profile_; }
@@ -196,6 +197,7 @@ class Sandbox {
   std::optional<PreflightReport> preflight_;
   std::optional<PreflightCache> preflight_cache_;
   std::optional<Digest> verdict_key_;
+  std::optional<Digest> compiled_key_;  // open(): where the compiled profile is remembered
   bool preflight_from_cache_ = false;
   bool compiled_from_cache_ = false;
   uint64_t nproc_limit_ = 0;

@@ -45,9 +45,17 @@ struct ChildFailure {
   int err = 0;
 };
 
+// How many descriptors a sandbox may be handed (SpawnSpec::pass_fds): their moved copies,
+// from 1000 up, stay below the overlay's layers at kFirstLayerFd.
+constexpr size_t kMaxPassedFds = 40;
+
 // Everything the child needs, built before fork: the child may not allocate.
 struct ChildPlan {
   std::vector<std::string> argv_storage;
+  // Room for the child's descriptor shuffle (stdin, stdout, stderr, then pass_fds): sources,
+  // then their moved copies. The child writes its own copy (or, sharing memory, this one
+  // while the caller waits).
+  std::vector<int> fd_room;
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string uid_map, gid_map, overlay_options, overlay_target;
@@ -93,16 +101,14 @@ WARDEN_CHILD_CODE [[noreturn]] void child_main(const ChildPlan& plan, int report
   constexpr int kHigh = 1000;
   int stdin_fd = spec.stdin_fd >= 0 ? spec.stdin_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (stdin_fd < 0) child_fail(report, kStdio);
-  int sources[3 + 16];
-  size_t count = 0;
-  sources[count++] = stdin_fd;
-  sources[count++] = spec.stdout_fd;
-  sources[count++] = spec.stderr_fd;
-  for (int fd : spec.pass_fds) {
-    if (count == sizeof sources / sizeof sources[0]) child_fail(report, kStdio);
-    sources[count++] = fd;
-  }
-  int high[sizeof sources / sizeof sources[0]];
+  const size_t count = 3 + spec.pass_fds.size();
+  if (plan.fd_room.size() < 2 * count) child_fail(report, kStdio);
+  int* sources = const_cast<int*>(plan.fd_room.data());
+  int* high = sources + count;
+  sources[0] = stdin_fd;
+  sources[1] = spec.stdout_fd;
+  sources[2] = spec.stderr_fd;
+  for (size_t i = 0; i < spec.pass_fds.size(); ++i) sources[3 + i] = spec.pass_fds[i];
   for (size_t i = 0; i < count; ++i) {
     high[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, kHigh + static_cast<int>(i) * 2);
     if (high[i] < 0) child_fail(report, kStdio);
@@ -147,6 +153,10 @@ WARDEN_CHILD_CODE [[noreturn]] void child_main(const ChildPlan& plan, int report
   if (spec.drop_gid && ::setresgid(*spec.drop_gid, *spec.drop_gid, *spec.drop_gid) != 0) child_fail(report, kSetgid);
   // In the overlay's namespace Warden's uid is unmapped, so this keeps the namespace's
   // capabilities for the mount below; exec clears them.
+  // Not dumpable before the uid changes, so no process of the sandbox's uid can attach in the
+  // moment before exec (whatever fs.suid_dumpable says); sharing the caller's memory, that
+  // would be writing Warden's own. exec sets it afresh for bwrap.
+  if (spec.drop_uid && ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) child_fail(report, kSetuid);
   if (spec.drop_uid && ::setresuid(*spec.drop_uid, *spec.drop_uid, *spec.drop_uid) != 0) child_fail(report, kSetuid);
   if (spec.overlay) {
     // Mounted as the sandbox's uid: overlayfs works on the layers with the mounter's rights.
@@ -324,6 +334,11 @@ bool no_children() {
 
 Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return fail(Errc::invalid_argument, "sandbox spawn: empty argv");
+  if (spec.pass_fds.size() > kMaxPassedFds) {
+    return fail(Errc::invalid_argument, "sandbox spawn: " + std::to_string(spec.pass_fds.size()) +
+                                            " descriptors to hand the sandbox (its seccomp program, its own inputs, the "
+                                            "profile's files); at most " + std::to_string(kMaxPassedFds));
+  }
   // With SIGCHLD ignored the kernel reaps children unasked: no status would ever come back
   // (a reaper waiting for one would wait for good, and a run would be judged on none).
   struct sigaction chld {};
@@ -334,6 +349,7 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
   }
   ChildPlan plan;
   plan.spec = &spec;
+  plan.fd_room.resize(2 * (3 + spec.pass_fds.size()));
   plan.argv_storage = spec.argv;
   for (auto& a : plan.argv_storage) plan.argv.push_back(a.data());
   plan.argv.push_back(nullptr);
@@ -477,9 +493,13 @@ int SandboxChild::reap() {
     return here_->bwrap_status.value_or(127 << 8);
   }
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  pid_t got;
+  while ((got = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
   }
   reaped_ = true;
+  // Someone else reaped the reaper (a waitpid(-1) elsewhere in the process): its status is
+  // lost, and a lost status is a failure, never a pass.
+  if (got != pid_) return 127 << 8;
   return status;
 }
 

@@ -159,6 +159,7 @@ TEST(PreflightCache, ASandboxThatFailsToStartDropsTheVerdict) {
 // takes from the cache is exactly what it would have derived: the digest, the seccomp program
 // and the key its verdict is filed under.
 TEST(CompiledProfile, IsRememberedAndEqualsAFreshDerivation) {
+  if (::geteuid() != 0) GTEST_SKIP() << "remembered only as root (the sandbox then runs as another uid)";
   TempDir tmp;
   SandboxHost host = SandboxHost::detect();
   auto first = Sandbox::open("default", host, PreflightCache(tmp / "preflight"));
@@ -190,6 +191,7 @@ TEST(CompiledProfile, IsRememberedAndEqualsAFreshDerivation) {
 // program that is not the one its digest names, an entry filed under another profile's key,
 // one owned by another uid.
 TEST(CompiledProfile, TamperedMisplacedAndForeignEntriesAreIgnored) {
+  if (::geteuid() != 0) GTEST_SKIP() << "remembered only as root (the sandbox then runs as another uid)";
   TempDir tmp;
   SandboxHost host = SandboxHost::detect();
   const fs::path dir = tmp / "preflight";
@@ -237,6 +239,20 @@ TEST(CompiledProfile, TamperedMisplacedAndForeignEntriesAreIgnored) {
     ASSERT_EQ(::chown(entry_a.c_str(), 65534, 65534), 0);
     EXPECT_FALSE(open(a).compiled_from_cache());
   }
+}
+
+// A sandbox that runs as Warden's own uid could reach the cache through a workspace holding it
+// and plant a weaker program for later calls: there, nothing compiled is remembered or taken.
+TEST(CompiledProfile, NothingIsRememberedWhenTheSandboxRunsAsWardensOwnUid) {
+  TempDir tmp;
+  SandboxHost host = SandboxHost::detect();
+  host.drop = false;
+  for (int i = 0; i < 2; ++i) {
+    auto s = Sandbox::open("default", host, PreflightCache(tmp / "preflight"));
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_FALSE(s->compiled_from_cache());
+  }
+  EXPECT_TRUE(!fs::exists(tmp / "preflight") || compiled_files(tmp / "preflight").empty());
 }
 
 // The host's part of the key names bwrap by its file: a rewritten or replaced bwrap is a new

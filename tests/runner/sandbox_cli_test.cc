@@ -60,6 +60,30 @@ TEST(SandboxCli, ASandboxRefusesToStartWhileSigchldIsIgnored) {
   EXPECT_NE(r.error().message.find("SIGCHLD is ignored"), std::string::npos) << r.error().message;
 }
 
+// Every file of a profile reaches bwrap on a descriptor of its own (a policy adds one per check
+// program): many still run, and too many are refused with the count, never half set up.
+TEST(SandboxCli, AProfileWithManyFilesRunsAndTooManyAreRefusedClearly) {
+  const SandboxHost host = SandboxHost::detect();
+  HostileWorkspace ws(host);
+  auto with_files = [&](int n) {
+    SandboxProfile p = SandboxProfile::load("default").value();
+    for (int i = 0; i < n; ++i) p.files.push_back({"/etc/warden-extra-" + std::to_string(i), "x" + std::to_string(i)});
+    return Sandbox::create(std::move(p), host).value();
+  };
+  SandboxRequest req;
+  req.argv = {"/bin/cat", "/etc/warden-extra-29"};
+  req.workspace_dir = ws.dir();
+  Sandbox many = with_files(30);
+  auto r = many.run(req);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0) << r->err.head;
+  EXPECT_EQ(r->out.head, "x29");
+  Sandbox too_many = with_files(40);
+  auto refused = too_many.run(req);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("at most 40"), std::string::npos) << refused.error().message;
+}
+
 TEST(SandboxCli, ExecTimeoutIs124AndBrokenProfilesAre125) {
   ProcessResult slow = warden({"sandbox", "exec", "--timeout", "0.2", "--", "sleep", "30"});
   EXPECT_TRUE(slow.exited_with(124)) << slow.status();
