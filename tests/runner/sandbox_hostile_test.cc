@@ -245,6 +245,29 @@ TEST_P(SandboxHostile, PreflightRefusesAProfileThatExposesHostHomes) {
       << s.preflight().failures();
 }
 
+// The profile's files reach bwrap on descriptors and are copies the sandbox's uid owns: a tested
+// program can neither change them (mode, bytes, name, a link over one) nor find the
+// descriptors they came on, so it cannot alter what it, or a later run, sees as /etc.
+TEST_P(SandboxHostile, TheProfilesFilesCannotBeChangedAndTheirDescriptorsAreGone) {
+  SandboxProfile p = test_profile();
+  Sandbox s = make(p);
+  SandboxRequest req;
+  req.argv = {"/bin/sh", "-c",
+              "chmod 666 /etc/passwd; echo x >>/etc/passwd; mv /etc/hosts /etc/moved; rm -f /etc/group; "
+              "ln -sf /tmp/x /etc/nsswitch.conf; ls /proc/$$/fd; for f in /etc/passwd /etc/group /etc/hosts "
+              "/etc/nsswitch.conf; do echo \"== $f\"; cat $f; done"};
+  req.workspace_dir = ws_->dir();
+  req.reap_here = GetParam();
+  for (int round = 0; round < 2; ++round) {  // the second run sees the profile's bytes again
+    auto r = s.run(req);
+    ASSERT_TRUE(r) << r.error().message;
+    std::string want = "0\n1\n2\n";
+    for (const auto& f : p.files) want += "== " + f.path + "\n" + f.content;
+    EXPECT_EQ(r->out.kept, want) << r->err.kept;
+    EXPECT_NE(r->err.kept.find("Read-only file system"), std::string::npos) << r->err.kept;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Reapers, SandboxHostile, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "ReapedHere" : "ThroughAReaper"; });
 
