@@ -96,14 +96,20 @@ Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest
 std::optional<Digest> compiled_profile_key(std::string_view profile_source, const SandboxHost& host) {
   std::string build = executable_build_id();
   if (build.empty()) return std::nullopt;
-  Json key = host_fields(host);
-  key["compiled_format"] = 1;
-  key["build_id"] = build;
+  struct utsname u {};
+  ::uname(&u);
   // Where libseccomp is a shared library, the build id does not name it.
   const scmp_version* libseccomp = seccomp_version();
-  key["libseccomp"] = std::to_string(libseccomp->major) + "." + std::to_string(libseccomp->minor) + "." +
-                      std::to_string(libseccomp->micro);
-  key["profile_source_sha256"] = sha256(profile_source).str();
+  Json key = {{"compiled_format", 2},
+              {"build_id", build},
+              {"libseccomp", std::to_string(libseccomp->major) + "." + std::to_string(libseccomp->minor) + "." +
+                                 std::to_string(libseccomp->micro)},
+              {"kernel", {u.sysname, u.release, u.version, u.machine}},
+              {"euid", ::geteuid()},
+              {"uid", host.uid},
+              {"gid", host.gid},
+              {"drop", host.drop},
+              {"profile_source_sha256", sha256(profile_source).str()}};
   return digest_of(key);
 }
 
@@ -168,7 +174,6 @@ std::optional<CompiledProfile> PreflightCache::get_compiled(const Digest& key) c
   r.digest("key", entry_key);
   r.digest("profile_sha256", compiled.profile_digest);
   r.digest("seccomp_sha256", program_sha);
-  r.digest("preflight_key", compiled.preflight_key);
   auto program = from_hex(r.string("seccomp_program"));
   if (!r.finish() || entry_key != key || !program || program->empty() || sha256(*program) != program_sha) return std::nullopt;
   compiled.seccomp_program = std::move(*program);
@@ -183,8 +188,7 @@ void PreflightCache::put_compiled(const Digest& key, const CompiledProfile& comp
   Json entry = {{"key", key.str()},
                 {"profile_sha256", compiled.profile_digest.str()},
                 {"seccomp_program", to_hex(compiled.seccomp_program)},
-                {"seccomp_sha256", sha256(compiled.seccomp_program).str()},
-                {"preflight_key", compiled.preflight_key.str()}};
+                {"seccomp_sha256", sha256(compiled.seccomp_program).str()}};
   if (auto text = canonicalize(entry)) write_entry(compiled_file_name(key), *text);
 }
 

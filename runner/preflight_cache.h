@@ -42,7 +42,8 @@ struct SandboxProfile;
 // named by its file's identity (device, inode, size, modification and change times), not its
 // bytes: replacing or rewriting the file changes the inode or the change time, which no
 // unprivileged caller can set back, and stat() costs microseconds where hashing 70 KB did not.
-// SandboxHost::detect() reads one, so a key costs no system call on the one-shot path.
+// Read once per Sandbox, the first time a verdict's key is needed: on the one-shot path,
+// while bwrap sets up, held before its seccomp program (SpawnSpec::seccomp).
 struct HostIdentity {
   std::vector<std::string> kernel;                 // sysname, release, version, machine
   std::map<std::string, std::string> namespaces;   // own_namespaces()
@@ -58,20 +59,23 @@ struct HostIdentity {
 Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest, const std::string& seccomp_program,
                      const SandboxHost& host);
 
-// What a profile compiles to on a host, remembered so that a one-shot process need not derive
-// it again (Sandbox::open): the profile's digest, its seccomp program and its verdict's key.
+// What a profile compiles to, remembered so that a one-shot process need not derive it
+// again (Sandbox::open): the profile's digest and its seccomp program. Not the verdict's
+// key: that depends on the host (namespaces, bwrap), which the one-shot reads while bwrap
+// sets up, not before it starts.
 struct CompiledProfile {
   Digest profile_digest;
   std::string seccomp_program;
-  Digest preflight_key;
 };
 
-// The key a CompiledProfile is remembered under: the bytes the profile was parsed from, this
-// executable's build id (the code that digests, compiles and keys, libseccomp included) and
-// the host's side of a verdict's key (the kernel, whose seccomp support the compiler asks
-// about, among it), and libseccomp's version (a shared library's is not in the build id).
-// nullopt for an executable without a build id: nothing is remembered.
-// Only for a profile used exactly as parsed: one changed afterwards is not its bytes.
+// The key a CompiledProfile is remembered under: what the derivation depends on, and no
+// more. The bytes the profile was parsed from; this executable's build id (the code that
+// digests and compiles, libseccomp included when linked in) and libseccomp's version (a
+// shared library's is not in the build id); the kernel (uname), whose seccomp support the
+// compiler asks about; and the uids (the cache is only trusted where the sandbox's uid is
+// not the cache's owner). nullopt for an executable without a build id: nothing is
+// remembered. Only for a profile used exactly as parsed: one changed afterwards is not its
+// bytes.
 std::optional<Digest> compiled_profile_key(std::string_view profile_source, const SandboxHost& host);
 
 class PreflightCache {

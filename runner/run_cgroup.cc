@@ -71,20 +71,32 @@ bool contains(const std::vector<std::string>& items, std::string_view item) {
   return std::find(items.begin(), items.end(), item) != items.end();
 }
 
-Status write_value(const fs::path& path, std::string_view value) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) return std::unexpected(errno_error("open " + path.string(), errno));
+// Writes `value` to the file `name` of the cgroup directory `dir` (open as `dir_fd`):
+// relative to the open directory, so the kernel walks one name, not the whole path.
+Status write_value(int dir_fd, const fs::path& dir, const char* name, std::string_view value, bool if_present = false) {
+  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CLOEXEC));
+  // A file the kernel may not offer (memsw without swap accounting, swap.max) is no error.
+  if (!fd && if_present && errno == ENOENT) return {};
+  if (!fd) return std::unexpected(errno_error("open " + (dir / name).string(), errno));
   if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
-    return std::unexpected(errno_error("write " + std::string(value) + " to " + path.string(), errno));
+    return std::unexpected(errno_error("write " + std::string(value) + " to " + (dir / name).string(), errno));
   }
   return {};
 }
 
-// A write to a file the kernel may not offer (memsw without swap accounting, swap.max):
-// a missing file is no error.
-Status write_if_present(const fs::path& path, std::string_view value) {
-  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return {};
-  return write_value(path, value);
+Status write_value(const fs::path& path, std::string_view value) {
+  UniqueFd dir(::open(path.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return std::unexpected(errno_error("open " + path.parent_path().string(), errno));
+  return write_value(dir.get(), path.parent_path(), path.filename().c_str(), value);
+}
+
+// The text of the file `name` in the directory open as `dir_fd`; nullopt when unreadable.
+std::optional<std::string> read_in(int dir_fd, const char* name, uint64_t max_bytes) {
+  UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  auto text = read_fd(fd.get(), max_bytes, name);
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 Status make_parent(const fs::path& dir) {
@@ -100,8 +112,8 @@ uint64_t number_in(std::string_view text) {
 }
 
 // "key N" lines (memory.events, memory.oom_control, pids.events): N for `key`, else 0.
-uint64_t keyed_value(const fs::path& file, std::string_view key) {
-  auto text = read_file(file, 1 << 16);
+uint64_t keyed_value(int dir_fd, const char* file, std::string_view key) {
+  auto text = read_in(dir_fd, file, 1 << 16);
   if (!text) return 0;
   std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
@@ -112,8 +124,8 @@ uint64_t keyed_value(const fs::path& file, std::string_view key) {
   return 0;
 }
 
-uint64_t file_number(const fs::path& file) {
-  auto text = read_file(file, 4096);
+uint64_t file_number(int dir_fd, const char* file) {
+  auto text = read_in(dir_fd, file, 4096);
   return text ? number_in(*text) : 0;
 }
 
@@ -261,6 +273,13 @@ size_t CgroupHost::reclaim_orphans() const {
 }
 
 Result<RunCgroup> RunCgroup::create(const CgroupHost& host, const CgroupLimits& limits) {
+  auto cg = make(host);
+  if (!cg) return cg;
+  if (Status st = cg->limit(limits); !st) return std::unexpected(st.error());
+  return cg;
+}
+
+Result<RunCgroup> RunCgroup::make(const CgroupHost& host) {
   if (!host.usable()) return fail(Errc::invalid_argument, "run cgroup: " + host.unavailable());
   RunCgroup cg;
   cg.v2_ = host.v2_;
@@ -286,43 +305,56 @@ Result<RunCgroup> RunCgroup::create(const CgroupHost& host, const CgroupLimits& 
       cg.dirs_.clear();
     }
   }
-  auto dir_of = [&](std::string_view controller) -> fs::path {
+  for (const auto& d : cg.dirs_) {
+    UniqueFd fd(::open(d.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return std::unexpected(errno_error("open " + d.string(), errno));
+    cg.dir_fds_.push_back(std::move(fd));
+  }
+  auto index_of = [&](std::string_view controller) -> int {
     for (const auto& c : host.controllers_) {
-      if (c.name == controller) return c.parent / cg.dirs_[0].filename();
+      if (c.name != controller) continue;
+      for (size_t i = 0; i < cg.dirs_.size(); ++i) {
+        if (cg.dirs_[i].parent_path() == c.parent) return static_cast<int>(i);
+      }
     }
-    return {};
+    return -1;
   };
-  cg.pids_ = dir_of("pids");
-  cg.memory_ = dir_of("memory");
-  Status st;
-  if (!cg.pids_.empty()) st = write_value(cg.pids_ / "pids.max", std::to_string(limits.pids));
-  if (st && !cg.memory_.empty()) {
-    std::string bytes = std::to_string(limits.memory_bytes);
-    if (cg.v2_) {
-      st = write_value(cg.memory_ / "memory.max", bytes);
-      // No swap: a run's memory is its RAM (and the host here has none to give anyway).
-      if (st) st = write_if_present(cg.memory_ / "memory.swap.max", "0");
-    } else {
-      st = write_value(cg.memory_ / "memory.limit_in_bytes", bytes);
-      if (st) st = write_if_present(cg.memory_ / "memory.memsw.limit_in_bytes", bytes);
-    }
-  }
-  if (fs::path cpu = dir_of("cpu"); st && !cpu.empty()) {
-    uint64_t quota = limits.cpu_quota_percent * kCpuPeriodUs / 100;
-    if (cg.v2_) st = write_value(cpu / "cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodUs));
-    else st = write_value(cpu / "cpu.cfs_quota_us", std::to_string(quota));
-  }
-  if (!st) return std::unexpected(st.error());
+  cg.pids_ = index_of("pids");
+  cg.memory_ = index_of("memory");
+  cg.cpu_ = index_of("cpu");
   // v1: the joining process is single-threaded (just forked), so moving its one thread
   // through `tasks` moves it whole, and a thread moving itself skips the global threadgroup
   // lock that a cgroup.procs write takes (an RCU grace period, milliseconds, per run).
   const char* join_file = cg.v2_ ? "cgroup.procs" : "tasks";
-  for (const auto& d : cg.dirs_) {
-    UniqueFd fd(::open((d / join_file).c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd) return std::unexpected(errno_error("open " + (d / join_file).string(), errno));
+  for (size_t i = 0; i < cg.dirs_.size(); ++i) {
+    UniqueFd fd(::openat(cg.dir_fds_[i].get(), join_file, O_WRONLY | O_CLOEXEC));
+    if (!fd) return std::unexpected(errno_error("open " + (cg.dirs_[i] / join_file).string(), errno));
     cg.procs_.push_back(std::move(fd));
   }
   return cg;
+}
+
+Status RunCgroup::limit(const CgroupLimits& limits) const {
+  auto write = [&](int i, const char* name, const std::string& value, bool if_present = false) -> Status {
+    return write_value(dir_fds_[i].get(), dirs_[i], name, value, if_present);
+  };
+  if (pids_ >= 0) {
+    if (Status st = write(pids_, "pids.max", std::to_string(limits.pids)); !st) return st;
+  }
+  if (memory_ >= 0) {
+    std::string bytes = std::to_string(limits.memory_bytes);
+    // No swap: a run's memory is its RAM (and the host here has none to give anyway).
+    Status st = v2_ ? write(memory_, "memory.max", bytes) : write(memory_, "memory.limit_in_bytes", bytes);
+    if (st) st = v2_ ? write(memory_, "memory.swap.max", "0", true) : write(memory_, "memory.memsw.limit_in_bytes", bytes, true);
+    if (!st) return st;
+  }
+  if (cpu_ >= 0) {
+    uint64_t quota = limits.cpu_quota_percent * kCpuPeriodUs / 100;
+    Status st = v2_ ? write(cpu_, "cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodUs))
+                    : write(cpu_, "cpu.cfs_quota_us", std::to_string(quota));
+    if (!st) return st;
+  }
+  return {};
 }
 
 RunCgroup::~RunCgroup() {
@@ -338,22 +370,24 @@ std::vector<int> RunCgroup::join_fds() const {
 }
 
 void RunCgroup::kill() const {
-  for (const auto& d : dirs_) {
+  for (size_t i = 0; i < dirs_.size(); ++i) {
     // cgroup.kill (Linux 5.14) kills the whole subtree at once, forks in flight included.
-    if (v2_) (void)write_if_present(d / "cgroup.kill", "1");
-    kill_cgroup_processes(d, false);
+    if (v2_) (void)write_value(dir_fds_[i].get(), dirs_[i], "cgroup.kill", "1", true);
+    kill_cgroup_processes(dirs_[i], false);
   }
 }
 
 CgroupEvents RunCgroup::events() const {
   CgroupEvents e;
-  if (!memory_.empty()) {
-    e.memory_oom = keyed_value(memory_ / (v2_ ? "memory.events" : "memory.oom_control"), "oom_kill") > 0;
-    e.memory_peak = file_number(memory_ / (v2_ ? "memory.peak" : "memory.max_usage_in_bytes"));
+  if (memory_ >= 0) {
+    const int dir = dir_fds_[memory_].get();
+    e.memory_oom = keyed_value(dir, v2_ ? "memory.events" : "memory.oom_control", "oom_kill") > 0;
+    e.memory_peak = file_number(dir, v2_ ? "memory.peak" : "memory.max_usage_in_bytes");
   }
-  if (!pids_.empty()) {
-    e.pids_max = keyed_value(pids_ / "pids.events", "max") > 0;
-    e.pids_peak = file_number(pids_ / "pids.peak");
+  if (pids_ >= 0) {
+    const int dir = dir_fds_[pids_].get();
+    e.pids_max = keyed_value(dir, "pids.events", "max") > 0;
+    e.pids_peak = file_number(dir, "pids.peak");
   }
   return e;
 }

@@ -94,7 +94,13 @@ struct CgroupEvents {
 // still in it, waits for it to empty (bounded) and removes the directories.
 class RunCgroup {
  public:
+  // make() and limit(): a cgroup that bounds its processes from the start.
   static Result<RunCgroup> create(const CgroupHost& host, const CgroupLimits& limits);
+  // The directories and their join files, without limits yet: for a run whose processes
+  // join now but run nothing of theirs before limit() has succeeded (Sandbox holds bwrap
+  // before its seccomp program meanwhile, so the limits are written while bwrap sets up).
+  static Result<RunCgroup> make(const CgroupHost& host);
+  Status limit(const CgroupLimits& limits) const;
 
   RunCgroup(RunCgroup&&) noexcept = default;
   RunCgroup& operator=(RunCgroup&&) = delete;
@@ -113,9 +119,10 @@ class RunCgroup {
  private:
   RunCgroup() = default;
   bool v2_ = false;
-  std::vector<std::filesystem::path> dirs_;  // one per hierarchy, made by create()
+  std::vector<std::filesystem::path> dirs_;  // one per hierarchy, made by make()
+  std::vector<UniqueFd> dir_fds_;            // those directories, open (O_PATH): files are opened relative to them
   std::vector<UniqueFd> procs_;              // their join files, open for writing
-  std::filesystem::path memory_, pids_;      // the directories holding those controllers' files
+  int pids_ = -1, memory_ = -1, cpu_ = -1;   // the index in dirs_ of each controller's directory; -1: none
 };
 
 // SIGKILLs every process `dir`/cgroup.procs lists; with `wait`, again until it lists none

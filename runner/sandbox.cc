@@ -28,7 +28,7 @@ using SteadyClock = std::chrono::steady_clock;
 // After a kill, how long the pipes may stay open before the run is declared broken: every
 // writer is in the dead PID namespace, so EOF normally follows at once.
 constexpr auto kKillGrace = std::chrono::seconds(5);
-constexpr int kSeccompFd = 3;  // SpawnSpec::pass_fds[0]; the request's own follow it
+constexpr int kSeccompFd = 3;  // SpawnSpec::seccomp; the request's own descriptors follow it
 static_assert(kFirstPassedFd == kSeccompFd + 1);
 
 Status write_new_file(const std::filesystem::path& path, std::string_view content, unsigned mode) {
@@ -135,7 +135,8 @@ SandboxHost SandboxHost::detect() {
   }
   h.cgroups = CgroupHost::detect();
   h.run_tmpfs = ::geteuid() == 0;
-  h.identity = HostIdentity::read(h.bwrap);
+  // Not the identity: a Sandbox reads it when it first needs a verdict's key, which the
+  // one-shot does while bwrap sets up.
   return h;
 }
 
@@ -158,10 +159,9 @@ Result<Sandbox> Sandbox::open(std::string_view name_or_path, SandboxHost host, P
   if (!s) return s;
   s->compiled_key_ = key;
   if (compiled) {
-    s->verdict_key_ = compiled->preflight_key;
     s->compiled_from_cache_ = true;
   } else if (key) {
-    cache.put_compiled(*key, CompiledProfile{s->profile_digest_, s->seccomp_program_, s->verdict_key()});
+    cache.put_compiled(*key, CompiledProfile{s->profile_digest_, s->seccomp_program_});
   }
   s->set_preflight_cache(std::move(cache));
   return s;
@@ -254,9 +254,25 @@ std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) co
   return argv;
 }
 
+const HostIdentity& Sandbox::identity() {
+  if (!host_.identity) host_.identity = HostIdentity::read(host_.bwrap);
+  return *host_.identity;
+}
+
 const Digest& Sandbox::verdict_key() {
-  if (!verdict_key_) verdict_key_ = preflight_key(profile_, profile_digest_, seccomp_program_, host_);
+  if (!verdict_key_) {
+    identity();
+    verdict_key_ = preflight_key(profile_, profile_digest_, seccomp_program_, host_);
+  }
   return *verdict_key_;
+}
+
+bool Sandbox::take_remembered_verdict() {
+  auto cached = preflight_cache_->get(verdict_key());
+  if (!cached) return false;
+  preflight_from_cache_ = true;
+  preflight_ = std::move(*cached);
+  return true;
 }
 
 const PreflightReport& Sandbox::preflight() {
@@ -271,8 +287,8 @@ const PreflightReport& Sandbox::preflight() {
     }
   }
   HostFacts facts;
-  facts.namespaces = host_.identity ? host_.identity->namespaces : own_namespaces();
-  facts.overflow_uid = host_.identity ? host_.identity->overflow_uid : overflow_uid();
+  facts.namespaces = identity().namespaces;
+  facts.overflow_uid = identity().overflow_uid;
   facts.cgroup_by = std::string(host_.cgroups.by());
   facts.cgroup_pids = host_.cgroups.has("pids");
   facts.cgroup_memory = host_.cgroups.has("memory");
@@ -308,10 +324,11 @@ const PreflightReport& Sandbox::preflight() {
     facts.start_error = prepared.error().message;
   } else {
     // The probe's own output must be readable whatever the profile keeps.
-    auto run = execute(prepared->second, OutputLimits{1 << 20, 0, 0, 1 << 20});
-    if (!run) {
-      facts.start_error = run.error().message;
+    auto executed = execute(prepared->second, OutputLimits{1 << 20, 0, 0, 1 << 20});
+    if (!executed) {
+      facts.start_error = executed.error().message;
     } else {
+      const std::optional<SandboxRun>& run = *executed;  // never held back: no release check
       facts.probe_started = true;
       facts.exit_code = run->exit_code;
       facts.stdout_text = run->out.kept;
@@ -349,11 +366,6 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
     return fail(Errc::invalid_argument, "sandbox: no workspace (neither a directory, an overlay nor a tmpfs at " +
                                             profile_.workspace + " in profile " + profile_.name + ")");
   }
-  const PreflightReport& report = preflight();
-  if (!report.ok) {
-    return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
-                                               ", refusing to run anything: " + report.failures());
-  }
   OutputLimits output = profile_.output;
   if (request.output) {
     output.keep_bytes = std::min(output.keep_bytes, request.output->keep_bytes);
@@ -361,7 +373,25 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
     output.tail_bytes = std::min(output.tail_bytes, request.output->tail_bytes);
     output.max_bytes = std::min(output.max_bytes, request.output->max_bytes);
   }
-  auto result = execute(request, output);
+  if (!preflight_ && preflight_cache_) {
+    // A remembered verdict is looked up while bwrap sets up, held until it is handed its
+    // seccomp program: the command starts only once one is found. Without one, bwrap is
+    // stopped before the command could start, and the probe runs first, as below.
+    auto gated = execute(request, output, [this] { return take_remembered_verdict(); });
+    if (!gated) return judged_start(std::unexpected(gated.error()));
+    if (*gated) return judged_start(std::move(**gated));
+  }
+  const PreflightReport& report = preflight();
+  if (!report.ok) {
+    return fail(Errc::verification_failed, "sandbox preflight failed for profile " + profile_.name +
+                                               ", refusing to run anything: " + report.failures());
+  }
+  auto executed = execute(request, output);
+  if (!executed) return judged_start(std::unexpected(executed.error()));
+  return judged_start(std::move(**executed));
+}
+
+Result<SandboxRun> Sandbox::judged_start(Result<SandboxRun> result) {
   // bwrap fails closed: a host that changed under a remembered verdict shows here first.
   bool start_failed = !result || (result->exit_code == 1 && result->err.kept.starts_with("bwrap: "));
   if (start_failed && preflight_from_cache_) preflight_cache_->forget(verdict_key());
@@ -370,20 +400,14 @@ Result<SandboxRun> Sandbox::run(const SandboxRequest& request) {
   return result;
 }
 
-Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputLimits& output) {
+Result<std::optional<SandboxRun>> Sandbox::execute(const SandboxRequest& request, const OutputLimits& output,
+                                                   const std::function<bool()>& release) {
   const auto start = SteadyClock::now();
   int64_t timeout_ms = std::min(request.timeout_ms.value_or(profile_.limits.wall_timeout_ms), profile_.limits.wall_timeout_ms);
   auto out_pipe = make_pipe();
   if (!out_pipe) return std::unexpected(out_pipe.error());
   auto err_pipe = make_pipe();
   if (!err_pipe) return std::unexpected(err_pipe.error());
-  UniqueFd seccomp(::memfd_create("warden-seccomp", MFD_CLOEXEC));
-  if (!seccomp) return std::unexpected(errno_error("memfd_create", errno));
-  if (::write(seccomp.get(), seccomp_program_.data(), seccomp_program_.size()) != static_cast<ssize_t>(seccomp_program_.size()) ||
-      ::lseek(seccomp.get(), 0, SEEK_SET) != 0) {
-    return std::unexpected(errno_error("writing the seccomp program", errno));
-  }
-
   SpawnSpec spec;
   spec.argv = command_line(request);
   if (host_.drop) {
@@ -400,24 +424,34 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
                   {RLIMIT_CORE, {0, 0}}};
   spec.stdin_fd = request.stdin_fd;
   spec.reap_here = request.reap_here;
+  // The program is the gate: bwrap gets it, and goes on into the command, only at release().
+  spec.seccomp = seccomp_program_;
   spec.stdout_fd = out_pipe->second.get();
   spec.stderr_fd = err_pipe->second.get();
-  spec.pass_fds = {seccomp.get()};
-  spec.pass_fds.insert(spec.pass_fds.end(), request.pass_fds.begin(), request.pass_fds.end());
+  spec.pass_fds = request.pass_fds;
   for (const auto& f : request.files) spec.pass_fds.push_back(f.fd);
   auto files = profile_files();
   if (!files) return std::unexpected(files.error());
   for (const auto& f : *files) spec.pass_fds.push_back(f.get());
+  // Made before bwrap starts, so that its processes are born in it; limited while bwrap sets
+  // up, held until it is handed its seccomp program, before anything of the command can run.
   std::optional<RunCgroup> cgroup;
   if (host_.cgroups.usable()) {
-    auto made = RunCgroup::create(host_.cgroups, CgroupLimits{l.processes, l.memory_bytes, l.cpu_quota_percent});
+    auto made = RunCgroup::make(host_.cgroups);
     if (!made) return std::unexpected(made.error().with_context("sandbox: the run's cgroup"));
     cgroup.emplace(std::move(*made));
     spec.cgroup_procs_fds = cgroup->join_fds();
   }
+  // Declared after the cgroup: on every way out it is stopped and reaped before the cgroup
+  // is removed, and one never released has run nothing of the command.
   auto spawned = SandboxChild::spawn(spec);
   if (!spawned) return std::unexpected(spawned.error());
   RunChild child(*spawned, cgroup ? &*cgroup : nullptr);
+  if (cgroup) {
+    if (Status st = cgroup->limit(CgroupLimits{l.processes, l.memory_bytes, l.cpu_quota_percent}); !st) {
+      return std::unexpected(st.error().with_context("sandbox: the run's cgroup"));
+    }
+  }
   if (!reclaimed_) {
     // Processes killed before their destructors ran left their scratch and cgroups behind;
     // nothing else would ever remove them (on /dev/shm the scratch is host memory). Once per
@@ -430,7 +464,8 @@ Result<SandboxRun> Sandbox::execute(const SandboxRequest& request, const OutputL
   // Our copies of the write ends must go, or EOF would never come.
   out_pipe->second.reset();
   err_pipe->second.reset();
-  seccomp.reset();
+  if (release && !release()) return std::optional<SandboxRun>();
+  if (!spawned->release()) return std::unexpected(errno_error("sandbox: handing bwrap its seccomp program", errno));
 
   StreamCapture captures[2] = {StreamCapture(output), StreamCapture(output)};
   DriveOptions options;

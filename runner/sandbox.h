@@ -7,6 +7,12 @@
 // process tree, and bounded output capture. The first run() is preceded by the preflight (preflight.h); if it
 // fails, every run() is refused with the failing parts named.
 //
+// bwrap starts held: it sets up its namespaces and mounts, then waits for its seccomp program
+// (SpawnSpec::seccomp), while Warden writes the run cgroup's limits and, for a Sandbox with a
+// cache, looks up the remembered verdict; only then is it handed the program and the command
+// let start. A Warden that dies meanwhile leaves bwrap an empty program, which the kernel
+// refuses, and bwrap dies before the command could start.
+//
 // Process-tree cleanup does not depend on the sandboxed program's cooperation: the command
 // runs in a fresh PID namespace whose init is bwrap's, so when the command exits (or bwrap
 // is killed) the kernel kills everything left in the namespace, daemons and setsid()
@@ -71,8 +77,10 @@ struct SandboxHost {
   // Each run's writable layer on a tmpfs of its own, bounded by the profile's disk_bytes and
   // disk_inodes (detect(): when Warden is root, the only way to mount one).
   bool run_tmpfs = false;
-  // What a remembered preflight verdict is keyed by on the host's side (detect() reads it;
-  // without one, preflight_key() reads it each time).
+  // What a remembered preflight verdict is keyed by on the host's side. detect() leaves it
+  // empty: a Sandbox reads it the first time it needs a verdict's key (the one-shot, while
+  // bwrap sets up, held before its seccomp program), and preflight_key() reads it where it is
+  // still empty.
   std::optional<HostIdentity> identity;
 
   static SandboxHost detect();
@@ -184,9 +192,19 @@ class Sandbox {
   Sandbox() = default;
   // create(), with the digest and program taken from `compiled` when given.
   static Result<Sandbox> make(SandboxProfile profile, SandboxHost host, const CompiledProfile* compiled);
+  // host_.identity, read the first time it is needed.
+  const HostIdentity& identity();
   // The key this sandbox's verdicts are remembered under, derived once.
   const Digest& verdict_key();
-  Result<SandboxRun> execute(const SandboxRequest& request, const OutputLimits& output);
+  // Takes a passing verdict remembered under verdict_key(), if there is one.
+  bool take_remembered_verdict();
+  // Runs `request` in bwrap, held before its seccomp program (SpawnSpec::seccomp) until the
+  // run's cgroup is limited and `release`, when given, has said yes; a no stops bwrap before
+  // the command could start and gives nullopt.
+  Result<std::optional<SandboxRun>> execute(const SandboxRequest& request, const OutputLimits& output,
+                                            const std::function<bool()>& release = {});
+  // A run's result, after forgetting what was remembered when its sandbox failed to start.
+  Result<SandboxRun> judged_start(Result<SandboxRun> result);
 
   SandboxProfile profile_;
   Digest profile_digest_;

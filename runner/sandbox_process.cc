@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <grp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -61,6 +62,7 @@ struct ChildPlan {
   std::string uid_map, gid_map, overlay_options, overlay_target;
   std::vector<const char*> layers;  // lowers, upper, work: opened onto kFirstLayerFd + i
   const SpawnSpec* spec = nullptr;
+  int seccomp = -1;  // SpawnSpec::seccomp: the read end of its pipe, handed on as descriptor 3
   pid_t parent = 0;
 };
 
@@ -101,14 +103,16 @@ WARDEN_CHILD_CODE [[noreturn]] void child_main(const ChildPlan& plan, int report
   constexpr int kHigh = 1000;
   int stdin_fd = spec.stdin_fd >= 0 ? spec.stdin_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (stdin_fd < 0) child_fail(report, kStdio);
-  const size_t count = 3 + spec.pass_fds.size();
+  const size_t first_passed = plan.seccomp >= 0 ? 4 : 3;
+  const size_t count = first_passed + spec.pass_fds.size();
   if (plan.fd_room.size() < 2 * count) child_fail(report, kStdio);
   int* sources = const_cast<int*>(plan.fd_room.data());
   int* high = sources + count;
   sources[0] = stdin_fd;
   sources[1] = spec.stdout_fd;
   sources[2] = spec.stderr_fd;
-  for (size_t i = 0; i < spec.pass_fds.size(); ++i) sources[3 + i] = spec.pass_fds[i];
+  if (plan.seccomp >= 0) sources[3] = plan.seccomp;
+  for (size_t i = 0; i < spec.pass_fds.size(); ++i) sources[first_passed + i] = spec.pass_fds[i];
   for (size_t i = 0; i < count; ++i) {
     high[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, kHigh + static_cast<int>(i) * 2);
     if (high[i] < 0) child_fail(report, kStdio);
@@ -334,8 +338,8 @@ bool no_children() {
 
 Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return fail(Errc::invalid_argument, "sandbox spawn: empty argv");
-  if (spec.pass_fds.size() > kMaxPassedFds) {
-    return fail(Errc::invalid_argument, "sandbox spawn: " + std::to_string(spec.pass_fds.size()) +
+  if (const size_t handed = spec.pass_fds.size() + (spec.seccomp ? 1 : 0); handed > kMaxPassedFds) {
+    return fail(Errc::invalid_argument, "sandbox spawn: " + std::to_string(handed) +
                                             " descriptors to hand the sandbox (its seccomp program, its own inputs, the "
                                             "profile's files); at most " + std::to_string(kMaxPassedFds));
   }
@@ -349,7 +353,7 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
   }
   ChildPlan plan;
   plan.spec = &spec;
-  plan.fd_room.resize(2 * (3 + spec.pass_fds.size()));
+  plan.fd_room.resize(2 * (4 + spec.pass_fds.size()));
   plan.argv_storage = spec.argv;
   for (auto& a : plan.argv_storage) plan.argv.push_back(a.data());
   plan.argv.push_back(nullptr);
@@ -376,6 +380,22 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
     plan.overlay_target = spec.overlay->target;
   }
   plan.parent = ::getpid();
+
+  // The seccomp program's pipe: the gate (SpawnSpec::seccomp). Only the child's copy of the
+  // read end outlives exec; the write end stays here alone.
+  UniqueFd gate_read, gate_write;
+  if (spec.seccomp) {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return std::unexpected(errno_error("pipe2 (the seccomp program's)", errno));
+    gate_read.reset(ends[0]);
+    gate_write.reset(ends[1]);
+    // Room for the whole program, so that release() is one write that never waits.
+    const auto size = static_cast<int>(std::max<size_t>(spec.seccomp->size(), 1));
+    if (::fcntl(gate_write.get(), F_GETPIPE_SZ) < size && ::fcntl(gate_write.get(), F_SETPIPE_SZ, size) < size) {
+      return std::unexpected(errno_error("a pipe for the " + std::to_string(size) + "-byte seccomp program", errno));
+    }
+    plan.seccomp = gate_read.get();
+  }
 
   int report_fds[2];
   if (::pipe2(report_fds, O_CLOEXEC) != 0) return std::unexpected(errno_error("pipe2", errno));
@@ -413,6 +433,11 @@ Result<SandboxChild> SandboxChild::spawn(const SpawnSpec& spec) {
     child.pid_ = pid;
   }
   child.reaped_ = false;
+  if (spec.seccomp) {
+    child.seccomp_ = *spec.seccomp;
+    child.gate_read_ = std::move(gate_read);
+    child.gate_write_ = std::move(gate_write);
+  }
   report_w.reset();
   ChildFailure failure;
   ssize_t n;
@@ -433,7 +458,22 @@ SandboxChild::SandboxChild(SandboxChild&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::move(other.pidfd_)),
       reaped_(std::exchange(other.reaped_, true)),
-      here_(std::exchange(other.here_, std::nullopt)) {}
+      here_(std::exchange(other.here_, std::nullopt)),
+      seccomp_(other.seccomp_),
+      gate_read_(std::move(other.gate_read_)),
+      gate_write_(std::move(other.gate_write_)) {}
+
+bool SandboxChild::release() {
+  if (!gate_write_) return false;
+  // One write into an empty pipe with room for all of it: the kernel copies the whole
+  // program before a signal can end this process, so bwrap never reads part of one.
+  ssize_t n;
+  do n = ::write(gate_write_.get(), seccomp_.data(), seccomp_.size());
+  while (n < 0 && errno == EINTR);
+  gate_write_.reset();  // EOF: bwrap has the program
+  gate_read_.reset();
+  return n == static_cast<ssize_t>(seccomp_.size());
+}
 
 SandboxChild::~SandboxChild() {
   if (!reaped_) {

@@ -54,11 +54,23 @@ struct SpawnSpec {
   // runs as usual. The process then stays a child subreaper for good, and SIGCHLD is blocked
   // (read through a signalfd) until the sandbox is reaped.
   bool reap_here = false;
+  // bwrap's seccomp program, for `--seccomp 3`, and the gate bwrap is held at: descriptor 3
+  // is a pipe that receives the program only at release() (pass_fds then follow from 4).
+  // bwrap reads it to EOF once its namespaces and mounts are set up, just before it starts the
+  // command, so it sets up while the caller finishes what the command must not run without
+  // (the cgroup's limits, a remembered verdict). release() writes the whole program in one
+  // write into an empty pipe that holds it (a seccomp program is at most 32 KB), so bwrap gets
+  // all of it or nothing. A process that dies before releasing leaves bwrap an empty program,
+  // which the kernel refuses (EINVAL): bwrap dies before the command could start, where a
+  // gate opened by EOF (`--block-fd` on a pipe) would have let it go on. Borrowed until
+  // release().
+  std::optional<std::string_view> seccomp;
 };
 
 // A spawned sandbox, seen through its reaper (or, with SpawnSpec::reap_here, reaped by this
 // process directly); common/subprocess.h's drive() watches it run. Move-only; the destructor
-// stops the sandbox and reaps, so no error path leaves a process behind.
+// stops the sandbox and reaps, so no error path leaves a process behind (one whose seccomp
+// program was never released has run nothing of its command).
 class SandboxChild final : public ChildProcess {
  public:
   static Result<SandboxChild> spawn(const SpawnSpec& spec);
@@ -70,6 +82,9 @@ class SandboxChild final : public ChildProcess {
   ~SandboxChild() override;
 
   pid_t pid() const { return pid_; }
+  // Hands bwrap its seccomp program (SpawnSpec::seccomp): the command may now start. Once;
+  // false when there is nothing to release (no program, released already) or the write failed.
+  bool release();
   // Readable (POLLIN) once the child has exited; -1 when pidfds are unavailable. Reaping here,
   // a signalfd for SIGCHLD: readable whenever any process of the sandbox has ended.
   int pidfd() const override { return pidfd_.get(); }
@@ -98,6 +113,10 @@ class SandboxChild final : public ChildProcess {
   UniqueFd pidfd_;
   bool reaped_ = true;
   std::optional<Here> here_;
+  // Until release(): the program, and both ends of its pipe (the read end kept so that the
+  // release's write never meets a pipe without readers: SIGPIPE).
+  std::string_view seccomp_;
+  UniqueFd gate_read_, gate_write_;
 };
 
 }  // namespace warden

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +154,36 @@ TEST(PreflightCache, ASandboxThatFailsToStartDropsTheVerdict) {
   ASSERT_TRUE(run);
   EXPECT_NE(run->exit_code, 0);
   EXPECT_TRUE(verdict_files(tmp / "preflight").empty());
+}
+
+// The one-shot path looks its verdict up while bwrap is already setting up, held before its
+// seccomp program. Without a remembered verdict that bwrap is stopped, the probe runs, and
+// the command then runs in a sandbox of its own: once, never in the one that was stopped.
+// With one, the command runs in the held sandbox, once.
+TEST(PreflightCache, AVerdictLookedUpWhileBwrapSetsUpRunsTheCommandOnce) {
+  TempDir tmp;
+  SandboxHost host = SandboxHost::detect();
+  auto dir = ScratchDir::create(host.scratch_root, "warden-once-test-", 0711);
+  ASSERT_TRUE(dir);
+  const fs::path ws = *dir / "ws";
+  ASSERT_TRUE(make_owned_dir(ws, host.uid, host.gid));
+  SandboxRequest req;
+  req.argv = {"/bin/sh", "-c", "echo run >> /workspace/runs"};
+  req.workspace_dir = ws;
+  auto lines = [&] {
+    auto text = read_file(ws / "runs");
+    return text ? std::count(text->begin(), text->end(), '\n') : 0;
+  };
+  for (int call = 1; call <= 2; ++call) {
+    auto sandbox = Sandbox::open("default", host, PreflightCache(tmp / "preflight"));
+    ASSERT_TRUE(sandbox) << sandbox.error().message;
+    auto run = sandbox->run(req);
+    ASSERT_TRUE(run) << run.error().message;
+    EXPECT_EQ(run->exit_code, 0) << run->err.kept;
+    EXPECT_EQ(sandbox->preflight_from_cache(), call == 2);
+    EXPECT_TRUE(sandbox->preflight().ok);
+    EXPECT_EQ(lines(), call) << "call " << call;
+  }
 }
 
 // What the one-shot sandbox derives from its profile is remembered, and what a later process
