@@ -20,7 +20,9 @@ namespace warden {
 namespace {
 
 // Bump when what a cached report means changes (the judge, the report's shape).
-constexpr int kFormat = 2;  // 2: bwrap named by its file's identity, not its bytes
+// 2: bwrap named by its file's identity, not its bytes. 3: the host's layout (scratch,
+// cgroups, RLIMIT_NPROC backstop) in the key, as the judge reads it.
+constexpr int kFormat = 3;
 constexpr off_t kMaxFileBytes = 64 << 10;
 
 // The directory, opened, if it is ours alone: owned by our effective uid, no group or other
@@ -76,7 +78,7 @@ Json host_fields(const SandboxHost& host) {
           {"uid", host.uid},
           {"gid", host.gid},
           {"drop", host.drop},
-          {"scratch_root", host.scratch_root.string()}};
+          {"layout", host.layout()}};
 }
 
 std::string compiled_file_name(const Digest& key) { return key.hex() + ".profile.json"; }
@@ -174,6 +176,7 @@ std::optional<CompiledProfile> PreflightCache::get_compiled(const Digest& key) c
   r.digest("key", entry_key);
   r.digest("profile_sha256", compiled.profile_digest);
   r.digest("seccomp_sha256", program_sha);
+  if (const Json* layout = r.any("host_layout", false)) compiled.host_layout = *layout;
   auto program = from_hex(r.string("seccomp_program"));
   if (!r.finish() || entry_key != key || !program || program->empty() || sha256(*program) != program_sha) return std::nullopt;
   compiled.seccomp_program = std::move(*program);
@@ -189,6 +192,7 @@ void PreflightCache::put_compiled(const Digest& key, const CompiledProfile& comp
                 {"profile_sha256", compiled.profile_digest.str()},
                 {"seccomp_program", to_hex(compiled.seccomp_program)},
                 {"seccomp_sha256", sha256(compiled.seccomp_program).str()}};
+  if (compiled.host_layout) entry["host_layout"] = *compiled.host_layout;
   if (auto text = canonicalize(entry)) write_entry(compiled_file_name(key), *text);
 }
 

@@ -66,6 +66,10 @@ Digest preflight_key(const SandboxProfile& profile, const Digest& profile_digest
 struct CompiledProfile {
   Digest profile_digest;
   std::string seccomp_program;
+  // Beside it, the host's layout last seen (SandboxHost::layout()): the one-shot starts bwrap
+  // from it rather than detecting the host first, and checks it against a fresh detection
+  // before the command may start. A guess, never trusted for more.
+  std::optional<Json> host_layout;
 };
 
 // The key a CompiledProfile is remembered under: what the derivation depends on, and no

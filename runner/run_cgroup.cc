@@ -179,6 +179,32 @@ CgroupHost CgroupHost::none(std::string reason) {
   return h;
 }
 
+Json CgroupHost::to_json() const {
+  Json controllers = Json::array();
+  for (const auto& c : controllers_) controllers.push_back({{"name", c.name}, {"parent", c.parent.string()}});
+  return {{"v2", v2_}, {"controllers", controllers}, {"unavailable", unavailable_}};
+}
+
+std::optional<CgroupHost> CgroupHost::from_json(const Json& json) {
+  if (!json.is_object() || !json.contains("v2") || !json["v2"].is_boolean() || !json.contains("controllers") ||
+      !json["controllers"].is_array() || !json.contains("unavailable") || !json["unavailable"].is_string()) {
+    return std::nullopt;
+  }
+  CgroupHost h;
+  h.v2_ = json["v2"].get<bool>();
+  h.unavailable_ = json["unavailable"].get<std::string>();
+  for (const auto& c : json["controllers"]) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("parent") || !c["parent"].is_string()) {
+      return std::nullopt;
+    }
+    const std::string name = c["name"].get<std::string>();
+    if (std::find(std::begin(kControllers), std::end(kControllers), name) == std::end(kControllers)) return std::nullopt;
+    h.controllers_.push_back({name, c["parent"].get<std::string>()});
+  }
+  h.owner_ = "p" + ProcessIdentity::self().str();
+  return h;
+}
+
 CgroupHost CgroupHost::detect() {
   CgroupHost h;
   h.owner_ = "p" + ProcessIdentity::self().str();

@@ -34,10 +34,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/canonical_json.h"
 #include "common/error.h"
 #include "common/file.h"
 
@@ -68,11 +70,19 @@ class CgroupHost {
   // Returns how many were removed. Best effort: one that cannot be removed is left.
   size_t reclaim_orphans() const;
 
+  // What detect() found, as a value to remember (the one-shot sandbox starts from a remembered
+  // layout and checks it against a fresh detect() before its command may start), and back;
+  // from_json() names this process as the owner, as detect() does, and refuses a malformed one.
+  Json to_json() const;
+  static std::optional<CgroupHost> from_json(const Json& json);
+  bool operator==(const CgroupHost&) const = default;
+
  private:
   friend class RunCgroup;
   struct Controller {
     std::string name;               // pids, memory, cpu
     std::filesystem::path parent;   // .../warden, where this controller's run cgroups go
+    bool operator==(const Controller&) const = default;
   };
   bool v2_ = false;
   std::vector<Controller> controllers_;

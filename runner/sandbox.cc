@@ -48,7 +48,7 @@ Status write_new_file(const std::filesystem::path& path, std::string_view conten
 // RLIMIT_NPROC when every run's processes are bounded by its own pids cgroup: it only guards
 // the host against all runs together, so a quarter of what the kernel can hold (pids and
 // threads both count).
-uint64_t nproc_backstop() {
+uint64_t host_nproc_backstop() {
   auto number = [](const char* path) -> uint64_t {
     auto text = read_file(path, 64);
     return text ? std::strtoull(text->c_str(), nullptr, 10) : 0;
@@ -116,7 +116,11 @@ std::string unsearchable_part(const std::filesystem::path& dir, uid_t uid, gid_t
 
 }  // namespace
 
-SandboxHost SandboxHost::detect() {
+namespace {
+
+// Who sandboxed processes run as: as root, nobody (the kernel never applies RLIMIT_NPROC to
+// uid 0, so a fork bomb would be unbounded); otherwise Warden's own uid.
+SandboxHost runs_as() {
   SandboxHost h;
   if (::geteuid() == 0) {
     h.uid = 65534;
@@ -126,6 +130,14 @@ SandboxHost SandboxHost::detect() {
     h.uid = ::getuid();
     h.gid = ::getgid();
   }
+  h.run_tmpfs = ::geteuid() == 0;
+  return h;
+}
+
+}  // namespace
+
+SandboxHost SandboxHost::detect() {
+  SandboxHost h = runs_as();
   // Scratch directories live for one run and are removed after it: on a memory file system
   // that is microseconds, on a disk that discards on delete it was milliseconds per directory.
   struct statfs fs{};
@@ -134,10 +146,43 @@ SandboxHost SandboxHost::detect() {
     h.scratch_on_tmpfs = true;
   }
   h.cgroups = CgroupHost::detect();
-  h.run_tmpfs = ::geteuid() == 0;
+  h.nproc_backstop = host_nproc_backstop();
   // Not the identity: a Sandbox reads it when it first needs a verdict's key, which the
   // one-shot does while bwrap sets up.
   return h;
+}
+
+Json SandboxHost::layout() const {
+  return {{"scratch_root", scratch_root.string()},
+          {"scratch_on_tmpfs", scratch_on_tmpfs},
+          {"run_tmpfs", run_tmpfs},
+          {"cgroups", cgroups.to_json()},
+          {"nproc_backstop", nproc_backstop}};
+}
+
+std::optional<SandboxHost> SandboxHost::with_layout(const Json& layout) {
+  if (!layout.is_object()) return std::nullopt;
+  auto field = [&](const char* name, Json::value_t type) { return layout.contains(name) && layout[name].type() == type; };
+  if (!field("scratch_root", Json::value_t::string) || !field("scratch_on_tmpfs", Json::value_t::boolean) ||
+      !field("run_tmpfs", Json::value_t::boolean) || !field("nproc_backstop", Json::value_t::number_unsigned) ||
+      !layout.contains("cgroups")) {
+    return std::nullopt;
+  }
+  auto cgroups = CgroupHost::from_json(layout["cgroups"]);
+  if (!cgroups) return std::nullopt;
+  SandboxHost h = runs_as();
+  // Who runs is this process's, never remembered; a layout that disagrees is simply stale.
+  h.scratch_root = layout["scratch_root"].get<std::string>();
+  h.scratch_on_tmpfs = layout["scratch_on_tmpfs"].get<bool>();
+  h.run_tmpfs = layout["run_tmpfs"].get<bool>();
+  h.cgroups = std::move(*cgroups);
+  h.nproc_backstop = layout["nproc_backstop"].get<uint64_t>();
+  return h;
+}
+
+bool SandboxHost::same_layout(const SandboxHost& other) const {
+  return scratch_root == other.scratch_root && scratch_on_tmpfs == other.scratch_on_tmpfs && run_tmpfs == other.run_tmpfs &&
+         cgroups == other.cgroups && nproc_backstop == other.nproc_backstop;
 }
 
 Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
@@ -145,23 +190,39 @@ Result<Sandbox> Sandbox::create(SandboxProfile profile, SandboxHost host) {
 }
 
 Result<Sandbox> Sandbox::open(std::string_view name_or_path, SandboxHost host, PreflightCache cache) {
+  return open_with(name_or_path, std::move(host), std::move(cache));
+}
+
+Result<Sandbox> Sandbox::open(std::string_view name_or_path, PreflightCache cache) {
+  return open_with(name_or_path, std::nullopt, std::move(cache));
+}
+
+Result<Sandbox> Sandbox::open_with(std::string_view name_or_path, std::optional<SandboxHost> host, PreflightCache cache) {
   auto source = SandboxProfile::source(name_or_path);
   if (!source) return std::unexpected(source.error());
   auto profile = SandboxProfile::parse(source->text, source->what);
   if (!profile) return std::unexpected(profile.error());
+  const SandboxHost runner = host ? *host : runs_as();
   // Only where the sandbox's uid is not the cache's owner (Warden is root and runs sandboxes as
   // nobody): a cached program is the filter itself, and a sandbox running as Warden's own uid
   // could reach the cache through a workspace that holds it and plant a weaker one for later
   // calls. Elsewhere the profile is derived every time.
-  const std::optional<Digest> key = host.drop ? compiled_profile_key(source->text, host) : std::nullopt;
+  const std::optional<Digest> key = runner.drop ? compiled_profile_key(source->text, runner) : std::nullopt;
   const std::optional<CompiledProfile> compiled = key ? cache.get_compiled(*key) : std::nullopt;
-  auto s = make(std::move(*profile), std::move(host), compiled ? &*compiled : nullptr);
+  bool guessed = false;
+  if (!host && compiled && compiled->host_layout) {
+    // Started from, and checked against a fresh detection before the command may start.
+    host = SandboxHost::with_layout(*compiled->host_layout);
+    guessed = host.has_value();
+  }
+  if (!host) host = SandboxHost::detect();
+  auto s = make(std::move(*profile), std::move(*host), compiled ? &*compiled : nullptr);
   if (!s) return s;
   s->compiled_key_ = key;
-  if (compiled) {
-    s->compiled_from_cache_ = true;
-  } else if (key) {
-    cache.put_compiled(*key, CompiledProfile{s->profile_digest_, s->seccomp_program_});
+  s->layout_guessed_ = guessed;
+  s->compiled_from_cache_ = compiled.has_value();
+  if (key && (!compiled || !compiled->host_layout || !guessed)) {
+    cache.put_compiled(*key, CompiledProfile{s->profile_digest_, s->seccomp_program_, s->host_.layout()});
   }
   s->set_preflight_cache(std::move(cache));
   return s;
@@ -180,8 +241,7 @@ Result<Sandbox> Sandbox::make(SandboxProfile profile, SandboxHost host, const Co
     if (!program) return std::unexpected(program.error().with_context("profile " + s.profile_.name));
     s.seccomp_program_ = std::move(*program);
   }
-  s.nproc_limit_ = s.profile_.limits.processes;
-  if (s.host_.cgroups.has("pids")) s.nproc_limit_ = std::max(s.nproc_limit_, nproc_backstop());
+  s.nproc_limit_ = s.nproc_for(s.host_);
   const SandboxProfile& p = s.profile_;
   auto& a = s.args_before_files_;
   a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
@@ -226,6 +286,27 @@ Result<ScratchDir> Sandbox::run_scratch(std::string_view prefix) const {
 }
 
 uint64_t Sandbox::nproc_limit() const { return nproc_limit_; }
+
+uint64_t Sandbox::nproc_for(const SandboxHost& host) const {
+  return host.cgroups.has("pids") ? std::max(profile_.limits.processes, host.nproc_backstop) : profile_.limits.processes;
+}
+
+bool Sandbox::confirm_layout() {
+  if (!layout_guessed_) return true;
+  layout_guessed_ = false;
+  SandboxHost fresh = SandboxHost::detect();
+  if (fresh.same_layout(host_)) return true;
+  fresh.identity = std::move(host_.identity);
+  fresh.bwrap = host_.bwrap;
+  host_ = std::move(fresh);
+  nproc_limit_ = nproc_for(host_);
+  verdict_key_.reset();
+  // Remembered as it is now, so the next call starts from the right one.
+  if (compiled_key_ && preflight_cache_) {
+    preflight_cache_->put_compiled(*compiled_key_, CompiledProfile{profile_digest_, seccomp_program_, host_.layout()});
+  }
+  return false;
+}
 
 std::vector<std::string> Sandbox::command_line(const SandboxRequest& request) const {
   std::vector<std::string> argv{host_.bwrap};
@@ -277,6 +358,9 @@ bool Sandbox::take_remembered_verdict() {
 
 const PreflightReport& Sandbox::preflight() {
   if (preflight_) return *preflight_;
+  // The facts judged and the key they are filed under are the host's as it is, never a
+  // remembered guess (run() has confirmed it already; a direct call confirms it here).
+  confirm_layout();
   std::optional<Digest> key;
   if (preflight_cache_) {
     key = verdict_key();
@@ -402,6 +486,17 @@ Result<SandboxRun> Sandbox::judged_start(Result<SandboxRun> result) {
 
 Result<std::optional<SandboxRun>> Sandbox::execute(const SandboxRequest& request, const OutputLimits& output,
                                                    const std::function<bool()>& release) {
+  // A second attempt only when the first was started from a remembered layout that turned
+  // out stale; confirm_layout() has replaced it with the host as it is, so there is no third.
+  for (int attempt = 0;; ++attempt) {
+    auto tried = execute_once(request, output, release);
+    if (!tried) return std::unexpected(tried.error());
+    if (!tried->stale_layout || attempt > 0) return std::move(tried->run);
+  }
+}
+
+Result<Sandbox::Attempt> Sandbox::execute_once(const SandboxRequest& request, const OutputLimits& output,
+                                               const std::function<bool()>& release) {
   const auto start = SteadyClock::now();
   int64_t timeout_ms = std::min(request.timeout_ms.value_or(profile_.limits.wall_timeout_ms), profile_.limits.wall_timeout_ms);
   auto out_pipe = make_pipe();
@@ -438,6 +533,8 @@ Result<std::optional<SandboxRun>> Sandbox::execute(const SandboxRequest& request
   std::optional<RunCgroup> cgroup;
   if (host_.cgroups.usable()) {
     auto made = RunCgroup::make(host_.cgroups);
+    // Made where a remembered layout said: if the host has changed since, that is why.
+    if (!made && !confirm_layout()) return Attempt{std::nullopt, true};
     if (!made) return std::unexpected(made.error().with_context("sandbox: the run's cgroup"));
     cgroup.emplace(std::move(*made));
     spec.cgroup_procs_fds = cgroup->join_fds();
@@ -447,6 +544,9 @@ Result<std::optional<SandboxRun>> Sandbox::execute(const SandboxRequest& request
   auto spawned = SandboxChild::spawn(spec);
   if (!spawned) return std::unexpected(spawned.error());
   RunChild child(*spawned, cgroup ? &*cgroup : nullptr);
+  // Started from a remembered layout: it must be the host's as it is now, or bwrap is stopped
+  // before the command could start and the run starts again from the fresh one.
+  if (!confirm_layout()) return Attempt{std::nullopt, true};
   if (cgroup) {
     if (Status st = cgroup->limit(CgroupLimits{l.processes, l.memory_bytes, l.cpu_quota_percent}); !st) {
       return std::unexpected(st.error().with_context("sandbox: the run's cgroup"));
@@ -464,8 +564,8 @@ Result<std::optional<SandboxRun>> Sandbox::execute(const SandboxRequest& request
   // Our copies of the write ends must go, or EOF would never come.
   out_pipe->second.reset();
   err_pipe->second.reset();
-  if (release && !release()) return std::optional<SandboxRun>();
-  if (!spawned->release()) return std::unexpected(errno_error("sandbox: handing bwrap its seccomp program", errno));
+  if (release && !release()) return Attempt{};
+  if (!spawned->release()) return std::unexpected(errno_error("sandbox: handing bwrap its seccomp program (the sandbox was stopped)", errno));
 
   StreamCapture captures[2] = {StreamCapture(output), StreamCapture(output)};
   DriveOptions options;
@@ -504,7 +604,7 @@ Result<std::optional<SandboxRun>> Sandbox::execute(const SandboxRequest& request
     if (result.cgroup->memory_oom) result.limits_hit.push_back("memory");
     if (result.cgroup->pids_max) result.limits_hit.push_back("pids");
   }
-  return result;
+  return Attempt{std::move(result), false};
 }
 
 }  // namespace warden

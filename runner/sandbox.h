@@ -77,6 +77,9 @@ struct SandboxHost {
   // Each run's writable layer on a tmpfs of its own, bounded by the profile's disk_bytes and
   // disk_inodes (detect(): when Warden is root, the only way to mount one).
   bool run_tmpfs = false;
+  // The RLIMIT_NPROC every run gets where a pids cgroup bounds each run (Sandbox::nproc_limit):
+  // detect(): a quarter of what the kernel can hold (pids and threads both count).
+  uint64_t nproc_backstop = 0;
   // What a remembered preflight verdict is keyed by on the host's side. detect() leaves it
   // empty: a Sandbox reads it the first time it needs a verdict's key (the one-shot, while
   // bwrap sets up, held before its seccomp program), and preflight_key() reads it where it is
@@ -84,6 +87,15 @@ struct SandboxHost {
   std::optional<HostIdentity> identity;
 
   static SandboxHost detect();
+
+  // What detect() found besides who runs: the scratch root, the run tmpfs, the cgroups and
+  // the RLIMIT_NPROC backstop. The one-shot sandbox remembers it (CompiledProfile), starts
+  // bwrap from it, and checks it against a fresh detect() before the command may start.
+  Json layout() const;
+  // This process's host (uid, gid, drop as detect() sets them) with a remembered layout;
+  // nullopt when `layout` is malformed.
+  static std::optional<SandboxHost> with_layout(const Json& layout);
+  bool same_layout(const SandboxHost& other) const;
 };
 
 // A file made for one run from bytes Warden holds open: the sandbox sees a copy at `dest`
@@ -151,6 +163,11 @@ class Sandbox {
   // one-shot `warden sandbox exec`, which runs one command and exits. Only as root (the sandbox
   // then runs as another uid, which cannot write the cache); otherwise it derives every time.
   static Result<Sandbox> open(std::string_view name_or_path, SandboxHost host, PreflightCache cache);
+  // The same on this host without detecting it first: the layout remembered beside the
+  // compiled profile (SandboxHost::layout()) is taken as a guess, bwrap starts from it, and a
+  // fresh detection must agree before the command may start (otherwise bwrap is stopped and
+  // the run starts again from the fresh layout, which is remembered instead).
+  static Result<Sandbox> open(std::string_view name_or_path, PreflightCache cache);
 
   const SandboxProfile& profile() const { return profile_; }
   const Digest& profile_digest() const { return profile_digest_; }
@@ -192,6 +209,14 @@ class Sandbox {
   Sandbox() = default;
   // create(), with the digest and program taken from `compiled` when given.
   static Result<Sandbox> make(SandboxProfile profile, SandboxHost host, const CompiledProfile* compiled);
+  static Result<Sandbox> open_with(std::string_view name_or_path, std::optional<SandboxHost> host, PreflightCache cache);
+  // RLIMIT_NPROC for runs on `host`: the profile's processes, or with a pids cgroup per run
+  // the larger host backstop.
+  uint64_t nproc_for(const SandboxHost& host) const;
+  // With a remembered layout (open() without a host): detects the host and, where it
+  // differs, takes the fresh one (and remembers it); false then. True when nothing was
+  // guessed or the guess held.
+  bool confirm_layout();
   // host_.identity, read the first time it is needed.
   const HostIdentity& identity();
   // The key this sandbox's verdicts are remembered under, derived once.
@@ -203,6 +228,14 @@ class Sandbox {
   // the command could start and gives nullopt.
   Result<std::optional<SandboxRun>> execute(const SandboxRequest& request, const OutputLimits& output,
                                             const std::function<bool()>& release = {});
+  // One try of execute(): `stale_layout` when it was started from a remembered layout that a
+  // fresh detection contradicted (nothing of the command ran).
+  struct Attempt {
+    std::optional<SandboxRun> run;
+    bool stale_layout = false;
+  };
+  Result<Attempt> execute_once(const SandboxRequest& request, const OutputLimits& output,
+                               const std::function<bool()>& release);
   // A run's result, after forgetting what was remembered when its sandbox failed to start.
   Result<SandboxRun> judged_start(Result<SandboxRun> result);
 
@@ -218,6 +251,7 @@ class Sandbox {
   std::optional<Digest> compiled_key_;  // open(): where the compiled profile is remembered
   bool preflight_from_cache_ = false;
   bool compiled_from_cache_ = false;
+  bool layout_guessed_ = false;  // host_'s layout is a remembered one, not yet confirmed (open() without a host)
   uint64_t nproc_limit_ = 0;
   bool reclaimed_ = false;  // orphaned scratch and cgroups reclaimed (the first execute())
 };

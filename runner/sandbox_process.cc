@@ -465,19 +465,43 @@ SandboxChild::SandboxChild(SandboxChild&& other) noexcept
 
 bool SandboxChild::release() {
   if (!gate_write_) return false;
-  // One write into an empty pipe with room for all of it: the kernel copies the whole
-  // program before a signal can end this process, so bwrap never reads part of one.
-  ssize_t n;
-  do n = ::write(gate_write_.get(), seccomp_.data(), seccomp_.size());
-  while (n < 0 && errno == EINTR);
+  // bwrap takes the program at EOF, not before: the write end stays open until all of it is
+  // in the pipe. The pipe has room for all of it, so this is one write that never waits; a
+  // short one is finished, a failed one stops the sandbox. (A process
+  // killed in the middle of the copy would leave a prefix; libseccomp's programs begin with an
+  // architecture check that jumps to their last instruction, so the kernel refuses every
+  // proper prefix, and the test Seccomp.EveryProperPrefixIsRefused holds that.)
+  size_t done = 0;
+  while (done < seccomp_.size()) {
+    ssize_t n = ::write(gate_write_.get(), seccomp_.data() + done, seccomp_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // As the destructor stops a sandbox never released: killed first, then EOF (on a part
+      // of a program, which the kernel refuses), then reaped.
+      int err = errno;
+      stop();
+      gate_write_.reset();
+      gate_read_.reset();
+      reap();
+      errno = err;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
   gate_write_.reset();  // EOF: bwrap has the program
   gate_read_.reset();
-  return n == static_cast<ssize_t>(seccomp_.size());
+  return true;
 }
 
 SandboxChild::~SandboxChild() {
   if (!reaped_) {
     stop();
+    // A sandbox never released: EOF on its program now, before waiting. bwrap's namespace
+    // init, held there, has no parent-death signal yet; were its outer process already gone
+    // (killed, OOM), the kill above would miss it and it would wait for the program for good,
+    // and reap() for it. With EOF it reads an empty program, which the kernel refuses, and dies.
+    gate_write_.reset();
+    gate_read_.reset();
     reap();
   }
 }

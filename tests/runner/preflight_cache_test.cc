@@ -61,6 +61,24 @@ std::vector<fs::path> compiled_files(const fs::path& dir) {
   return out;
 }
 
+// A workspace the sandbox's user owns, whose command appends a line to `runs` each time it
+// runs (then does `then`): how often a command ran, counted from outside.
+struct CountingWorkspace {
+  explicit CountingWorkspace(const SandboxHost& host, const std::string& then = "true")
+      : dir(ScratchDir::create(host.scratch_root, "warden-count-test-", 0711).value()), ws(dir / "ws") {
+    EXPECT_TRUE(make_owned_dir(ws, host.uid, host.gid));
+    request.argv = {"/bin/sh", "-c", "echo run >> /workspace/runs; " + then};
+    request.workspace_dir = ws;
+  }
+  long runs() const {
+    auto text = read_file(ws / "runs");
+    return text ? std::count(text->begin(), text->end(), '\n') : 0;
+  }
+  ScratchDir dir;
+  fs::path ws;
+  SandboxRequest request;
+};
+
 TEST(PreflightCache, APassIsRememberedAndReused) {
   TempDir tmp;
   EXPECT_FALSE(exec_used_remembered_verdict(tmp.path()));
@@ -163,17 +181,9 @@ TEST(PreflightCache, ASandboxThatFailsToStartDropsTheVerdict) {
 TEST(PreflightCache, AVerdictLookedUpWhileBwrapSetsUpRunsTheCommandOnce) {
   TempDir tmp;
   SandboxHost host = SandboxHost::detect();
-  auto dir = ScratchDir::create(host.scratch_root, "warden-once-test-", 0711);
-  ASSERT_TRUE(dir);
-  const fs::path ws = *dir / "ws";
-  ASSERT_TRUE(make_owned_dir(ws, host.uid, host.gid));
-  SandboxRequest req;
-  req.argv = {"/bin/sh", "-c", "echo run >> /workspace/runs"};
-  req.workspace_dir = ws;
-  auto lines = [&] {
-    auto text = read_file(ws / "runs");
-    return text ? std::count(text->begin(), text->end(), '\n') : 0;
-  };
+  CountingWorkspace counted(host);
+  const SandboxRequest& req = counted.request;
+  auto lines = [&] { return counted.runs(); };
   for (int call = 1; call <= 2; ++call) {
     auto sandbox = Sandbox::open("default", host, PreflightCache(tmp / "preflight"));
     ASSERT_TRUE(sandbox) << sandbox.error().message;
@@ -270,6 +280,100 @@ TEST(CompiledProfile, TamperedMisplacedAndForeignEntriesAreIgnored) {
     ASSERT_EQ(::chown(entry_a.c_str(), 65534, 65534), 0);
     EXPECT_FALSE(open(a).compiled_from_cache());
   }
+}
+
+// The one-shot starts bwrap from the host layout remembered beside the compiled profile, and
+// a fresh detection must agree before the command may start. One that is stale (the scratch
+// root gone, no cgroups where there are, cgroups where there are none, another RLIMIT_NPROC
+// backstop) never reaches the command: bwrap is stopped, the run starts again from the host
+// as it is, the command runs once with the host's real limits, and the entry is corrected.
+TEST(CompiledProfile, AStaleRememberedLayoutIsReplacedBeforeTheCommandStarts) {
+  if (::geteuid() != 0) GTEST_SKIP() << "remembered only as root (the sandbox then runs as another uid)";
+  TempDir tmp;
+  const fs::path cache_dir = tmp / "preflight";
+  const SandboxHost host = SandboxHost::detect();
+  CountingWorkspace counted(host, "ulimit -p");  // dash's name for RLIMIT_NPROC
+  const SandboxRequest& req = counted.request;
+  auto lines = [&] { return counted.runs(); };
+  const uint64_t want_nproc = Sandbox::create(SandboxProfile::load("default").value(), host).value().nproc_limit();
+  auto entry = [&] {
+    auto files = compiled_files(cache_dir);
+    EXPECT_EQ(files.size(), 1u);
+    return files.empty() ? fs::path() : files[0];
+  };
+  auto remembered_layout = [&] { return nlohmann::json::parse(read_file(entry(), 1 << 20).value())["host_layout"]; };
+  auto plant_layout = [&](const nlohmann::json& layout) {
+    auto j = nlohmann::json::parse(read_file(entry(), 1 << 20).value());
+    j["host_layout"] = layout;
+    ASSERT_TRUE(write_file_atomic(entry(), j.dump()));
+    ::chmod(entry().c_str(), 0600);
+  };
+  int runs = 0;
+  auto run_once = [&](const std::string& what) {
+    auto sandbox = Sandbox::open("default", PreflightCache(cache_dir));
+    ASSERT_TRUE(sandbox) << what << ": " << sandbox.error().message;
+    auto run = sandbox->run(req);
+    ASSERT_TRUE(run) << what << ": " << run.error().message;
+    EXPECT_EQ(run->exit_code, 0) << what << ": " << run->err.kept;
+    EXPECT_EQ(run->out.kept, std::to_string(want_nproc) + "\n") << what;
+    EXPECT_EQ(lines(), ++runs) << what << ": the command ran once";
+    EXPECT_TRUE(sandbox->host().same_layout(host)) << what;
+    EXPECT_EQ(sandbox->nproc_limit(), want_nproc) << what;
+    EXPECT_EQ(remembered_layout(), host.layout()) << what << ": the entry holds the host as it is";
+  };
+  run_once("first call");
+  run_once("remembered, right");
+
+  nlohmann::json stale = host.layout();
+  stale["scratch_root"] = (tmp / "gone").string();
+  stale["nproc_backstop"] = 3;
+  stale["run_tmpfs"] = !host.run_tmpfs;
+  stale["cgroups"] = {{"v2", true}, {"controllers", nlohmann::json::array()}, {"unavailable", "planted"}};
+  plant_layout(stale);
+  {
+    // Taken as the guess, then replaced.
+    auto guessed = Sandbox::open("default", PreflightCache(cache_dir));
+    ASSERT_TRUE(guessed);
+    EXPECT_EQ(guessed->host().nproc_backstop, 3u);
+  }
+  plant_layout(stale);
+  run_once("no cgroups remembered");
+
+  if (host.cgroups.usable()) {
+    stale = host.layout();
+    stale["cgroups"]["controllers"] = {{{"name", "pids"}, {"parent", (tmp / "no-such-cgroup").string()}}};
+    plant_layout(stale);
+    run_once("a cgroup that is gone remembered");
+  } else {
+    stale = host.layout();
+    stale["cgroups"] = {{"v2", true}, {"controllers", {{{"name", "pids"}, {"parent", (tmp / "fake").string()}}}}, {"unavailable", ""}};
+    fs::create_directories(tmp / "fake");
+    plant_layout(stale);
+    run_once("cgroups remembered where there are none");
+  }
+
+  // Malformed: ignored as a guess, the host is detected first.
+  plant_layout(nlohmann::json{{"scratch_root", 7}});
+  run_once("a malformed layout");
+
+  // Through the CLI without a workspace, whose scratch would go under a root that is gone.
+  stale = host.layout();
+  stale["scratch_root"] = (tmp / "gone").string();
+  plant_layout(stale);
+  const fs::path cli_cache = tmp / "cli";
+  ASSERT_TRUE(warden({"sandbox", "exec", "--cache", cli_cache.string(), "--", "/bin/true"}).exited_with(0));
+  for (const auto& e : fs::directory_iterator(cli_cache / "preflight")) {
+    if (!is_compiled_entry(e.path())) continue;
+    auto j = nlohmann::json::parse(read_file(e.path(), 1 << 20).value());
+    j["host_layout"] = stale;
+    ASSERT_TRUE(write_file_atomic(e.path(), j.dump()));
+    ::chmod(e.path().c_str(), 0600);
+  }
+  ProcessResult r = warden({"sandbox", "exec", "--json", "--cache", cli_cache.string(), "--", "/bin/sh", "-c", "ulimit -p"});
+  ASSERT_TRUE(r.exited_with(0)) << r.status() << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["compiled_cached"], true);
+  EXPECT_EQ(j["stdout"]["head"], std::to_string(want_nproc) + "\n");
 }
 
 // A sandbox that runs as Warden's own uid could reach the cache through a workspace holding it

@@ -1,5 +1,14 @@
 // In-process tests of the sandbox's pure parts: profile parsing and digests, the seccomp
-// compiler's refusals, bounded output capture, and the preflight's judgement of probe output.
+// compiler's refusals and its programs' prefixes, bounded output capture, and the
+// preflight's judgement of probe output.
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <gtest/gtest.h>
 
 #include "runner/check_spec.h"
@@ -67,6 +76,34 @@ TEST(Seccomp, CompilesTheBuiltinPoliciesAndRefusesUnknownNames) {
   bad.deny = {};
   bad.deny_socket_families = {"AF_MARTIAN"};
   EXPECT_EQ(compile_seccomp(bad).error().message, "seccomp: unknown socket family \"AF_MARTIAN\"");
+}
+
+// bwrap takes its program at EOF (SandboxChild::release()); a Warden killed in the middle of
+// handing it over would leave a prefix. The kernel must refuse every proper prefix of every
+// built-in program (libseccomp's architecture check jumps to the last instruction), and load
+// the whole one. Each load is tried in a child of its own: a filter, once loaded, stays.
+TEST(Seccomp, EveryProperPrefixIsRefused) {
+  auto loads = [](const std::string& program, size_t instructions) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      sock_fprog prog{static_cast<unsigned short>(instructions),
+                      reinterpret_cast<sock_filter*>(const_cast<char*>(program.data()))};
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(3);
+      if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0) ::_exit(0);
+      ::_exit(errno == EINVAL ? 1 : 2);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+  };
+  for (auto name : builtin_profile_names()) {
+    auto program = compile_seccomp(SandboxProfile::load(name)->seccomp);
+    ASSERT_TRUE(program) << program.error().message;
+    const size_t n = program->size() / sizeof(sock_filter);
+    ASSERT_GT(n, 2u);
+    for (size_t k = 0; k < n; ++k) EXPECT_EQ(loads(*program, k), 1) << name << ": a prefix of " << k << " of " << n << " instructions";
+    EXPECT_EQ(loads(*program, n), 0) << name << ": the whole program";
+  }
 }
 
 TEST(OutputCapture, KeepsHeadTailAndDigestWithinBounds) {

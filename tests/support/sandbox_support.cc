@@ -24,8 +24,8 @@ SandboxProfile test_profile() {
   return *p;
 }
 
-int count_processes_with(const std::string& marker) {
-  int count = 0;
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
@@ -33,15 +33,20 @@ int count_processes_with(const std::string& marker) {
     std::ifstream in(entry.path() / "cmdline", std::ios::binary);
     std::stringstream cmdline;
     cmdline << in.rdbuf();
-    if (cmdline.str().find(marker) != std::string::npos) {
-      ++count;
-      std::ifstream st(entry.path() / "status");
-      std::stringstream ss;
-      ss << st.rdbuf();
-      std::fprintf(stderr, "survivor %s: %s\n", name.c_str(), ss.str().substr(0, 400).c_str());
-    }
+    if (cmdline.str().find(marker) != std::string::npos) out.push_back(static_cast<pid_t>(std::stol(name)));
   }
-  return count;
+  return out;
+}
+
+int count_processes_with(const std::string& marker) {
+  const std::vector<pid_t> found = processes_with(marker);
+  for (pid_t pid : found) {
+    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+    std::stringstream ss;
+    ss << st.rdbuf();
+    std::fprintf(stderr, "survivor %d: %s\n", static_cast<int>(pid), ss.str().substr(0, 400).c_str());
+  }
+  return static_cast<int>(found.size());
 }
 
 int wait_for_uid_to_drain(uid_t uid, std::chrono::milliseconds limit) {

@@ -19,7 +19,9 @@ namespace warden::test {
 // The default profile with tight limits, so hostile programs hit them in milliseconds.
 SandboxProfile test_profile();
 
-// Processes on the host whose command line contains `marker`.
+// Processes on the host whose command line contains `marker`: their pids, and how many (the
+// count also prints each one's status, as a survivor).
+std::vector<pid_t> processes_with(const std::string& marker);
 int count_processes_with(const std::string& marker);
 
 // Waits (up to `limit`) until no process of host uid `uid` exists: RLIMIT_NPROC counts a

@@ -49,7 +49,9 @@ PreflightCache preflight_cache(const Options& o) {
 // the cache directory, so an agent's per-tool-call `sandbox exec` neither probes nor derives
 // them every time (preflight_cache.h).
 Result<Sandbox> open_sandbox(const Options& o, bool remember) {
-  if (remember) return Sandbox::open(o.profile, SandboxHost::detect(), preflight_cache(o));
+  // The host's layout too: bwrap starts from the one remembered last time, and the fresh
+  // detection that confirms it runs while bwrap sets up.
+  if (remember) return Sandbox::open(o.profile, preflight_cache(o));
   auto profile = SandboxProfile::load(o.profile);
   if (!profile) return std::unexpected(profile.error());
   return Sandbox::create(std::move(*profile));
@@ -68,6 +70,9 @@ int run_exec(const Options& o) {
   if (o.workspace.empty()) {
     // No workspace given: an empty one, owned by the sandbox's user and removed afterwards.
     auto dir = ScratchDir::create(host.scratch_root, "warden-exec-", 0711);
+    // The scratch root may be a remembered one that has gone since (the run confirms the
+    // rest of the layout while bwrap starts): the host's as it is now, then.
+    if (!dir) dir = ScratchDir::create(SandboxHost::detect().scratch_root, "warden-exec-", 0711);
     Status st = dir ? make_owned_dir(*dir / "workspace", host.uid, host.gid) : Status(std::unexpected(dir.error()));
     if (!st) {
       return report_error(st.error(), o.json, kExecFailed);
