@@ -6,7 +6,7 @@
 # resolves a few hundred symbols instead of ~7,500, so a `warden` process starts in ~1.3 ms
 # instead of ~5 ms (tools/bench/diff_bench prints the figure). The cost: a security update of one of these
 # libraries reaches Warden when Warden is rebuilt, not when the package is upgraded.
-option(WARDEN_STATIC_DEPS "Link libgit2, OpenSSL, LMDB, RE2, pugixml, libseccomp, hiredis and zlib statically" ON)
+option(WARDEN_STATIC_DEPS "Link libgit2, OpenSSL, Nettle, LMDB, RE2, pugixml, libseccomp, hiredis and zlib statically" ON)
 
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
@@ -21,7 +21,7 @@ function(warden_archive name)
                         INTERFACE_LINK_LIBRARIES "${A_DEPENDS}")
 endfunction()
 
-foreach(lib git2 crypto lmdb re2 pugixml seccomp zlib hiredis)
+foreach(lib git2 crypto nettle lmdb re2 pugixml seccomp zlib hiredis)
   add_library(warden::${lib} INTERFACE IMPORTED GLOBAL)
 endforeach()
 
@@ -29,6 +29,7 @@ pkg_check_modules(LIBGIT2 REQUIRED libgit2)
 pkg_check_modules(LMDB REQUIRED lmdb)
 pkg_check_modules(RE2 REQUIRED re2)
 pkg_check_modules(LIBSECCOMP REQUIRED libseccomp)
+pkg_check_modules(NETTLE REQUIRED nettle hogweed)  # Ed25519, HMAC, SHA-1 (common/ed25519.cc, runner/report_channel.cc)
 pkg_check_modules(HIREDIS REQUIRED hiredis)  # the Redis StateStore (store/redis_state_store.cc)
 find_package(OpenSSL 3 REQUIRED)
 find_package(ZLIB REQUIRED)
@@ -44,10 +45,14 @@ if(WARDEN_STATIC_DEPS)
   warden_archive(mbedx509 DEPENDS warden_archive::mbedcrypto)
   warden_archive(mbedtls DEPENDS warden_archive::mbedx509 warden_archive::mbedcrypto)
   warden_archive(http_parser)
-  warden_archive(ssh2 DEPENDS warden_archive::crypto warden_archive::z)
   warden_archive(pcre2-8)
-  warden_archive(git2 DEPENDS warden_archive::mbedtls warden_archive::http_parser warden_archive::ssh2
+  # Not libssh2: libgit2's calls into it are answered in runner/libgit2_offline.cc, so no
+  # OpenSSL comes with it.
+  warden_archive(git2 DEPENDS warden_archive::mbedtls warden_archive::http_parser
                  warden_archive::pcre2-8 warden_archive::z rt Threads::Threads)
+  warden_archive(gmp)
+  warden_archive(nettle)
+  warden_archive(hogweed DEPENDS warden_archive::nettle warden_archive::gmp)
   warden_archive(lmdb DEPENDS Threads::Threads)
   warden_archive(re2 DEPENDS Threads::Threads)
   warden_archive(pugixml)
@@ -56,6 +61,8 @@ if(WARDEN_STATIC_DEPS)
 
   target_include_directories(warden::crypto INTERFACE ${OPENSSL_INCLUDE_DIR})
   target_link_libraries(warden::crypto INTERFACE warden_archive::crypto)
+  target_include_directories(warden::nettle INTERFACE ${NETTLE_INCLUDE_DIRS})
+  target_link_libraries(warden::nettle INTERFACE warden_archive::hogweed)
   target_link_libraries(warden::zlib INTERFACE warden_archive::z)
   target_include_directories(warden::git2 INTERFACE ${LIBGIT2_INCLUDE_DIRS})
   target_link_libraries(warden::git2 INTERFACE warden_archive::git2)
@@ -88,6 +95,8 @@ if(WARDEN_STATIC_DEPS)
   endif()
 else()
   target_link_libraries(warden::crypto INTERFACE OpenSSL::Crypto)
+  pkg_check_modules(NETTLE_SHARED REQUIRED IMPORTED_TARGET nettle hogweed)
+  target_link_libraries(warden::nettle INTERFACE PkgConfig::NETTLE_SHARED)
   target_link_libraries(warden::zlib INTERFACE ZLIB::ZLIB)
   pkg_check_modules(LIBGIT2_SHARED REQUIRED IMPORTED_TARGET libgit2)
   target_link_libraries(warden::git2 INTERFACE PkgConfig::LIBGIT2_SHARED)

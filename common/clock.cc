@@ -1,12 +1,10 @@
 #include "common/clock.h"
 
-#include <openssl/rand.h>
-
 #include <chrono>
 #include <cstdio>
-#include <stdexcept>
 
 #include "common/encoding.h"
+#include "common/random_source.h"
 
 namespace warden {
 
@@ -17,7 +15,7 @@ int64_t SystemClock::now_ms() {
 
 std::string RandomIdSource::next_id(std::string_view prefix) {
   uint8_t bytes[8];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("OpenSSL RAND_bytes failed");
+  fill_system_random(bytes);
   return std::string(prefix) + "-" + to_hex(std::span<const uint8_t>(bytes, sizeof bytes));
 }
 

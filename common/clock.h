@@ -48,8 +48,8 @@ class IdSource {
   virtual std::string next_id(std::string_view prefix) = 0;
 };
 
-// 64 random bits from OpenSSL's CSPRNG per id. Throws std::runtime_error if OpenSSL cannot
-// produce random bytes: the process cannot mint unique ids and should not go on.
+// 64 random bits from the kernel's CSPRNG per id (fill_system_random(), which throws
+// std::runtime_error if the kernel refuses).
 class RandomIdSource final : public IdSource {
  public:
   std::string next_id(std::string_view prefix) override;

@@ -1,16 +1,27 @@
 #include "common/random_source.h"
 
-#include <openssl/rand.h>
+#include <sys/random.h>
 
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
 namespace warden {
 
+void fill_system_random(std::span<uint8_t> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::getrandom(out.data() + done, out.size() - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("getrandom failed: ") + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
 uint64_t SystemRandomSource::next_u64() {
-  unsigned char bytes[sizeof(uint64_t)];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("OpenSSL RAND_bytes failed");
+  uint8_t bytes[sizeof(uint64_t)];
+  fill_system_random(bytes);
   uint64_t value;
   std::memcpy(&value, bytes, sizeof value);
   return value;

@@ -1,5 +1,5 @@
 // Randomness enters Warden only through this interface, the way time enters through Clock
-// (common/clock.h): production draws from OpenSSL, a test or a golden run from a seed, and
+// (common/clock.h): production draws from the kernel's CSPRNG, a test or a golden run from a seed, and
 // then the same seed gives the same draws, so a jittered backoff is reproducible.
 //
 // Callers borrow a RandomSource by reference; whoever built it owns it and must keep it
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace warden {
 
@@ -19,8 +20,12 @@ class RandomSource {
   virtual uint64_t next_u64() = 0;
 };
 
-// OpenSSL's CSPRNG. Throws std::runtime_error if OpenSSL cannot produce random bytes, as
-// RandomIdSource does: a process without randomness should not go on.
+// Fills `out` from the kernel's CSPRNG (getrandom(2), which waits only until the pool is first
+// seeded, at boot). Throws std::runtime_error if the kernel refuses: a process without
+// randomness should not go on. Keys, nonces and ids are drawn here.
+void fill_system_random(std::span<uint8_t> out);
+
+// fill_system_random(), eight bytes at a time.
 class SystemRandomSource final : public RandomSource {
  public:
   uint64_t next_u64() override;

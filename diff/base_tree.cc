@@ -1,6 +1,6 @@
 #include "diff/base_tree.h"
 
-#include <openssl/evp.h>
+#include <nettle/sha1.h>
 
 #include <memory>
 #include <set>
@@ -12,14 +12,13 @@ namespace warden {
 std::string git_blob_id(std::string_view content) {
   std::string header = "blob " + std::to_string(content.size());
   header += '\0';
-  unsigned char out[20];
-  unsigned int len = 0;
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha1(), nullptr);
-  EVP_DigestUpdate(ctx.get(), header.data(), header.size());
-  EVP_DigestUpdate(ctx.get(), content.data(), content.size());
-  EVP_DigestFinal_ex(ctx.get(), out, &len);
-  return to_hex(std::span<const uint8_t>(out, len));
+  uint8_t out[SHA1_DIGEST_SIZE];
+  sha1_ctx ctx;
+  sha1_init(&ctx);
+  sha1_update(&ctx, header.size(), reinterpret_cast<const uint8_t*>(header.data()));
+  sha1_update(&ctx, content.size(), reinterpret_cast<const uint8_t*>(content.data()));
+  sha1_digest(&ctx, sizeof out, out);
+  return to_hex(std::span<const uint8_t>(out, sizeof out));
 }
 
 void MemoryFileTree::put(std::string path, std::string content, uint32_t mode) {

@@ -1,9 +1,9 @@
 #include "executor/channel_proposer.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <cstdio>
+
+#include "common/random_source.h"
 
 namespace warden::executor {
 namespace {
@@ -43,12 +43,7 @@ Checked<std::string> answer_text(const Json& answer, std::string_view field, std
 
 // 64 random bits in hex: no answer written before its request was sent can carry its id.
 std::string random_nonce() {
-  uint64_t bits = 0;
-  size_t got = 0;
-  while (got < sizeof bits) {
-    const ssize_t n = ::getrandom(reinterpret_cast<char*>(&bits) + got, sizeof bits - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
+  const uint64_t bits = SystemRandomSource().next_u64();
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
   return hex;
@@ -124,4 +119,5 @@ Checked<std::string> ChannelProposer::ask(std::string_view type, std::string_vie
   }
 }
 
-}  // namespace warden::executor
+}  // namespace warden::executor#include "common/random_source.h"
+

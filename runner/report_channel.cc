@@ -1,11 +1,9 @@
 #include "runner/report_channel.h"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,30 +11,28 @@
 #include <stdexcept>
 
 #include "common/encoding.h"
+#include "common/random_source.h"
 #include "runner/test_report.h"
 
 namespace warden {
 
 Result<ReportNonce> random_nonce() {
   ReportNonce nonce{};
-  size_t done = 0;
-  while (done < nonce.size()) {
-    ssize_t n = ::getrandom(nonce.data() + done, nonce.size() - done, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(errno_error("getrandom", errno));
-    done += static_cast<size_t>(n);
+  try {
+    fill_system_random(nonce);
+  } catch (const std::runtime_error& e) {
+    return fail(Errc::internal, e.what());
   }
   return nonce;
 }
 
 std::string report_mac(const ReportNonce& nonce, std::string_view body) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (!::HMAC(EVP_sha256(), nonce.data(), static_cast<int>(nonce.size()), reinterpret_cast<const unsigned char*>(body.data()),
-              body.size(), out, &length)) {
-    throw std::runtime_error("OpenSSL HMAC-SHA256 failed");  // as sha256.h: the process cannot go on
-  }
-  return to_hex(std::span<const uint8_t>(out, length));
+  hmac_sha256_ctx ctx;
+  hmac_sha256_set_key(&ctx, nonce.size(), nonce.data());
+  hmac_sha256_update(&ctx, body.size(), reinterpret_cast<const uint8_t*>(body.data()));
+  uint8_t out[SHA256_DIGEST_SIZE];
+  hmac_sha256_digest(&ctx, sizeof out, out);
+  return to_hex(std::span<const uint8_t>(out, sizeof out));
 }
 
 ChannelReport verify_report(std::string_view report, const ReportNonce& nonce) {
@@ -60,7 +56,7 @@ ChannelReport verify_report(std::string_view report, const ReportNonce& nonce) {
   std::string_view body = report.substr(0, start);
   std::string want = report_mac(nonce, body);
   std::string_view got = last.substr(kReportMacPrefix.size());
-  if (got.size() != want.size() || CRYPTO_memcmp(got.data(), want.data(), want.size()) != 0) {
+  if (got.size() != want.size() || !memeql_sec(got.data(), want.data(), want.size())) {
     r.detail = "the report's MAC does not verify under this run's nonce: not written by the test runner, or altered";
     return r;
   }

@@ -76,6 +76,44 @@ TEST(Ed25519, Rfc8032TestVector1) {
   EXPECT_FALSE(ed25519_verify(key->public_key(), "", raw.substr(1)));
 }
 
+TEST(Ed25519, Rfc8032TestVector2) {
+  auto key = Ed25519PrivateKey::from_seed(*from_hex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"));
+  ASSERT_TRUE(key);
+  EXPECT_EQ(to_hex(key->public_key()), "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
+  auto sig = key->sign("\x72");
+  ASSERT_TRUE(sig);
+  EXPECT_EQ(to_hex(*sig),
+            "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
+}
+
+// A signature has one encoding: S plus the group order L verifies the same equation, and a
+// verifier that took it would let anyone mint a second, different signature of a signed
+// checkpoint (RFC 8032 5.1.7 requires S < L). Nor does a signature verify under another key
+// or for another message.
+TEST(Ed25519, AMalleatedOrMisdirectedSignatureIsRefused) {
+  auto key = Ed25519PrivateKey::from_seed(std::string(32, '\x07'));
+  auto other = Ed25519PrivateKey::from_seed(std::string(32, '\x08'));
+  ASSERT_TRUE(key && other);
+  auto sig = key->sign("checkpoint");
+  ASSERT_TRUE(sig);
+  std::string raw(reinterpret_cast<const char*>(sig->data()), sig->size());
+  ASSERT_TRUE(ed25519_verify(key->public_key(), "checkpoint", raw));
+  EXPECT_FALSE(ed25519_verify(key->public_key(), "checkpoint.", raw));
+  EXPECT_FALSE(ed25519_verify(other->public_key(), "checkpoint", raw));
+  // L, little-endian, added to S (bytes 32..63) with carry: S < L < 2^253, so no overflow.
+  const std::string order = *from_hex("edd3f55c1a631258d69cf7a2def9de1400000000000000000000000000000010");
+  std::string malleated = raw;
+  unsigned carry = 0;
+  for (size_t i = 0; i < 32; ++i) {
+    unsigned sum = static_cast<uint8_t>(malleated[32 + i]) + static_cast<uint8_t>(order[i]) + carry;
+    malleated[32 + i] = static_cast<char>(sum & 0xff);
+    carry = sum >> 8;
+  }
+  ASSERT_EQ(carry, 0u);
+  ASSERT_NE(malleated, raw);
+  EXPECT_FALSE(ed25519_verify(key->public_key(), "checkpoint", malleated));
+}
+
 TEST(Ed25519, GeneratedKeysRoundTripThroughTheirSeed) {
   auto key = Ed25519PrivateKey::generate();
   ASSERT_TRUE(key);
