@@ -1,9 +1,11 @@
 // Ed25519 (RFC 8032) signing and verification through Nettle. Keys are handled as raw
 // 32-byte seeds and public keys, the form note-style key strings carry.
 //
-// An Ed25519PrivateKey holds its seed (wiped on destruction; move-only). Once built it is
-// never mutated and sign() keeps no state, so one key may be shared by threads for signing.
-// An error from from_seed() means the seed is not 32 bytes (invalid_argument). Ed25519 is
+// An Ed25519PrivateKey holds its seed (wiped on destruction and when moved from; move-only).
+// Once built it is never mutated and sign() keeps no state, so one key may be shared by
+// threads for signing. An error from from_seed() means the seed is not 32 bytes
+// (invalid_argument); from generate(), that the kernel gave no randomness; from sign(), that
+// the key was moved from (internal). Ed25519 is
 // deterministic: a seed and a message give the same signature every time, whatever library
 // computes it. ed25519_verify() returns false for any bad key, signature or message: it
 // never says why.
@@ -40,6 +42,7 @@ class Ed25519PrivateKey {
   Ed25519PrivateKey() = default;
   std::array<uint8_t, 32> seed_{};
   Ed25519PublicKey public_key_{};
+  bool live_ = false;  // false once moved from: seed_ is wiped, and sign() refuses
 };
 
 bool ed25519_verify(const Ed25519PublicKey& key, std::string_view message, std::string_view signature);

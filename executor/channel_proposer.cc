@@ -119,5 +119,5 @@ Checked<std::string> ChannelProposer::ask(std::string_view type, std::string_vie
   }
 }
 
-}  // namespace warden::executor#include "common/random_source.h"
+}  // namespace warden::executor
 

@@ -199,7 +199,13 @@ std::optional<CgroupHost> CgroupHost::from_json(const Json& json) {
     }
     const std::string name = c["name"].get<std::string>();
     if (std::find(std::begin(kControllers), std::end(kControllers), name) == std::end(kControllers)) return std::nullopt;
-    h.controllers_.push_back({name, c["parent"].get<std::string>()});
+    // A parent detect() could have found: below /sys/fs/cgroup, spelled without a detour.
+    const std::filesystem::path parent = c["parent"].get<std::string>();
+    if (!parent.is_absolute() || parent.lexically_normal() != parent || !parent.string().starts_with("/sys/fs/cgroup/") ||
+        parent.filename() != "warden") {
+      return std::nullopt;
+    }
+    h.controllers_.push_back({name, parent});
   }
   h.owner_ = "p" + ProcessIdentity::self().str();
   return h;

@@ -170,9 +170,13 @@ std::optional<SandboxHost> SandboxHost::with_layout(const Json& layout) {
   }
   auto cgroups = CgroupHost::from_json(layout["cgroups"]);
   if (!cgroups) return std::nullopt;
+  // Only what detect() can find: the run's scratch and cgroups are made (and orphans removed)
+  // under these paths as root, so a guess never names anywhere else, even before it is checked.
+  const std::string scratch = layout["scratch_root"].get<std::string>();
+  if (scratch != "/tmp" && scratch != "/dev/shm") return std::nullopt;
   SandboxHost h = runs_as();
   // Who runs is this process's, never remembered; a layout that disagrees is simply stale.
-  h.scratch_root = layout["scratch_root"].get<std::string>();
+  h.scratch_root = scratch;
   h.scratch_on_tmpfs = layout["scratch_on_tmpfs"].get<bool>();
   h.run_tmpfs = layout["run_tmpfs"].get<bool>();
   h.cgroups = std::move(*cgroups);
@@ -528,6 +532,9 @@ Result<Sandbox::Attempt> Sandbox::execute_once(const SandboxRequest& request, co
   auto files = profile_files();
   if (!files) return std::unexpected(files.error());
   for (const auto& f : *files) spec.pass_fds.push_back(f.get());
+  // A stale guess starts the run again, and bwrap reads the caller's files and stdin while it
+  // sets up: their offsets would have moved for the second start. Confirmed first, then.
+  if (!request.files.empty() || request.stdin_fd >= 0) confirm_layout();
   // Made before bwrap starts, so that its processes are born in it; limited while bwrap sets
   // up, held until it is handed its seccomp program, before anything of the command can run.
   std::optional<RunCgroup> cgroup;

@@ -114,6 +114,17 @@ TEST(Ed25519, AMalleatedOrMisdirectedSignatureIsRefused) {
   EXPECT_FALSE(ed25519_verify(key->public_key(), "checkpoint", malleated));
 }
 
+TEST(Ed25519, AKeyMovedFromNoLongerSigns) {
+  auto key = Ed25519PrivateKey::from_seed(std::string(32, '\x09'));
+  ASSERT_TRUE(key);
+  Ed25519PrivateKey taken = std::move(*key);
+  EXPECT_FALSE(key->sign("m"));
+  EXPECT_EQ(key->seed(), std::string(32, '\0'));
+  auto sig = taken.sign("m");
+  ASSERT_TRUE(sig);
+  EXPECT_TRUE(ed25519_verify(taken.public_key(), "m", std::string_view(reinterpret_cast<const char*>(sig->data()), sig->size())));
+}
+
 TEST(Ed25519, GeneratedKeysRoundTripThroughTheirSeed) {
   auto key = Ed25519PrivateKey::generate();
   ASSERT_TRUE(key);

@@ -283,10 +283,12 @@ TEST(CompiledProfile, TamperedMisplacedAndForeignEntriesAreIgnored) {
 }
 
 // The one-shot starts bwrap from the host layout remembered beside the compiled profile, and
-// a fresh detection must agree before the command may start. One that is stale (the scratch
-// root gone, no cgroups where there are, cgroups where there are none, another RLIMIT_NPROC
+// a fresh detection must agree before the command may start. One that is stale (the other
+// scratch root, no cgroups where there are, a cgroup that is gone, another RLIMIT_NPROC
 // backstop) never reaches the command: bwrap is stopped, the run starts again from the host
 // as it is, the command runs once with the host's real limits, and the entry is corrected.
+// One naming a place detect() could never find (a scratch root elsewhere, a cgroup parent
+// outside /sys/fs/cgroup or with a detour) is not even taken as a guess.
 TEST(CompiledProfile, AStaleRememberedLayoutIsReplacedBeforeTheCommandStarts) {
   if (::geteuid() != 0) GTEST_SKIP() << "remembered only as root (the sandbox then runs as another uid)";
   TempDir tmp;
@@ -324,8 +326,9 @@ TEST(CompiledProfile, AStaleRememberedLayoutIsReplacedBeforeTheCommandStarts) {
   run_once("first call");
   run_once("remembered, right");
 
+  const std::string other_root = host.scratch_root == "/tmp" ? "/dev/shm" : "/tmp";
   nlohmann::json stale = host.layout();
-  stale["scratch_root"] = (tmp / "gone").string();
+  stale["scratch_root"] = other_root;
   stale["nproc_backstop"] = 3;
   stale["run_tmpfs"] = !host.run_tmpfs;
   stale["cgroups"] = {{"v2", true}, {"controllers", nlohmann::json::array()}, {"unavailable", "planted"}};
@@ -335,30 +338,45 @@ TEST(CompiledProfile, AStaleRememberedLayoutIsReplacedBeforeTheCommandStarts) {
     auto guessed = Sandbox::open("default", PreflightCache(cache_dir));
     ASSERT_TRUE(guessed);
     EXPECT_EQ(guessed->host().nproc_backstop, 3u);
+    EXPECT_EQ(guessed->host().scratch_root, other_root);
   }
   plant_layout(stale);
   run_once("no cgroups remembered");
 
   if (host.cgroups.usable()) {
     stale = host.layout();
-    stale["cgroups"]["controllers"] = {{{"name", "pids"}, {"parent", (tmp / "no-such-cgroup").string()}}};
+    stale["cgroups"]["controllers"] = {{{"name", "pids"}, {"parent", "/sys/fs/cgroup/pids/no-such-cgroup/warden"}}};
     plant_layout(stale);
     run_once("a cgroup that is gone remembered");
   } else {
     stale = host.layout();
-    stale["cgroups"] = {{"v2", true}, {"controllers", {{{"name", "pids"}, {"parent", (tmp / "fake").string()}}}}, {"unavailable", ""}};
-    fs::create_directories(tmp / "fake");
+    stale["cgroups"] = {{"v2", true}, {"controllers", {{{"name", "pids"}, {"parent", "/sys/fs/cgroup/no-such-cgroup/warden"}}}}, {"unavailable", ""}};
     plant_layout(stale);
     run_once("cgroups remembered where there are none");
+  }
+
+  // Never a guess: places detect() could not have found.
+  for (auto [field, planted] : {std::pair{"scratch_root", nlohmann::json((tmp / "elsewhere").string())},
+                                std::pair{"cgroups", nlohmann::json{{"v2", false}, {"unavailable", ""},
+                                                                    {"controllers", {{{"name", "pids"}, {"parent", (tmp / "warden").string()}}}}}},
+                                std::pair{"cgroups", nlohmann::json{{"v2", false}, {"unavailable", ""},
+                                                                    {"controllers", {{{"name", "pids"}, {"parent", "/sys/fs/cgroup/pids/../../../tmp/warden"}}}}}}}) {
+    stale = host.layout();
+    stale[field] = planted;
+    plant_layout(stale);
+    auto opened = Sandbox::open("default", PreflightCache(cache_dir));
+    ASSERT_TRUE(opened);
+    EXPECT_TRUE(opened->host().same_layout(host)) << planted.dump();
+    run_once("a layout naming elsewhere: " + planted.dump());
   }
 
   // Malformed: ignored as a guess, the host is detected first.
   plant_layout(nlohmann::json{{"scratch_root", 7}});
   run_once("a malformed layout");
 
-  // Through the CLI without a workspace, whose scratch would go under a root that is gone.
+  // Through the CLI without a workspace, whose scratch goes under the remembered root.
   stale = host.layout();
-  stale["scratch_root"] = (tmp / "gone").string();
+  stale["scratch_root"] = other_root;
   plant_layout(stale);
   const fs::path cli_cache = tmp / "cli";
   ASSERT_TRUE(warden({"sandbox", "exec", "--cache", cli_cache.string(), "--", "/bin/true"}).exited_with(0));
@@ -440,6 +458,11 @@ TEST(SandboxScratch, ADeadProcesssScratchIsReclaimedByTheFirstRun) {
   auto profile = SandboxProfile::load("default");
   ASSERT_TRUE(profile);
   SandboxHost host = SandboxHost::detect();
+  // A scratch root of its own: any Warden's first run reclaims a dead process's scratch, and
+  // tests running beside this one would otherwise take the orphan before this sandbox's run.
+  TempDir root;
+  ASSERT_EQ(::chmod(root.path().c_str(), 0711), 0);
+  host.scratch_root = root.path();
   pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ASSERT_GT(dead, 0);
