@@ -47,4 +47,10 @@ class Ed25519PrivateKey {
 
 bool ed25519_verify(const Ed25519PublicKey& key, std::string_view message, std::string_view signature);
 
+// True for a public key of small order (any of the curve's eight torsion points, either sign,
+// and their non-canonical spellings): a key that proves nothing, since signatures that no
+// secret made verify under it, one of them for every message. ed25519_verify() refuses them;
+// callers that take a key from outside (enrolment, verifier keys) say so with a clear error.
+bool ed25519_small_order(const Ed25519PublicKey& key);
+
 }  // namespace warden

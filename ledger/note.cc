@@ -124,6 +124,10 @@ Result<NoteVerifier> NoteVerifier::parse(std::string_view vkey) {
   NoteVerifier v;
   v.name_ = std::string(fields->name);
   std::copy(fields->key32.begin(), fields->key32.end(), reinterpret_cast<char*>(v.public_key_.data()));
+  if (ed25519_small_order(v.public_key_)) {
+    // Every checkpoint would "verify" under it with a signature anyone can write.
+    return fail(Errc::invalid_argument, "verifier key " + v.name_ + ": a key of small order, which verifies forged signatures");
+  }
   v.key_hash_ = compute_key_hash(v.name_, v.public_key_);
   if (v.key_hash_ != fields->key_hash) {
     return fail(Errc::invalid_argument, "malformed verifier key: key hash does not match the name and key");

@@ -127,6 +127,9 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   }
   Ed25519PublicKey key{};
   std::copy(enrol.public_key().begin(), enrol.public_key().end(), key.begin());
+  if (ed25519_small_order(key)) {
+    return invalid("enrol.public_key: a key of small order, under which signatures nobody made verify; generate one");
+  }
 
   std::string nonce(kNonceBytes, '\0');
   {

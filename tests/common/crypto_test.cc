@@ -1,5 +1,6 @@
 // SHA-256, hex, base64 and Ed25519 against published test vectors.
 #include <gtest/gtest.h>
+#include <nettle/eddsa.h>
 
 #include "common/clock.h"
 #include "common/ed25519.h"
@@ -112,6 +113,62 @@ TEST(Ed25519, AMalleatedOrMisdirectedSignatureIsRefused) {
   ASSERT_EQ(carry, 0u);
   ASSERT_NE(malleated, raw);
   EXPECT_FALSE(ed25519_verify(key->public_key(), "checkpoint", malleated));
+}
+
+// The curve's eight points of small order, each spelled as a public key (x's sign in the top
+// bit), and the two non-canonical spellings p and p + 1.
+std::vector<std::string> small_order_keys() {
+  std::vector<std::string> hex = {
+      "0100000000000000000000000000000000000000000000000000000000000000",  // the identity
+      "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  // order 2: y = p - 1
+      "0000000000000000000000000000000000000000000000000000000000000000",  // order 4: y = 0
+      "0000000000000000000000000000000000000000000000000000000000000080",
+      "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",  // order 8
+      "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+      "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+      "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+      "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  // p
+      "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  // p + 1
+  };
+  std::vector<std::string> raw;
+  for (const auto& h : hex) raw.push_back(*from_hex(h));
+  return raw;
+}
+
+// Under a key of small order the verification equation [S]B = R + [k]A holds for signatures no
+// secret made: with A the identity, R = the identity and S = 0 verify every message, and with
+// A of order 2, 4 or 8 the same signature verifies one message in 2, 4 or 8. A runner enrolled
+// with such a key would sign every result at once, and a verifier key of small order would let
+// anyone sign checkpoints. Nettle checks the equation only (the raw call below accepts the
+// forgery); Warden refuses the keys.
+TEST(Ed25519, AKeyOfSmallOrderVerifiesNothing) {
+  std::string forged(64, '\0');
+  forged[0] = 1;  // R = the identity, S = 0
+  Ed25519PublicKey identity{};
+  identity[0] = 1;
+  EXPECT_EQ(ed25519_sha512_verify(identity.data(), 4, reinterpret_cast<const uint8_t*>("any "),
+                                  reinterpret_cast<const uint8_t*>(forged.data())),
+            1)
+      << "the forgery this test guards against";
+  for (const auto& raw : small_order_keys()) {
+    Ed25519PublicKey key{};
+    std::copy(raw.begin(), raw.end(), key.begin());
+    EXPECT_TRUE(ed25519_small_order(key)) << to_hex(raw);
+    for (int i = 0; i < 64; ++i) {
+      // Each small-order point as R too: what a forger under a key of order 8 would try.
+      for (const auto& r : small_order_keys()) {
+        std::string sig = r + std::string(32, '\0');
+        EXPECT_FALSE(ed25519_verify(key, "message " + std::to_string(i), sig)) << to_hex(raw) << " " << i;
+      }
+    }
+  }
+  // No honest key is one: a generated key is a multiple of the base point, of the group's
+  // prime order.
+  for (int i = 0; i < 200; ++i) {
+    auto key = Ed25519PrivateKey::from_seed(std::string(31, '\x5a') + static_cast<char>(i));
+    ASSERT_TRUE(key);
+    EXPECT_FALSE(ed25519_small_order(key->public_key())) << i;
+  }
 }
 
 TEST(Ed25519, AKeyMovedFromNoLongerSigns) {

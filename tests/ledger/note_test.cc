@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "common/encoding.h"
+#include "common/sha256.h"
 #include "ledger/checkpoint.h"
 
 namespace warden {
@@ -42,6 +45,27 @@ TEST(NoteKeys, RefuseEveryManglingOfAVerifierKey) {
   }
   EXPECT_FALSE(NoteVerifier::parse("PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TWBADKEY=="));
   EXPECT_FALSE(NoteVerifier::parse("PeterNeumann+173116ae+ZRpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"));
+}
+
+// A verifier key of small order, with a key hash that matches: under the identity, one signature
+// anyone can write (R = the identity, S = 0) would verify every checkpoint, so a replay against
+// such a key would agree with any ledger. Refused when parsed, with the reason.
+TEST(NoteKeys, RefuseAVerifierKeyOfSmallOrder) {
+  std::string raw(1, '\x01');  // the Ed25519 algorithm byte
+  raw += '\x01';
+  raw += std::string(31, '\0');  // the identity point
+  const std::string name = "forger";
+  const Digest h = sha256(name + "\n" + raw);
+  char hash[9];
+  std::snprintf(hash, sizeof hash, "%02x%02x%02x%02x", h.bytes()[0], h.bytes()[1], h.bytes()[2], h.bytes()[3]);
+  auto parsed = NoteVerifier::parse(name + "+" + hash + "+" + base64_encode(raw));
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("small order"), std::string::npos) << parsed.error().message;
+  // The same spelling with an honest key parses: only the key's order was refused.
+  const std::string honest = std::string(1, '\x01') + *from_hex("1a5cd907143c384c41e830c5bce12aa8817ec5649aaabf2c31388b35b2d744d6");
+  const Digest hh = sha256("PeterNeumann\n" + honest);
+  std::snprintf(hash, sizeof hash, "%02x%02x%02x%02x", hh.bytes()[0], hh.bytes()[1], hh.bytes()[2], hh.bytes()[3]);
+  EXPECT_TRUE(NoteVerifier::parse("PeterNeumann+" + std::string(hash) + "+" + base64_encode(honest)));
 }
 
 TEST(NoteKeys, RefuseEveryManglingOfASignerKey) {

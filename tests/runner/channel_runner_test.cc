@@ -176,6 +176,15 @@ TEST_F(ChannelRunnerTest, EveryAlterationTheKernelCanSeeIsRefusedWithItsReason) 
          a.attestation["key"] = to_hex(std::string(32, '\x01'));
        },
        "signature"},
+      {"a verdict changed under a key of small order, with a signature anyone can write",
+       // Under the identity, R = the identity and S = 0 verify every message: an attestation
+       // that would have stood for any result, this one's verdict changed included.
+       [](ChannelRunnerTest&, Answer& a, const std::string&, const std::string&) {
+         a.run_result["checks"][0]["verdict"] = "failed";
+         a.attestation["key"] = "01" + std::string(62, '0');
+         a.attestation["signature"] = "01" + std::string(126, '0');
+       },
+       "the signature is not its key's"},
       {"an attestation for another task",
        [](ChannelRunnerTest& t, Answer& a, const std::string&, const std::string& nonce) {
          a.attestation = t.sign(RunResult::from_json(a.run_result).value(), "another-task", nonce);

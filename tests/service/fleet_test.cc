@@ -320,6 +320,14 @@ TEST_F(Fleet, ForgedReplayedAndMisdirectedProofsAreRefusedAndNothingIsRegistered
               }).ok());
   auto replayed = attempt("r1", "x3", pub, [&](const v1::EnrolChallenge&) { return recorded; });
   EXPECT_EQ(replayed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // A key of small order, proved with the one signature that verifies every message under it
+  // (R = the identity, S = 0): refused before any challenge counts, with the reason.
+  const std::string identity_point = std::string(1, '\x01') + std::string(31, '\0');
+  auto small_order = attempt("r1", "x6", identity_point, [](const v1::EnrolChallenge&) {
+    return std::string(1, '\x01') + std::string(63, '\0');
+  });
+  EXPECT_EQ(small_order.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << small_order.error_message();
+  EXPECT_NE(small_order.error_message().find("small order"), std::string::npos) << small_order.error_message();
   // Malformed enrolments.
   EXPECT_EQ(attempt("r1", "x4", pub.substr(0, 31), honest("x4")).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(attempt("r1", "bad id!", pub, honest("bad id!")).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
