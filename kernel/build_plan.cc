@@ -106,6 +106,9 @@ Result<BuildPlan> BuildPlan::from_json(const Json& json) {
     s.strings("invariants", step.invariants, false);
     s.strings("produces", step.produces, false);
     s.strings("removes_tests", step.removes_tests, false);
+    if (const Json* approvals = s.value("approvals", Json::value_t::array, false)) {
+      for (const Json& a : *approvals) step.approvals.push_back(a);
+    }
     p.steps.push_back(std::move(step));
   });
   r.strings("invariants", p.invariants, false);
@@ -139,6 +142,7 @@ Json BuildStep::to_json() const {
                {"produces", produces}};
   if (content) step["content"] = *content;
   if (!removes_tests.empty()) step["removes_tests"] = removes_tests;  // absent otherwise: older plans keep their digest
+  if (!approvals.empty()) step["approvals"] = approvals;              // likewise
   return step;
 }
 

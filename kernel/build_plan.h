@@ -61,6 +61,9 @@ struct BuildStep {
   // Test ids (globs, glob.h) that passed on the step's base and may be missing or failing
   // after it: the plan says so in advance; a proposal never can.
   std::vector<std::string> removes_tests;
+  // Signed approvals (approval.h) admitting changes to named base tests for one proposal of
+  // this step; decide() verifies each against the policy's approvers and the diff.
+  std::vector<Json> approvals;
 
   Json to_json() const;  // as it stands in the plan's "steps"
 };

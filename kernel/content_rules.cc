@@ -155,6 +155,8 @@ std::optional<std::set<std::string>> defined_functions(std::string_view path, st
     case SourceLanguage::python: python_definitions(text, out); return out;
     case SourceLanguage::c_family: c_definitions(text, out); return out;
     case SourceLanguage::shell:
+    case SourceLanguage::go:
+    case SourceLanguage::javascript:
     case SourceLanguage::other: break;
   }
   return std::nullopt;

@@ -22,6 +22,9 @@ struct Rule {
   std::string_view category;  // kCategories
   std::string_view pattern;
   std::string_view unless = {};  // the finding is dropped when this also matches the line
+  // Matched on the line as written (string contents kept: the name a lookup asks for is a
+  // string), where the line holds code; else on the code with strings emptied.
+  bool raw = false;
 };
 
 struct Category {
@@ -32,7 +35,7 @@ struct Category {
 constexpr Category kCategories[] = {
     {"process_execution", "safety"}, {"code_execution", "safety"}, {"deserialization", "safety"},
     {"network", "safety"},           {"filesystem", "safety"},     {"test_tampering", "safety"},
-    {"unbounded_buffer", "lint"},    {"inline_asm", "lint"},
+    {"test_detection", "safety"},    {"unbounded_buffer", "lint"}, {"inline_asm", "lint"},
 };
 
 // "Not called as a method": the name follows neither a word character nor '.'.
@@ -59,6 +62,19 @@ constexpr Rule kPythonRules[] = {
     // The test runner is the __main__ module: reaching it is reaching the runner's objects.
     {"py.runner_module", "test_tampering", R"(\bsys\s*\.\s*modules\s*\[|\bimport\s+__main__\b|\bfrom\s+__main__\b)"},
     {"py.replace_std_stream", "test_tampering", R"(\bsys\s*\.\s*(?:stdout|stderr|__stdout__|__stderr__)\s*=(?:[^=]|$))"},
+    // Code that asks whether it is under test can pass the tests and fail everyone else.
+    {"py.test_module_lookup", "test_detection",
+     R"(['"](?:unittest|pytest|_pytest|doctest|nose2?)(?:\.\w+)*['"]\s*(?:not\s+)?in\s+sys\s*\.\s*modules|\bsys\s*\.\s*modules\s*(?:\.\s*(?:get|pop|setdefault|__contains__)\s*\(|\[)\s*['"](?:unittest|pytest|_pytest|doctest|nose2?)\b)",
+     {}, true},
+    {"py.frame_inspection", "test_detection",
+     R"(\bsys\s*\.\s*(?:_getframe|_current_frames)\s*\(|\binspect\s*\.\s*(?:stack|currentframe|getouterframes|getframeinfo|trace)\s*\(|\btraceback\s*\.\s*(?:extract_stack|walk_stack|format_stack|print_stack)\s*\(|\.\s*f_back\b)"},
+    {"py.test_env", "test_detection", R"(\b(?:PYTEST_CURRENT_TEST|PYTEST_XDIST_WORKER|PYTEST_VERSION|PYTEST_ADDOPTS|UNITTEST_\w+|WARDEN_\w+)\b)", {}, true},
+    {"py.argv_test_runner", "test_detection",
+     R"(\bsys\s*\.\s*(?:argv|orig_argv)\b.*['"][^'"]*(?:pytest|unittest|py\.test|nose)|['"][^'"]*(?:pytest|unittest|py\.test|nose)[^'"]*['"].*\bsys\s*\.\s*(?:argv|orig_argv)\b)",
+     {}, true},
+    // A comparison that answers the same whatever it compares passes any assertEqual.
+    {"py.constant_eq", "test_detection",
+     R"(\bdef\s+__(?:eq|ne)__\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:\s*return\s+(?:True|False|1|0)\s*$|\b__(?:eq|ne)__\s*=\s*lambda[^:]*:\s*(?:True|False|1|0)\s*$)"},
 };
 
 constexpr Rule kCRules[] = {
@@ -69,12 +85,29 @@ constexpr Rule kCRules[] = {
     // any test runs), and ending the process without unwinding.
     {"c.constructor", "test_tampering", R"((?:__attribute__\s*\(\s*\(|\[\[\s*(?:gnu|clang)\s*::)[^;{]*\b(?:__)?(?:constructor|destructor)\b)"},
     {"c.exit_process", "test_tampering", WARDEN_C_CALL("(?:exit|_exit|_Exit|quick_exit)")},
+    {"c.test_env", "test_detection",
+     R"(\b(?:getenv|secure_getenv|std\s*::\s*getenv)\s*\(\s*"[^"]*(?:TEST|CHECK_|CK_|UNITY|CMOCKA|WARDEN)[^"]*")", {}, true},
+    {"c.caller_address", "test_detection",
+     R"(\b__builtin_(?:return|frame)_address\s*\(|(?:^|[^\w.>])(?:backtrace|backtrace_symbols|dladdr)\s*\()"},
     {"c.gets", "unbounded_buffer", WARDEN_C_CALL("gets")},
     {"c.strcpy", "unbounded_buffer", WARDEN_C_CALL("strcpy")},
     {"c.strcat", "unbounded_buffer", WARDEN_C_CALL("strcat")},
     {"c.sprintf", "unbounded_buffer", WARDEN_C_CALL("sprintf")},
     {"c.vsprintf", "unbounded_buffer", WARDEN_C_CALL("vsprintf")},
     {"c.asm", "inline_asm", R"((?:^|[^\w.>])(?:asm|__asm__|__asm)\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*[({])"},
+};
+
+constexpr Rule kGoRules[] = {
+    {"go.testing_testing", "test_detection", R"(\btesting\s*\.\s*Testing\s*\()"},
+    {"go.test_flag", "test_detection", R"(\bflag\s*\.\s*Lookup\s*\(\s*"test\.|\bos\s*\.\s*Args\b.*"[^"]*\.test\b)", {}, true},
+    {"go.caller", "test_detection", R"(\bruntime\s*\.\s*(?:Caller|Callers|Stack)\s*\()"},
+};
+
+constexpr Rule kJavaScriptRules[] = {
+    {"js.test_env", "test_detection",
+     R"(\b(?:JEST_WORKER_ID|VITEST(?:_\w+)?|MOCHA_\w+|AVA_\w+)\b|\bNODE_ENV\b\s*[!=]==?\s*['"]test['"]|['"]test['"]\s*[!=]==?\s*process\s*\.\s*env\s*(?:\.\s*NODE_ENV|\[\s*['"]NODE_ENV))",
+     {}, true},
+    {"js.test_globals", "test_detection", R"(\btypeof\s+(?:jest|describe|it|expect|vi|mocha)\s*[!=]==?)"},
 };
 
 constexpr Rule kShellRules[] = {
@@ -122,43 +155,58 @@ struct RuleMatch {
 // rule's own pattern counts its calls on a line that matched.
 class RuleSet {
  public:
-  explicit RuleSet(std::span<const Rule> rules) : rules_(rules), set_(rule_options(), RE2::UNANCHORED) {
-    for (const Rule& rule : rules_) {
-      if (set_.Add(re2::StringPiece(rule.pattern.data(), rule.pattern.size()), nullptr) < 0) std::abort();
+  explicit RuleSet(std::span<const Rule> rules)
+      : rules_(rules), set_(rule_options(), RE2::UNANCHORED), raw_set_(rule_options(), RE2::UNANCHORED) {
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      const Rule& rule = rules_[i];
+      RE2::Set& set = rule.raw ? raw_set_ : set_;
+      if (set.Add(re2::StringPiece(rule.pattern.data(), rule.pattern.size()), nullptr) < 0) std::abort();
+      (rule.raw ? raw_index_ : code_index_).push_back(i);
       patterns_.push_back(compiled(rule.pattern));
       unless_.push_back(rule.unless.empty() ? nullptr : compiled(rule.unless));
     }
-    if (!set_.Compile()) std::abort();
+    if (!set_.Compile() || !raw_set_.Compile()) std::abort();
   }
 
-  // The rules `selected` runs that match one line of code, in table order.
-  std::vector<RuleMatch> match(std::string_view code, const DangerRules& selected) const {
+  // The rules `selected` runs that match one line (`code` its code with strings emptied,
+  // `raw` as written), in table order.
+  std::vector<RuleMatch> match(std::string_view code, std::string_view raw, const DangerRules& selected) const {
+    std::set<size_t> ordered;
     std::vector<int> hits;
+    if (set_.Match(re2::StringPiece(code.data(), code.size()), &hits)) {
+      for (int i : hits) ordered.insert(code_index_[static_cast<size_t>(i)]);
+    }
+    hits.clear();
+    const bool has_code = code.find_first_not_of(" \t\r\f\v") != std::string_view::npos;
+    if (has_code && raw_set_.Match(re2::StringPiece(raw.data(), raw.size()), &hits)) {
+      for (int i : hits) ordered.insert(raw_index_[static_cast<size_t>(i)]);
+    }
     std::vector<RuleMatch> out;
-    if (!set_.Match(re2::StringPiece(code.data(), code.size()), &hits)) return out;
-    std::set<int> ordered(hits.begin(), hits.end());
-    for (int i : ordered) {
-      const auto at = static_cast<size_t>(i);
+    for (size_t at : ordered) {
       if (!selected.runs(rules_[at].id)) continue;
-      if (unless_[at] && RE2::PartialMatch(re2::StringPiece(code.data(), code.size()), *unless_[at])) continue;
-      out.push_back({rules_[at].id, count_matches(*patterns_[at], code)});
+      std::string_view text = rules_[at].raw ? raw : code;
+      if (unless_[at] && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *unless_[at])) continue;
+      out.push_back({rules_[at].id, count_matches(*patterns_[at], text)});
     }
     return out;
   }
 
  private:
   std::span<const Rule> rules_;
-  RE2::Set set_;
+  RE2::Set set_, raw_set_;
+  std::vector<size_t> code_index_, raw_index_;  // a set's pattern index -> the rule's
   std::vector<std::unique_ptr<RE2>> patterns_, unless_;
 };
 
 // Compiled on first use and immutable afterwards; RE2 matching is thread-safe.
 const RuleSet* rules_for(SourceLanguage language) {
-  static const RuleSet python(kPythonRules), c(kCRules), shell(kShellRules);
+  static const RuleSet python(kPythonRules), c(kCRules), shell(kShellRules), go(kGoRules), javascript(kJavaScriptRules);
   switch (language) {
     case SourceLanguage::python: return &python;
     case SourceLanguage::c_family: return &c;
     case SourceLanguage::shell: return &shell;
+    case SourceLanguage::go: return &go;
+    case SourceLanguage::javascript: return &javascript;
     case SourceLanguage::other: break;
   }
   return nullptr;
@@ -175,7 +223,8 @@ std::string_view class_of(std::string_view category) {
 template <typename F>
 void for_each_rule(F&& f) {
   for (std::span<const Rule> table : {std::span<const Rule>(kPythonRules), std::span<const Rule>(kCRules),
-                                      std::span<const Rule>(kShellRules)}) {
+                                      std::span<const Rule>(kShellRules), std::span<const Rule>(kGoRules),
+                                      std::span<const Rule>(kJavaScriptRules)}) {
     for (const Rule& rule : table) f(rule);
   }
 }
@@ -238,9 +287,23 @@ std::vector<Occurrence> occurrences(std::string_view path, const std::vector<Num
   const RuleSet* rules = rules_for(language);
   if (!rules) return out;
   CodeStripper stripper(language);
+  // Python: `def __eq__(...):` whose body's first statement returns a constant, over two lines.
+  const NumberedLine* open_eq = nullptr;
+  std::string open_eq_code;
   for (const NumberedLine& line : lines) {
     std::string code = stripper.strip(line.text);
-    for (const RuleMatch& m : rules->match(code, selected)) out.push_back({line.number, m.id, m.count, without_space(code), line.text});
+    for (const RuleMatch& m : rules->match(code, line.text, selected)) out.push_back({line.number, m.id, m.count, without_space(code), line.text});
+    if (language != SourceLanguage::python || !selected.runs("py.constant_eq")) continue;
+    if (open_eq && code.find_first_not_of(" \t") != std::string::npos) {
+      if (RE2::FullMatch(code, R"(\s*return\s+(?:True|False|1|0)\s*)")) {
+        out.push_back({open_eq->number, "py.constant_eq", 1, without_space(open_eq_code) + "\n" + without_space(code), open_eq->text});
+      }
+      open_eq = nullptr;
+    }
+    if (RE2::FullMatch(code, R"(\s*def\s+__(?:eq|ne)__\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:\s*)")) {
+      open_eq = &line;
+      open_eq_code = code;
+    }
   }
   return out;
 }
@@ -265,12 +328,19 @@ std::string_view hunk_line_text(const std::string& line) {
 
 DangerRules::DangerRules() : DangerRules(std::vector<std::string>{}) {}
 
-DangerRules::DangerRules(const std::vector<std::string>& selectors) {
+DangerRules::DangerRules(const std::vector<std::string>& selectors, const std::vector<std::string>& waived) {
   auto named = [&](std::string_view name) { return std::find(selectors.begin(), selectors.end(), name) != selectors.end(); };
   for_each_rule([&](const Rule& rule) {
     std::string_view rule_class = class_of(rule.category);
-    if (rule_class == "safety" || named(rule.id) || named(rule.category) || named(rule_class)) ids_.emplace(rule.id);
+    const bool off = std::find(waived.begin(), waived.end(), rule.id) != waived.end();
+    if (!off && (rule_class == "safety" || named(rule.id) || named(rule.category) || named(rule_class))) ids_.emplace(rule.id);
   });
+}
+
+bool is_danger_rule_id(std::string_view name) {
+  bool found = false;
+  for_each_rule([&](const Rule& rule) { found = found || name == rule.id; });
+  return found;
 }
 
 std::string_view danger_rule_category(std::string_view rule) {

@@ -16,6 +16,20 @@
 //                        (yaml.load( without SafeLoader on the line)
 //     network            sh.curl_pipe_sh (curl|wget ... | sh/bash: fetch and run)
 //     filesystem         sh.rm_rf_root (rm with flags on / or /*)
+//     test_detection     code that asks whether it is being tested: py.test_module_lookup
+//                        ("unittest"/"pytest"/"doctest" looked up in sys.modules),
+//                        py.frame_inspection (sys._getframe, inspect.stack/currentframe/
+//                        getouterframes, traceback.extract_stack/walk_stack, .f_back),
+//                        py.test_env (PYTEST_CURRENT_TEST and the like), py.argv_test_runner
+//                        (sys.argv beside a test runner's name), py.constant_eq (__eq__ or
+//                        __ne__ that returns a constant, on its line or the next), c.test_env
+//                        (getenv of a test runner's variable), c.caller_address
+//                        (__builtin_return_address, backtrace, dladdr), go.testing_testing,
+//                        go.test_flag (flag.Lookup("test.…"), os.Args with ".test"), go.caller
+//                        (runtime.Caller/Callers/Stack), js.test_env (JEST_WORKER_ID, VITEST,
+//                        NODE_ENV === 'test'), js.test_globals (typeof jest/describe/it ...).
+//                        Rules marked raw match the line as written, strings included (the
+//                        name looked up is a string), when the line holds code
 //     test_tampering     py.patch_test_framework (assigning to an attribute of unittest,
 //                        TestCase, TestResult, pytest), py.setattr_test_framework, py.os_exit,
 //                        py.runner_module (sys.modules[...], import __main__: the runner),
@@ -70,12 +84,16 @@ class DangerRules {
   // The safety rules and those `selectors` name: a rule id ("c.sprintf"), a category
   // ("unbounded_buffer") or a class ("lint", "safety"). A selector that names nothing selects
   // nothing; policies refuse one when they are parsed (is_danger_rule_selector).
-  explicit DangerRules(const std::vector<std::string>& selectors);
+  // `waived`: rule ids a policy turns off (is_danger_rule_id), whatever the selectors say.
+  explicit DangerRules(const std::vector<std::string>& selectors, const std::vector<std::string>& waived = {});
   bool runs(std::string_view rule) const { return ids_.contains(rule); }
 
  private:
   std::set<std::string, std::less<>> ids_;
 };
+
+// Whether `name` is a rule id of the tables above.
+bool is_danger_rule_id(std::string_view name);
 
 // Whether `name` is a rule id, a category or a class of the tables above.
 bool is_danger_rule_selector(std::string_view name);

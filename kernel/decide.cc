@@ -31,6 +31,7 @@
 
 #include "common/case_fold.h"
 #include "common/strings.h"
+#include "kernel/approval.h"
 #include "kernel/checkout_attributes.h"
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
@@ -225,7 +226,9 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
 // it. Only a create_test step of the committed plan opens the files it targets (and, since
 // a create step only creates, only to add them); any other step's targets — and every step
 // `warden propose` makes — name what the proposal touches, so they open nothing.
-void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& diff, const PostImages* post, Reasons& reasons) {
+void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& diff, const PostImages* post,
+                  const AdmittedTests& admitted, Reasons& reasons) {
+  bool modified = false;
   for (const FileChange& f : diff.files) {
     for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
       if (!p || in_kernel_dir(*p)) continue;
@@ -243,7 +246,10 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
           touch.after = &*after->second;
         }
       }
-      for (std::string& v : oracle_violations(in.policy.oracle, touch)) reasons.add(reason::protected_path, std::move(v));
+      for (OracleViolation& v : oracle_violations(in.policy.oracle, touch, admitted.tests)) {
+        modified = modified || v.code == reason::test_modified;
+        reasons.add(v.code, std::move(v.detail));
+      }
       // New tests come as files of their own: renamed or copied in, they would escape the
       // oracle run, which drops only what a proposal adds.
       if (p == &f.path && (f.op == FileOp::rename || f.op == FileOp::copy) && !touch.before &&
@@ -253,6 +259,13 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
       }
     }
   }
+  if (!modified) return;
+  // How a person admits an intended change of what a test asserts, and why the approvals given
+  // admitted nothing more.
+  std::string how = "a person the policy names as an approver may admit these tests for this proposal: warden approve --diff " +
+                    diff.digest().str() + " --test PATH::TEST ... (each as named above), then propose again with --approval FILE";
+  for (const std::string& why : admitted.ignored) how += "; " + why + " admits nothing";
+  reasons.add(reason::test_modified, std::move(how));
 }
 
 // Re-applies the diff to the recorded pre-images; the post-images when it applies.
@@ -287,7 +300,7 @@ std::optional<PostImages> apply_to_base(const ProposalEvidence& proposal, const 
 // (the diff does not apply) each added line is judged alone.
 void check_dangerous(const DecisionInput& in, const Diff& diff, const PostImages* post_images, Reasons& reasons) {
   constexpr size_t kMaxListed = 20;
-  const DangerRules rules(in.policy.dangerous_operation_rules);
+  const DangerRules rules(in.policy.dangerous_operation_rules, in.policy.dangerous_operation_waivers);
   std::vector<DangerFinding> findings;
   for (const FileChange& f : diff.files) {
     if (f.op == FileOp::remove) continue;
@@ -308,7 +321,10 @@ void check_dangerous(const DecisionInput& in, const Diff& diff, const PostImages
     }
     // A test may use its own framework as it likes (the oracle run judges what new tests do).
     if (adds_to_oracle(in.policy.oracle, f.path)) {
-      std::erase_if(found, [](const DangerFinding& d) { return danger_rule_category(d.rule) == "test_tampering"; });
+      std::erase_if(found, [](const DangerFinding& d) {
+        const std::string_view category = danger_rule_category(d.rule);
+        return category == "test_tampering" || category == "test_detection";
+      });
     }
     findings.insert(findings.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   }
@@ -388,9 +404,33 @@ bool may_run_no_tests(const BuildStep& step, const CheckResult* base) {
   return builds_up && base && base->tests.empty();
 }
 
-// Every test that passed in `base` and is missing or not passing in `now`, as reasons.
+// Whether test id `id` is one of the base tests an approval admits ("path::Class.test"): the
+// id, its separators read as dots, ends with the unit and names the file's module.
+bool approved_id(std::string_view id, const std::set<std::string>& approved) {
+  std::string norm;
+  for (size_t i = 0; i < id.size(); ++i) {
+    if (id.substr(i, 2) == "::") {
+      norm += '.';
+      ++i;
+    } else {
+      norm += id[i] == '/' ? '.' : id[i];
+    }
+  }
+  for (const std::string& a : approved) {
+    const size_t sep = a.find("::");
+    if (sep == std::string::npos) continue;
+    std::string_view path = std::string_view(a).substr(0, sep), unit = std::string_view(a).substr(sep + 2);
+    std::string_view stem = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+    stem = stem.substr(0, stem.find('.'));
+    if ((norm == unit || norm.ends_with("." + std::string(unit))) && norm.find(stem) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Every test that passed in `base` and is missing or not passing in `now`, as reasons. A test
+// an approval admits may be missing (the approved change removed it), never failing.
 void add_lost_tests(const BuildStep& step, const CheckResult& base, const CheckResult& now, std::string_view where,
-                    Reasons& reasons) {
+                    const std::set<std::string>& approved, Reasons& reasons) {
   constexpr size_t kMaxListed = 20;
   std::map<std::string_view, std::string_view> status;
   for (const TestCase& t : now.tests) status.emplace(t.id, t.status);
@@ -398,7 +438,9 @@ void add_lost_tests(const BuildStep& step, const CheckResult& base, const CheckR
   for (const TestCase& t : base.tests) {
     if (t.status != "passed" || any_glob_match(step.removes_tests, t.id)) continue;
     auto it = status.find(t.id);
-    if (it == status.end()) lost.push_back(t.id + " (missing)");
+    if (it == status.end()) {
+      if (!approved_id(t.id, approved)) lost.push_back(t.id + " (missing)");
+    }
     else if (it->second != "passed") lost.push_back(t.id + " (" + std::string(it->second) + ")");
   }
   for (size_t i = 0; i < lost.size() && i < kMaxListed; ++i) {
@@ -409,33 +451,54 @@ void add_lost_tests(const BuildStep& step, const CheckResult& base, const CheckR
   }
 }
 
-// A proposal that adds tests or hooks is judged by the base's tests alone as well: the oracle
-// run (oracle_run.h) must be of exactly the proposal's diff without them, and keep every
-// test the base passed.
-void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
+// The tests the proposal adds (ids the base's run does not have) must pass: they are the
+// change's FAIL_TO_PASS. A skipped new test proves nothing and refuses nothing.
+void add_failing_new_tests(const CheckResult& base, const CheckResult& now, Reasons& reasons) {
+  constexpr size_t kMaxListed = 20;
+  std::set<std::string_view> known;
+  for (const TestCase& t : base.tests) known.insert(t.id);
+  std::vector<std::string> failing;
+  for (const TestCase& t : now.tests) {
+    if (known.contains(t.id) || t.status == "passed" || t.status == "skipped") continue;
+    failing.push_back(t.id + " (" + t.status + ")");
+  }
+  for (size_t i = 0; i < failing.size() && i < kMaxListed; ++i) {
+    reasons.add(reason::new_test_failed, now.name + ": " + failing[i] + ", a test the proposal adds");
+  }
+  if (failing.size() > kMaxListed) {
+    reasons.add(reason::new_test_failed, now.name + ": and " + std::to_string(failing.size() - kMaxListed) + " more");
+  }
+}
+
+// A proposal that adds tests or changes a test file is judged by the base's test files alone as
+// well: the oracle run (oracle_run.h) must be of exactly the proposal's diff without its test
+// files' changes, and keep every test the base passed.
+void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, const std::set<std::string>& approved,
+                      Reasons& reasons) {
   if (!diff || !in.base_run) return;
-  std::optional<Diff> without = oracle_diff(*diff, in.proposal, in.policy.oracle);
+  std::optional<Diff> without = oracle_diff(*diff, in.proposal, in.policy.oracle, approved);
   if (!without) return;
   if (!base_passed_a_test(*in.base_run)) return;  // nothing of the base's to guard
   if (!in.oracle_run || in.oracle_run->diff_sha256 != without->digest()) {
-    reasons.add(reason::pass_to_pass_failed, "no run of the base's tests on the proposal without the tests and hooks it adds");
+    reasons.add(reason::pass_to_pass_failed, "no run of the base's tests, with the base's test files, on the proposal's code");
     return;
   }
   for (const CheckResult& base : in.base_run->checks) {
     if (!reports_tests(base)) continue;
     const CheckResult* now = find_check(*in.oracle_run, base.name);
     if (!now) {
-      reasons.add(reason::pass_to_pass_failed, base.name + ": not run without the proposal's new tests");
+      reasons.add(reason::pass_to_pass_failed, base.name + ": not run with the base's test files");
       continue;
     }
-    add_lost_tests(step, base, *now, " (run without the tests and hooks the proposal adds)", reasons);
+    add_lost_tests(step, base, *now, " (run with the base's test files)", approved, reasons);
   }
 }
 
 // Tests judged: a reporting check that ran no tests fails as no_tests_ran; every test that
 // passed on the base must be there and pass. Returns the checks excused from their verdict
 // (no tests, exit 0, on a step building up a project that has none yet).
-std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
+std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step, const Diff* diff,
+                                  const std::set<std::string>& approved, Reasons& reasons) {
   std::set<std::string> judged;
   const RunResult& run = *in.run;
   for (const CheckResult& c : run.checks) {
@@ -443,8 +506,13 @@ std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step
     const CheckResult* base = in.base_run ? find_check(*in.base_run, c.name) : nullptr;
     if (c.tests.empty()) {
       const bool clean = std::all_of(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.exit_code == 0; });
-      if (clean && may_run_no_tests(step, base)) judged.insert(c.name);
-      else reasons.add(reason::no_tests_ran, c.name + " ran no tests");
+      if (clean && may_run_no_tests(step, base)) {
+        judged.insert(c.name);
+      } else {
+        reasons.add(reason::no_tests_ran, c.name + " ran no tests");
+        // Which of the base's tests went missing (a deleted test file takes its tests along).
+        if (base) add_lost_tests(step, *base, c, "", approved, reasons);
+      }
       continue;
     }
     if (!in.base_run) {
@@ -455,13 +523,15 @@ std::set<std::string> check_tests(const DecisionInput& in, const BuildStep& step
       reasons.add(reason::pass_to_pass_failed, c.name + ": the base run has no such check");
       continue;
     }
-    add_lost_tests(step, *base, c, "", reasons);
+    add_lost_tests(step, *base, c, "", approved, reasons);
+    add_failing_new_tests(*base, c, reasons);
   }
-  check_oracle_run(in, step, diff, reasons);
+  check_oracle_run(in, step, diff, approved, reasons);
   return judged;
 }
 
-void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, Reasons& reasons) {
+void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, const std::set<std::string>& approved,
+               Reasons& reasons) {
   if (!in.run) {
     if (reasons.empty()) reasons.add(reason::required_checks_failed, "not run: the proposal never reached the runner");
     return;
@@ -473,7 +543,7 @@ void check_run(const DecisionInput& in, const BuildStep& step, const Diff* diff,
                                            ", not this proposal's diff " + diff->digest().str());
   }
 
-  const std::set<std::string> judged = check_tests(in, step, diff, reasons);
+  const std::set<std::string> judged = check_tests(in, step, diff, approved, reasons);
   std::set<std::string> checks(in.policy.required_checks.begin(), in.policy.required_checks.end());
   for (const CheckSpec& spec : in.plan.checks) checks.insert(spec.name);
   std::set<std::string> invariants(in.plan.invariants.begin(), in.plan.invariants.end());
@@ -525,6 +595,9 @@ Verdict decide(const DecisionInput& in) {
   if (in.proposal.patch_refusal) add_refusal(*in.proposal.patch_refusal, reasons);
   if (in.proposal.executor_refusal) add_executor_refusal(*in.proposal.executor_refusal, reasons);
   auto diff = Diff::from_json(in.proposal.diff);
+  // Approvals (approval.h) count only signed by a key the policy names, for exactly this diff.
+  AdmittedTests admitted;
+  if (diff && !step->approvals.empty()) admitted = admitted_tests(step->approvals, diff->digest(), in.policy.approvers);
   if (!diff) {
     if (!in.proposal.patch_refusal && !in.proposal.executor_refusal) add_refusal(diff.error(), reasons);
   } else {
@@ -532,14 +605,14 @@ Verdict decide(const DecisionInput& in) {
     check_paths(in, *step, *diff, reasons);
     std::optional<PostImages> post_images = apply_to_base(in.proposal, *diff, reasons);
     const PostImages* post = post_images ? &*post_images : nullptr;
-    check_oracle(in, *step, *diff, post, reasons);
+    check_oracle(in, *step, *diff, post, admitted, reasons);
     for (std::string& problem : content_mismatches(ContentCheck{*step, *diff, in.proposal.base, post, in.policy.exact_content})) {
       reasons.add(reason::content_mismatch, std::move(problem));
     }
     check_checkout_attributes(in, *diff, post, reasons);
     if (in.policy.dangerous_operations) check_dangerous(in, *diff, post, reasons);
   }
-  check_run(in, *step, diff ? &*diff : nullptr, reasons);
+  check_run(in, *step, diff ? &*diff : nullptr, admitted.tests, reasons);
   return reasons.verdict();
 }
 

@@ -1,7 +1,12 @@
 #include "kernel/oracle.h"
 
+#include <algorithm>
+
 #include "kernel/glob.h"
 #include "kernel/oracle_sections.h"
+#include "kernel/test_file_change.h"
+#include "kernel/test_structure.h"
+#include "kernel/verdict.h"
 
 namespace warden::kernel {
 namespace {
@@ -20,6 +25,53 @@ std::string verb(const OracleTouch& t) {
 }
 
 constexpr std::string_view kOnlyCreateTest = "only a create_test step of the committed plan that targets it may change it";
+
+// "a; b; c and 4 more", at most `max` listed.
+std::string listed(const std::vector<std::string>& items, std::string_view sep = "; ", size_t max = 8) {
+  std::string joined;
+  for (size_t i = 0; i < items.size() && i < max; ++i) joined += (joined.empty() ? "" : std::string(sep)) + items[i];
+  if (items.size() > max) joined += " and " + std::to_string(items.size() - max) + " more";
+  return joined;
+}
+
+// The tests a base test file holds, by its structure (none when it cannot be read).
+std::vector<std::string> tests_in(std::string_view path, std::string_view text) {
+  TestFileComparison removed = compare_test_file(path, text, "");
+  std::vector<std::string> tests;
+  for (const TestFileFinding& f : removed.findings) {
+    if (f.is_test) tests.push_back(f.unit);
+  }
+  return tests;
+}
+
+// An existing test file the proposal changes: judged by structure where the kernel can read
+// it (test_file_change.h), else whole.
+std::vector<OracleViolation> judge_test_file(const OracleTouch& t, const std::string& glob, const std::set<std::string>& approved) {
+  const std::string whole = t.path + " is part of the oracle (oracle path " + glob + "): the proposal " + verb(t) + " it; ";
+  if (!has_structure_reader(t.path)) {
+    return {{reason::protected_path, whole + "a kind of file the kernel judges whole; " + std::string(kOnlyCreateTest)}};
+  }
+  if (!t.after_known) return {};  // it did not apply: refused for that, with nothing to compare
+  if (!t.after) {
+    std::vector<std::string> tests = tests_in(t.path, *t.before);
+    const bool all_approved = !tests.empty() && std::all_of(tests.begin(), tests.end(), [&](const std::string& u) {
+      return approved.contains(approval_name(t.path, u));
+    });
+    if (all_approved) return {};
+    return {{reason::test_modified, t.path + " is removed" + (tests.empty() ? "" : ", and with it the base's tests " + listed(tests, ", "))}};
+  }
+  TestFileComparison cmp = compare_test_file(t.path, *t.before, *t.after);
+  if (cmp.unreadable) {
+    return {{reason::protected_path, whole + "its structure cannot be read with confidence, so it is judged whole: " + *cmp.unreadable}};
+  }
+  std::erase_if(cmp.findings, [&](const TestFileFinding& f) { return approved.contains(approval_name(t.path, f.unit)); });
+  if (cmp.findings.empty()) return {};
+  std::vector<std::string> described;
+  for (const TestFileFinding& f : cmp.findings) described.push_back(f.describe());
+  return {{reason::test_modified, t.path + ": " + listed(described) +
+                                      " (a proposal may add tests, helpers and imports to a test file, never change what the "
+                                      "base's tests are or use)"}};
+}
 
 }  // namespace
 
@@ -64,16 +116,15 @@ std::vector<std::string> default_oracle_sections() {
 
 Json OracleRules::to_json() const { return {{"paths", paths}, {"hooks", hooks}, {"sections", sections}}; }
 
-std::vector<std::string> oracle_violations(const OracleRules& rules, const OracleTouch& t) {
+std::string approval_name(std::string_view path, std::string_view unit) { return std::string(path) + "::" + std::string(unit); }
+
+std::vector<OracleViolation> oracle_violations(const OracleRules& rules, const OracleTouch& t, const std::set<std::string>& approved) {
   if (const std::string* glob = matching(rules.hooks, t.path)) {
     std::string why = t.before ? std::string(kOnlyCreateTest)
                                : "a new one changes how every existing test runs; " + std::string(kOnlyCreateTest);
-    return {t.path + " is a test-runner hook (oracle hook " + *glob + "): the proposal " + verb(t) + " it; " + why};
+    return {{reason::protected_path, t.path + " is a test-runner hook (oracle hook " + *glob + "): the proposal " + verb(t) + " it; " + why}};
   }
-  if (const std::string* glob = matching(rules.paths, t.path); glob && t.before) {
-    return {t.path + " is part of the oracle (oracle path " + *glob + "): the proposal " + verb(t) + " it; " +
-            std::string(kOnlyCreateTest)};
-  }
+  if (const std::string* glob = matching(rules.paths, t.path); glob && t.before) return judge_test_file(t, *glob, approved);
   // A new test may be added; a new file there that configures the runner (tests/tox.ini,
   // tests/pyproject.toml) is judged by its test section below, like any such file.
   const std::string* glob = matching(rules.sections, t.path);
@@ -81,18 +132,19 @@ std::vector<std::string> oracle_violations(const OracleRules& rules, const Oracl
   std::optional<SectionKind> kind = section_kind(t.path);
   if (!kind) {
     if (!t.before) return {};
-    return {t.path + " holds the oracle (oracle section " + *glob + ", a kind of file the kernel judges whole): the proposal " +
-            verb(t) + " it; " + std::string(kOnlyCreateTest)};
+    return {{reason::protected_path, t.path + " holds the oracle (oracle section " + *glob +
+                                         ", a kind of file the kernel judges whole): the proposal " + verb(t) + " it; " +
+                                         std::string(kOnlyCreateTest)}};
   }
   if (!t.after_known) return {};  // it did not apply: refused for that, with nothing to compare
   std::vector<std::string> changes = section_changes(extract_test_section(*kind, t.before ? *t.before : ""),
                                                      extract_test_section(*kind, t.after ? *t.after : ""));
   if (changes.empty()) return {};
-  constexpr size_t kMaxListed = 8;
-  std::string joined;
-  for (size_t i = 0; i < changes.size() && i < kMaxListed; ++i) joined += (joined.empty() ? "" : ", ") + changes[i];
-  if (changes.size() > kMaxListed) joined += " and " + std::to_string(changes.size() - kMaxListed) + " more";
-  return {t.path + ": " + joined + " (its test section is the oracle; " + std::string(kOnlyCreateTest) + ")"};
+  return {{reason::protected_path, t.path + ": " + listed(changes, ", ") + " (its test section is the oracle; " + std::string(kOnlyCreateTest) + ")"}};
+}
+
+bool changes_existing_test(const OracleRules& rules, std::string_view path) {
+  return matching(rules.paths, path) && !matching(rules.hooks, path);
 }
 
 bool adds_to_oracle(const OracleRules& rules, std::string_view path) {

@@ -7,6 +7,7 @@
 #include "common/file.h"
 #include "kernel/blueprint.h"
 #include "kernel/dangerous_ops.h"
+#include "ledger/note.h"
 #include "common/json_reader.h"
 
 namespace warden::kernel {
@@ -119,6 +120,16 @@ Result<Policy> Policy::parse(std::string_view text, std::string_view what) {
       r.fail("dangerous_operation_rules", "\"" + selector + "\" is neither a rule id, a category nor a class of the dangerous-operation scan");
     }
   }
+  r.strings("approvers", p.approvers, false);
+  for (const std::string& vkey : p.approvers) {
+    if (auto v = NoteVerifier::parse(vkey); r.ok() && !v) r.fail("approvers", v.error().message);
+  }
+  r.strings("dangerous_operation_waivers", p.dangerous_operation_waivers, false);
+  for (const std::string& id : p.dangerous_operation_waivers) {
+    if (r.ok() && !is_danger_rule_id(id)) {
+      r.fail("dangerous_operation_waivers", "\"" + id + "\" is not a rule id of the dangerous-operation scan (e.g. py.frame_inspection)");
+    }
+  }
   if (r.ok() && !p.dangerous_operation_rules.empty() && !p.dangerous_operations) {
     r.fail("dangerous_operation_rules", "names rules of a scan that \"dangerous_operations\": false turns off");
   }
@@ -229,6 +240,8 @@ Json Policy::to_json() const {
             {"programs", programs_j}};
   // Only when set: every policy written before it keeps its digest.
   if (runner_quorum) j["runner_quorum"] = runner_quorum->to_json();
+  if (!dangerous_operation_waivers.empty()) j["dangerous_operation_waivers"] = dangerous_operation_waivers;
+  if (!approvers.empty()) j["approvers"] = approvers;
   return j;
 }
 

@@ -15,6 +15,8 @@
 //                                             // its safety rules (process execution, eval, ...) ...
 //    "dangerous_operation_rules": ["unbounded_buffer"],  // ... and the lint rules named here
 //                                             // (rule ids such as "c.sprintf", categories, or "lint")
+//    "dangerous_operation_waivers": ["py.frame_inspection"],  // rule ids the scan skips, on the record
+//    "approvers": ["alice+1234abcd+AQ..."],  // verifier keys whose approvals admit changed base tests
 //    "invariants": {"no_import_cycles": {"program": "no_import_cycles.py", "args": ["--lang", "python"],
 //                                         "description": "..."}}}
 // Each invariant maps to a check program in policies/checks/ (embedded in the binary too), run
@@ -74,6 +76,13 @@ struct Policy {
   // Lint rules the scan runs besides the safety rules: selectors of dangerous_ops.h, each
   // known (parse() refuses an unknown one, and any with dangerous_operations false).
   std::vector<std::string> dangerous_operation_rules;
+  // Rule ids of the scan this policy turns off, e.g. "py.frame_inspection" for a library that
+  // walks its caller's frames by design. In to_json (and so in the recorded policy and its
+  // digest) only when set.
+  std::vector<std::string> dangerous_operation_waivers;
+  // Verifier keys (note format, `warden key generate`) of the people whose approvals
+  // (approval.h) may admit changes to base tests. In to_json only when set.
+  std::vector<std::string> approvers;
   std::map<std::string, InvariantProgram> invariants;
   // Invariants that cannot hold part-way (every function has a test): generated plans prove
   // them at the final verification checkpoint instead of after every step.

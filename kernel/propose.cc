@@ -1,5 +1,8 @@
 #include "kernel/propose.h"
 
+#include "kernel/approval.h"
+#include "ledger/note.h"
+
 #include <set>
 
 #include "diff/diff.h"
@@ -95,6 +98,7 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
   step.action = StepAction::modify;
   step.description = "proposal " + std::filesystem::path(r.source).filename().string();
   step.targets = touched.paths;
+  step.approvals = r.approvals;
   plan.steps.push_back(std::move(step));
   // One step completes the plan, so the policy's end-of-plan invariants apply to it too.
   for (const auto& [name, program] : policy.invariants) plan.invariants.push_back(name);
@@ -153,6 +157,12 @@ Status check_proposal(const ProposeRequest& r) {
   if (!touched) return std::unexpected(touched.error());
   for (const std::string& glob : r.oracle) {
     if (glob.empty()) return fail(Errc::invalid_argument, "--oracle: a glob may not be empty");
+  }
+  for (const std::string& vkey : r.approvers) {
+    if (auto v = NoteVerifier::parse(vkey); !v) return fail(Errc::invalid_argument, "--approver: " + v.error().message);
+  }
+  for (const Json& a : r.approvals) {
+    if (auto parsed = Approval::from_json(a); !parsed) return fail(Errc::invalid_argument, "--approval: " + parsed.error().message);
   }
   if (!r.policy && r.checks.empty()) {
     return fail(Errc::invalid_argument, "nothing would judge the proposal: give --check 'CMD' or --policy");
@@ -213,6 +223,7 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   if (!touched || !ledger) return fail(Errc::internal, "the proposal changed while it was checked");
   Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
   policy.oracle.paths.insert(policy.oracle.paths.end(), r.oracle.begin(), r.oracle.end());
+  policy.approvers.insert(policy.approvers.end(), r.approvers.begin(), r.approvers.end());
 
   GivenProposal proposer("file:" + std::filesystem::path(r.source).filename().string(), r.proposal);
   BuildOptions options;

@@ -43,6 +43,8 @@ struct ProposeRequest {
   std::vector<CheckSpec> checks;    // the repository's own checks (may be empty with a policy)
   std::optional<Policy> policy;     // none: the permissive policy over `checks`
   std::vector<std::string> oracle;  // globs added to the policy's oracle paths (--oracle), recorded with it
+  std::vector<std::string> approvers;  // verifier keys added to the policy's approvers (--approver), recorded with it
+  std::vector<Json> approvals;         // signed approvals (approval.h, --approval), recorded in the plan's step
   std::filesystem::path ledger;     // empty: <repo>/.git/warden-ledger
   std::string branch = "warden/propose";
   std::string step_id;              // empty: the Diff's own step id, else "propose"

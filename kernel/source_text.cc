@@ -40,6 +40,11 @@ SourceLanguage source_language(std::string_view path) {
   std::string_view ext = extension(path);
   if (ext == ".py" || ext == ".pyi") return SourceLanguage::python;
   if (ext == ".sh" || ext == ".bash") return SourceLanguage::shell;
+  if (ext == ".go") return SourceLanguage::go;
+  static constexpr std::array<std::string_view, 8> kJs = {".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"};
+  for (std::string_view j : kJs) {
+    if (ext == j) return SourceLanguage::javascript;
+  }
   for (std::string_view c : kC) {
     if (ext == c) return SourceLanguage::c_family;
   }
@@ -61,7 +66,9 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 std::string CodeStripper::strip(std::string_view line) {
   switch (language_) {
     case SourceLanguage::python: return strip_python(line);
-    case SourceLanguage::c_family: return strip_c(line);
+    case SourceLanguage::c_family:
+    case SourceLanguage::go:
+    case SourceLanguage::javascript: return strip_c(line);
     case SourceLanguage::shell: return strip_shell(line);
     case SourceLanguage::other: break;
   }

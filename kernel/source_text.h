@@ -15,9 +15,12 @@
 
 namespace warden::kernel {
 
-enum class SourceLanguage { python, c_family, shell, other };
+enum class SourceLanguage { python, c_family, shell, go, javascript, other };
 
-// .py/.pyi -> python; .c .h .cc .cpp .cxx .hpp .hh .hxx -> c_family; .sh .bash -> shell.
+// .py/.pyi -> python; .c .h .cc .cpp .cxx .hpp .hh .hxx -> c_family; .sh .bash -> shell;
+// .go -> go; .js .mjs .cjs .jsx .ts .mts .cts .tsx -> javascript. Go and JavaScript are
+// stripped as C is (// and /* */ comments, "" and '' strings); Go's `raw` strings and
+// JavaScript's template literals and regular expressions are kept as code.
 SourceLanguage source_language(std::string_view path);
 
 // The lines of `text` without their '\n'; a last line without one is still a line.

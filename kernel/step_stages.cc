@@ -150,11 +150,12 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   return std::optional<BaseRun>(BaseRun{*tree, std::move(ran->result), rec->seq});
 }
 
-// The oracle run (oracle_run.h): when the proposal adds tests or hooks, its test checks again
-// on its diff without them, recorded.
+// The oracle run (oracle_run.h): when the proposal adds tests or hooks or changes a test file,
+// its test checks again on its diff without those changes, recorded.
 Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Proposed& proposed, const std::vector<CheckSpec>& checks) {
   if (checks.empty()) return std::optional<OracleRun>();
-  std::optional<Diff> diff = oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle);
+  std::optional<Diff> diff =
+      oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle, approved_tests(ctx.step, ctx.policy, *proposed.diff));
   if (!diff) return std::optional<OracleRun>();
   auto applied = ctx.workspace.apply(*diff, ctx.head.hex());
   if (!applied) return std::unexpected(stage_error("applying the diff without its new tests: " + applied.error().message()));

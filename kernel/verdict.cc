@@ -112,6 +112,11 @@ std::string suggestion_for(const Reason& reason) {
   if (code == reason::pass_to_pass_failed) {
     return "keep every test that passed on the base passing; fix the code, not the tests" + why;
   }
+  if (code == reason::test_modified) {
+    return "add new tests beside the base's ones and leave every base test and what it uses as it was; a change of what a "
+           "test asserts needs a person's approval" + why;
+  }
+  if (code == reason::new_test_failed) return "make the tests the change adds pass, or leave out the ones that do not" + why;
   if (code == reason::no_tests_ran) return "make the check run the project's tests (a test run of nothing proves nothing)" + why;
   if (code == reason::dangerous_operation_detected) {
     return "remove the dangerous call and use a safe alternative (no eval/exec/shell, no unbounded string copies)" + why;

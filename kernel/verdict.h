@@ -25,6 +25,11 @@ inline constexpr std::string_view diff_too_large = "diff_too_large";
 inline constexpr std::string_view required_checks_failed = "required_checks_failed";
 // A test that passed on the step's base is missing or not passing on the proposal.
 inline constexpr std::string_view pass_to_pass_failed = "pass_to_pass_failed";
+// A proposal changes, removes or redefines a test the base ran, or something such a test uses
+// (a helper, a fixture, setUp, an import, a name it reads), in an existing test file.
+inline constexpr std::string_view test_modified = "test_modified";
+// A test the proposal adds (absent from the base's run) does not pass.
+inline constexpr std::string_view new_test_failed = "new_test_failed";
 // A check that reports tests ran none: it proves nothing, so it never passes.
 inline constexpr std::string_view no_tests_ran = "no_tests_ran";
 inline constexpr std::string_view invariant_not_proven = "invariant_not_proven";  // ":<name>"

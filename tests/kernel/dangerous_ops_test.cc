@@ -103,6 +103,54 @@ TEST(DangerousOps, EveryRuleMatchesAndItsLookalikesDoNot) {
   }
 }
 
+// Code under test that asks whether it is being tested: each rule on its pattern, and the
+// lookalikes honest code writes.
+TEST(DangerousOps, TestDetectionRulesFireOnTheirPatterns) {
+  const Case cases[] = {
+      {"m.py", "if 'unittest' in sys.modules:", "py.test_module_lookup"},
+      {"m.py", "    return x if \"pytest\" not in sys.modules else y", "py.test_module_lookup"},
+      {"m.py", "t = sys.modules.get('_pytest.runner')", "py.test_module_lookup"},
+      {"m.py", "if 'numpy' in sys.modules:", ""},
+      {"m.py", "# 'unittest' in sys.modules", ""},
+      {"m.py", "f = sys._getframe(1)", "py.frame_inspection"},
+      {"m.py", "for fr in inspect.stack():", "py.frame_inspection"},
+      {"m.py", "frame = inspect.currentframe().f_back", "py.frame_inspection"},
+      {"m.py", "names = [f.filename for f in traceback.extract_stack()]", "py.frame_inspection"},
+      {"m.py", "traceback.print_exc()", ""},
+      {"m.py", "if os.environ.get('PYTEST_CURRENT_TEST'):", "py.test_env"},
+      {"m.py", "x = os.environ['HOME']", ""},
+      {"m.py", "if any('pytest' in a for a in sys.argv):", "py.argv_test_runner"},
+      {"m.py", "if 'unittest' in ' '.join(sys.argv):", "py.argv_test_runner"},
+      {"m.py", "prog = sys.argv[0]", ""},
+      {"m.py", "    def __eq__(self, other): return True", "py.constant_eq"},
+      {"m.py", "    __ne__ = lambda self, other: False", "py.constant_eq"},
+      {"m.py", "    def __eq__(self, other): return self.v == other.v", ""},
+      {"m.c", "if (getenv(\"CTEST_INTERACTIVE_DEBUG_MODE\")) return 1;", "c.test_env"},
+      {"m.c", "const char *h = getenv(\"HOME\");", ""},
+      {"m.c", "void *caller = __builtin_return_address(0);", "c.caller_address"},
+      {"m.go", "if testing.Testing() {", "go.testing_testing"},
+      {"m.go", "if flag.Lookup(\"test.v\") != nil {", "go.test_flag"},
+      {"m.go", "_, file, _, _ := runtime.Caller(1)", "go.caller"},
+      {"m.go", "v := flag.Lookup(\"verbose\")", ""},
+      {"m.js", "if (process.env.JEST_WORKER_ID) return 42;", "js.test_env"},
+      {"m.ts", "if (process.env.NODE_ENV === 'test') { return cached; }", "js.test_env"},
+      {"m.js", "if (process.env.NODE_ENV === 'production') {}", ""},
+      {"m.js", "if (typeof jest !== 'undefined') {}", "js.test_globals"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(rules_of(scan_all(c.path, c.line)), c.rule) << c.path << ": " << c.line;
+  }
+  // Over two lines: the comparison's body returns a constant.
+  EXPECT_EQ(rules_of(scan_all("m.py", "class V:\n    def __eq__(self, other):\n        return True\n")), "py.constant_eq");
+  EXPECT_EQ(rules_of(scan_all("m.py", "class V:\n    def __eq__(self, other):\n        return self.v == other.v\n")), "");
+  // A policy may waive a rule by id; the others still run.
+  const DangerRules waived({}, {"py.frame_inspection"});
+  EXPECT_EQ(rules_of(scan_source("m.py", "f = sys._getframe(1)", waived)), "");
+  EXPECT_EQ(rules_of(scan_source("m.py", "if 'unittest' in sys.modules: pass", waived)), "py.test_module_lookup");
+  EXPECT_TRUE(is_danger_rule_id("py.frame_inspection"));
+  EXPECT_FALSE(is_danger_rule_id("test_detection"));
+}
+
 TEST(DangerousOps, MultiLineCommentsAndStringsAreNotCode) {
   EXPECT_EQ(rules_of(scan_all("a.py", "x = 1\n\"\"\"\nwe never eval(x)\n\"\"\"\nos.system(y)\n")), "py.os_system");
   EXPECT_EQ(rules_of(scan_all("a.c", "/* start\n strcpy(a, b);\n end */ gets(b);\n")), "c.gets");

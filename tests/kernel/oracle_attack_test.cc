@@ -69,7 +69,7 @@ TEST_F(OracleAttack, ANewTestFileThatReplacesTheFunctionAtImportIsRefused) {
                          "import mathlib.ops as _m\n\n_m.mul = lambda a, b: a * b\n\n\ndef test_nothing() -> None:\n    pass\n"}},
                        {"--check", kUnittest});
   EXPECT_TRUE(has_code(codes, "pass_to_pass_failed")) << last;
-  EXPECT_NE(last.find("run without the tests and hooks the proposal adds"), std::string::npos) << last;
+  EXPECT_NE(last.find("run with the base's test files"), std::string::npos) << last;
   // A real fix with a real new test is accepted: the base's tests pass without it too.
   EXPECT_TRUE(propose("fix-with-test", {{"mathlib/ops.py", kOps + std::string("\n\ndef neg(a: int) -> int:\n    return -a\n")},
                                         {"tests/test_neg.py",

@@ -52,24 +52,25 @@ class OracleCliTest : public ::testing::Test {
     return r.out.empty() ? nlohmann::json() : stdout_json(r);
   }
 
-  // Refused, with protected_path among the reasons naming `file` (and, when `exactly`, the only
-  // one besides pass_to_pass_failed: the kernel's own comparison with the base's tests, which
-  // refuses some of these cheats a second time on its own).
+  // Refused, with `code` (protected_path, or test_modified for a base test changed in its
+  // file) among the reasons naming `file` (and, when `exactly`, the only one besides
+  // pass_to_pass_failed: the kernel's own comparison with the base's tests, which refuses some
+  // of these cheats a second time on its own).
   void expect_oracle_refusal(const std::string& name, const Files& files, const std::vector<std::string>& args,
-                             const std::string& detail, bool exactly = true) {
+                             const std::string& detail, bool exactly = true, const std::string& code = "protected_path") {
     auto j = propose(name, files, args, 1);
     ASSERT_EQ(j["accepted"], false) << name << ": " << j.dump();
     std::vector<std::string> codes;
-    std::string protected_detail;
+    std::string code_detail;
     for (const auto& reason : j["refusal"]["reasons"]) {
       codes.push_back(reason["code"]);
-      if (reason["code"] == "protected_path") protected_detail = reason["detail"];
+      if (reason["code"] == code) code_detail = reason["detail"];
     }
-    EXPECT_TRUE(has_code(codes, "protected_path")) << name << ": " << j["refusal"].dump();
-    EXPECT_NE(protected_detail.find(detail), std::string::npos) << name << ": " << protected_detail;
+    EXPECT_TRUE(has_code(codes, code)) << name << ": " << j["refusal"].dump();
+    EXPECT_NE(code_detail.find(detail), std::string::npos) << name << ": " << code_detail;
     if (exactly) {
       std::erase(codes, "pass_to_pass_failed");
-      EXPECT_EQ(codes, std::vector<std::string>{"protected_path"}) << name << ": " << j["refusal"].dump();
+      EXPECT_EQ(codes, std::vector<std::string>{code}) << name << ": " << j["refusal"].dump();
     }
     EXPECT_FALSE(has_ref(repo.repo(), "warden/" + name));
   }
@@ -132,14 +133,110 @@ TEST_F(UnittestProject, TheBrokenChangeAloneFailsTheTests) {
 
 TEST_F(UnittestProject, DeletingTheFailingTestIsRefused) {
   expect_oracle_refusal("delete", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", std::nullopt}}, check(),
-                        "tests/test_ops.py is part of the oracle (oracle path **/tests/**): the proposal removes", false);
+                        "tests/test_ops.py is removed, and with it the base's tests OpsTest.test_add, OpsTest.test_mul",
+                        false, "test_modified");
 }
 
 TEST_F(UnittestProject, WeakeningTheAssertionIsRefused) {
   std::string weak = kUnittestTests;
   weak.replace(weak.find("self.assertEqual(mul(2, 3), 6)"), 30, "self.assertTrue(True)");
   expect_oracle_refusal("weaken", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", weak}}, check(),
-                        "tests/test_ops.py is part of the oracle");
+                        "tests/test_ops.py: test OpsTest.test_mul changed", true, "test_modified");
+}
+
+// The way most fixes arrive: the change and its regression test in the existing test file.
+// Accepted with git's exact tree; the base's tests are judged with the base's file (the oracle
+// run) and the new test must pass.
+TEST_F(UnittestProject, AFixWithItsTestInTheExistingFileIsAccepted) {
+  std::string with_test = kUnittestTests;
+  with_test += "\n    def test_mul_by_zero(self):\n        self.assertEqual(mul(7, 0), 0)\n";
+  expect_accepted("fix-in-file", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", with_test}}, check());
+  // A new test that fails is refused, named.
+  std::string failing = kUnittestTests + std::string("\n    def test_mul_negative(self):\n        self.assertEqual(mul(-1, 2), 2)\n");
+  auto j = propose("new-fails", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", failing}}, check(), 1);
+  ASSERT_EQ(j["accepted"], false) << j.dump();
+  EXPECT_NE(j["refusal"].dump().find("test_mul_negative"), std::string::npos) << j.dump();
+  EXPECT_NE(j["refusal"].dump().find("new_test_failed"), std::string::npos) << j.dump();
+  expect_ledger_verifies_here();
+}
+
+// What a proposal writes into a test file never reaches the verdict on the base's tests: a
+// rebinding that would pass a broken change is refused by structure, and the oracle run with
+// the base's file fails the broken code as well.
+TEST_F(UnittestProject, AttacksFromInsideAnExistingTestFileAreRefused) {
+  const std::string at_end = std::string(kUnittestTests) + "\n\nmul = lambda a, b: a * b\n";
+  expect_oracle_refusal("rebind", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", at_end}}, check(),
+                        "binds mul again", false, "test_modified");
+  std::string early = kUnittestTests;
+  early.replace(early.find("        self.assertEqual(mul(2, 3), 6)"), 0, "        return\n");
+  expect_oracle_refusal("early-return", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", early}}, check(),
+                        "test OpsTest.test_mul changed", false, "test_modified");
+  std::string skip = kUnittestTests;
+  skip.replace(skip.find("        self.assertEqual(mul(2, 3), 6)"), 0, "        self.skipTest('later')\n");
+  expect_oracle_refusal("skip-test", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", skip}}, check(),
+                        "test OpsTest.test_mul changed", false, "test_modified");
+  std::string setup = kUnittestTests;
+  setup.replace(setup.find("    def test_add"), 0, "    def setUp(self):\n        pass\n\n");
+  expect_oracle_refusal("setup", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", setup}}, check(),
+                        "new OpsTest.setUp defines OpsTest.setUp", true, "test_modified");
+  std::string renamed = kUnittestTests;
+  renamed.replace(renamed.find("def test_mul"), 12, "def test_mul_renamed");
+  expect_oracle_refusal("renamed", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", renamed}}, check(),
+                        "test OpsTest.test_mul removed", false, "test_modified");
+}
+
+// A spec change rewrites a base test on purpose: refused test_modified naming it, admitted by an
+// approval signed by a key the policy names, for exactly that diff and exactly the tests it
+// names; the approval is in the ledger (the committed plan) and the ledger verifies.
+TEST_F(UnittestProject, AnApprovalAdmitsExactlyTheTestsItNamesForExactlyThatProposal) {
+  const auto keys = [&](const std::string& name) {
+    auto r = warden({"key", "generate", name, "--signer-out", repo.scratch(name + ".key").string(), "--verifier-out",
+                     repo.scratch(name + ".pub").string()});
+    EXPECT_TRUE(r.exited_with(0)) << describe(r);
+  };
+  keys("alice");
+  keys("mallory");
+  const std::string ops = "def add(a, b):\n    return a + b\n\n\ndef mul(*xs):\n    p = 1\n    for x in xs:\n        p *= x\n"
+                          "    return p\n";
+  std::string tests = kUnittestTests;
+  tests.replace(tests.find("self.assertEqual(mul(2, 3), 6)"), 30, "self.assertEqual(mul(2, 3, 4), 24)");
+  const std::string test_add = "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n";
+  tests.replace(tests.find(test_add), test_add.size(), "");
+  const Files spec = {{"mathlib/ops.py", ops}, {"tests/test_ops.py", tests}};
+  auto refused = propose("spec", spec, check(), 1);
+  const std::string detail = refused["refusal"].dump();
+  EXPECT_NE(detail.find("test OpsTest.test_mul changed"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("test OpsTest.test_add removed"), std::string::npos) << detail;
+  const size_t at = detail.find("--diff sha256:");
+  ASSERT_NE(at, std::string::npos) << detail;
+  const std::string digest = detail.substr(at + 7, 71);
+
+  const auto approve = [&](const std::string& who, const std::string& diff, const std::vector<std::string>& names) {
+    std::vector<std::string> argv = {"approve", "--diff", diff, "--key", repo.scratch(who + ".key").string(), "--out",
+                                     repo.scratch(who + "-" + std::to_string(names.size()) + diff.substr(7, 6) + ".json").string()};
+    for (const auto& n : names) argv.insert(argv.end(), {"--test", n});
+    auto r = warden(argv);
+    EXPECT_TRUE(r.exited_with(0)) << describe(r);
+    return argv[6];
+  };
+  const std::vector<std::string> both = {"tests/test_ops.py::OpsTest.test_mul", "tests/test_ops.py::OpsTest.test_add"};
+  const std::string pub = repo.scratch("alice.pub").string();
+  auto with = [&](const std::string& approval) {
+    std::vector<std::string> args = check();
+    args.insert(args.end(), {"--approver", pub, "--approval", approval});
+    return args;
+  };
+  // Another key, another diff, fewer tests: each admits nothing more than it names.
+  auto forged = propose("spec-mallory", spec, with(approve("mallory", digest, both)), 1);
+  EXPECT_NE(forged["refusal"].dump().find("the policy names no approver mallory"), std::string::npos) << forged.dump();
+  auto other = propose("spec-other", spec, with(approve("alice", "sha256:" + std::string(64, 'a'), both)), 1);
+  EXPECT_NE(other["refusal"].dump().find("it is for diff sha256:aaaa"), std::string::npos) << other.dump();
+  auto partial = propose("spec-partial", spec, with(approve("alice", digest, {both[0]})), 1);
+  EXPECT_NE(partial["refusal"].dump().find("test OpsTest.test_add removed"), std::string::npos) << partial.dump();
+  EXPECT_EQ(partial["refusal"].dump().find("test OpsTest.test_mul changed"), std::string::npos) << partial.dump();
+  // The approval as given: accepted, with git's tree.
+  expect_accepted("spec-approved", spec, with(approve("alice", digest, both)));
+  expect_ledger_verifies_here();
 }
 
 TEST_F(UnittestProject, DisablingTheRunnerFromTestsInitIsRefused) {
@@ -203,7 +300,16 @@ TEST_F(PytestProject, ASkipDecoratorIsRefused) {
   std::string skipped = kPytestTests;
   skipped.replace(skipped.find("def test_mul"), 12, "import pytest\n\n\n@pytest.mark.skip\ndef test_mul");
   expect_oracle_refusal("skip", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", skipped}}, check(),
-                        "tests/test_ops.py is part of the oracle");
+                        "tests/test_ops.py: test test_mul changed", false, "test_modified");
+}
+
+TEST_F(PytestProject, ANewAutouseFixtureOrDecoratorIsRefusedAndANewTestAccepted) {
+  const std::string autouse = std::string(kPytestTests) + "\n\nimport pytest\n\n\n@pytest.fixture(autouse=True)\ndef patch():\n    yield\n";
+  expect_oracle_refusal("autouse", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", autouse}}, check(),
+                        "autouse fixture", true, "test_modified");
+  expect_accepted("added", {{"mathlib/ops.py", kFixedOps},
+                            {"tests/test_ops.py", std::string(kPytestTests) + "\n\ndef test_mul_zero():\n    assert mul(0, 4) == 0\n"}},
+                  check());
 }
 
 TEST_F(PytestProject, ChangingAddoptsInPyprojectIsRefused) {

@@ -344,16 +344,29 @@ TEST(OracleRules, ViolationsNameTheFileAndWhatHappened) {
   const std::string test = "def test_x():\n    assert True\n";
   auto deleted = oracle_violations(rules, touch("tests/test_ops.py", &test, nullptr));
   ASSERT_EQ(deleted.size(), 1u);
-  EXPECT_TRUE(deleted[0].starts_with("tests/test_ops.py is part of the oracle (oracle path **/tests/**): the proposal removes"))
-      << deleted[0];
+  EXPECT_EQ(deleted[0].code, "test_modified");
+  EXPECT_EQ(deleted[0].detail, "tests/test_ops.py is removed, and with it the base's tests test_x");
+  // A test file the kernel has no reader for is judged whole.
+  auto data = oracle_violations(rules, touch("tests/inputs/a.json", &test, nullptr));
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data[0].code, "protected_path");
+  EXPECT_TRUE(data[0].detail.starts_with("tests/inputs/a.json is part of the oracle (oracle path **/tests/**): the proposal removes"))
+      << data[0].detail;
+  // Tests added to an existing file pass; a changed base test is named.
+  const std::string added = test + "\n\ndef test_y():\n    assert 1\n", weakened = "def test_x():\n    return\n";
+  EXPECT_TRUE(oracle_violations(rules, touch("tests/test_ops.py", &test, &added)).empty());
+  auto changed = oracle_violations(rules, touch("tests/test_ops.py", &test, &weakened));
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].code, "test_modified");
+  EXPECT_TRUE(changed[0].detail.starts_with("tests/test_ops.py: test test_x changed")) << changed[0].detail;
   auto hook = oracle_violations(rules, touch("conftest.py", nullptr, &test));
   ASSERT_EQ(hook.size(), 1u);
-  EXPECT_TRUE(hook[0].starts_with("conftest.py is a test-runner hook (oracle hook **/conftest.py): the proposal adds it")) << hook[0];
+  EXPECT_TRUE(hook[0].detail.starts_with("conftest.py is a test-runner hook (oracle hook **/conftest.py): the proposal adds it")) << hook[0].detail;
 
   const std::string make = "test:\n\t./run\n", forged = "test:\n\techo ok 1\n";
   auto recipe = oracle_violations(rules, touch("Makefile", &make, &forged));
   ASSERT_EQ(recipe.size(), 1u);
-  EXPECT_TRUE(recipe[0].starts_with("Makefile: the recipe of target test changed (its test section is the oracle")) << recipe[0];
+  EXPECT_TRUE(recipe[0].detail.starts_with("Makefile: the recipe of target test changed (its test section is the oracle")) << recipe[0].detail;
   // Without post-images (the proposal did not apply) a section cannot be compared.
   EXPECT_TRUE(oracle_violations(rules, touch("Makefile", &make, nullptr, false)).empty());
   // A deleted build file loses its test section.
@@ -430,11 +443,16 @@ class OracleDecide : public ::testing::Test {
 
 TEST_F(OracleDecide, AModifyStepMayNotRewriteTheTestsEvenWhenItTargetsThem) {
   Verdict v = judge("fix", {{"src/ops.py", "a\n", "b\n"}, {"tests/test_ops.py", "assert mul(2, 3) == 6\n", "assert True\n"}});
-  EXPECT_EQ(v.reason_codes(), Strings{"protected_path"});
-  EXPECT_NE(v.reasons[0].detail.find("tests/test_ops.py is part of the oracle"), std::string::npos) << v.reasons[0].detail;
+  EXPECT_EQ(v.reason_codes(), Strings{"test_modified"});
+  EXPECT_NE(v.reasons[0].detail.find("tests/test_ops.py: `assert mul ( 2 , 3 ) == 6` (the base's tests use it) removed"),
+            std::string::npos)
+      << v.reasons[0].detail;
 
   Verdict deleted = judge("fix", {{"tests/test_ops.py", "assert mul(2, 3) == 6\n", std::nullopt}});
-  EXPECT_EQ(deleted.reason_codes(), Strings{"protected_path"});
+  EXPECT_EQ(deleted.reason_codes(), Strings{"test_modified"});
+  Verdict data = judge("fix", {{"tests/data/in.txt", "1 2\n", "1 3\n"}});
+  const Strings data_codes = data.reason_codes();
+  EXPECT_NE(std::find(data_codes.begin(), data_codes.end(), "protected_path"), data_codes.end()) << "a test file the kernel has no reader for is judged whole";
   Verdict hook = judge("fix", {{"conftest.py", std::nullopt, "import unittest\n"}});
   EXPECT_EQ(hook.reason_codes(), Strings{"protected_path"});
   Verdict recipe = judge("fix", {{"Makefile", "test:\n\t./t\n", "test:\n\techo ok 1\n"}});

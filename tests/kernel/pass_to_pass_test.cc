@@ -123,8 +123,10 @@ TEST_F(PassToPass, ReportedTestsWithoutABaseRunAreNotTakenOnTrust) {
 TEST_F(PassToPass, ACheckThatRanNoTestsFails) {
   // The runner calls a run of nothing failed; decide() says why.
   run.checks = {tests_check({}, kFailed)};
-  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "required_checks_failed"}));
+  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "pass_to_pass_failed", "required_checks_failed"}));
   EXPECT_EQ(detail("no_tests_ran"), "tests ran no tests");
+  // The base's tests that went missing are named (a deleted test file takes its tests along).
+  EXPECT_NE(detail("pass_to_pass_failed").find("(missing) passed on the base"), std::string::npos) << detail("pass_to_pass_failed");
   // Even when a runner would call it passed, and even when the base ran none either: a
   // change to a project is held to its tests.
   run.checks = {tests_check({}, kPassed)};
@@ -137,9 +139,10 @@ TEST_F(PassToPass, AProjectBuiltUpFromNothingMayHaveNoTestsYet) {
   run.checks = {tests_check({}, kFailed)};
   base.checks = {tests_check({}, kFailed)};
   EXPECT_TRUE(verdict().accepted) << verdict().to_json().dump();
-  // Not once the base has tests,
+  // Not once the base has tests (each named as missing),
   base.checks = {tests_check({{"t::a", "passed"}})};
-  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "required_checks_failed"}));
+  EXPECT_EQ(verdict().reason_codes(), (Codes{"no_tests_ran", "pass_to_pass_failed", "required_checks_failed"}));
+  EXPECT_EQ(detail("pass_to_pass_failed"), "tests: t::a (missing) passed on the base");
   // nor when the check crashed rather than found nothing.
   base.checks = {tests_check({}, kFailed)};
   run.checks = {tests_check({}, kFailed, 2)};
@@ -177,7 +180,7 @@ TEST_F(PassToPass, ANewTestNeedsTheOracleRunOfExactlyTheDiffWithoutIt) {
   oracle.checks = {tests_check({{"t::a", "passed"}, {"t::b", "failed"}, {"t::c", "passed"}}, kFailed, 1)};
   Verdict v = judged(&oracle);
   ASSERT_EQ(v.reason_codes(), Codes{"pass_to_pass_failed"});
-  EXPECT_NE(v.reasons[0].detail.find("t::b (failed) passed on the base (run without the tests and hooks the proposal adds)"),
+  EXPECT_NE(v.reasons[0].detail.find("t::b (failed) passed on the base (run with the base's test files)"),
             std::string::npos) << v.reasons[0].detail;
 }
 

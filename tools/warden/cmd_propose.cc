@@ -17,7 +17,7 @@ namespace {
 
 struct ProposeArgs {
   std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
-  std::vector<std::string> checks, reports, oracle;
+  std::vector<std::string> checks, reports, oracle, approvers, approvals;
   double step_timeout_s = 0;
   bool json = false;
 };
@@ -54,6 +54,19 @@ int run(ProposeArgs a) {
     request.policy = std::move(*loaded);
   }
   request.oracle = a.oracle;
+  for (const std::string& file : a.approvers) {
+    auto vkey = read_file(file, 4096);
+    if (!vkey) return report_error(vkey.error().with_context("--approver " + file), a.json);
+    while (!vkey->empty() && (vkey->back() == '\n' || vkey->back() == '\r')) vkey->pop_back();
+    request.approvers.push_back(std::move(*vkey));
+  }
+  for (const std::string& file : a.approvals) {
+    auto text = read_file(file, 1 << 20);
+    if (!text) return report_error(text.error().with_context("--approval " + file), a.json);
+    auto json = parse_json(*text);
+    if (!json) return report_error(json.error().with_context("--approval " + file), a.json);
+    request.approvals.push_back(std::move(*json));
+  }
   request.ledger = a.ledger;
   request.branch = a.branch;
   request.step_id = a.step_id;
@@ -138,6 +151,12 @@ void add_propose_commands(CLI::App& app, Action& action) {
                   "existing one may not change (the tests, their runner's hooks and the test sections of build files "
                   "are protected already)")
       ->allow_extra_args(false);
+  cmd->add_option("--approver", a->approvers,
+                  "A verifier key file (warden key generate) of a person whose approvals may admit changes to base tests "
+                  "(repeatable): added to the policy's approvers, recorded with it");
+  cmd->add_option("--approval", a->approvals,
+                  "A signed approval (warden approve) admitting changes to named base tests for this proposal (repeatable); "
+                  "recorded in the plan before the decision");
   cmd->add_option("--ledger", a->ledger,
                   "Ledger directory (default <repo>/.git/warden-ledger; created when missing, with its parents)");
   cmd->add_option("--key", a->key,

@@ -33,7 +33,8 @@ struct CommandGroup {
   void (*add)(CLI::App&, warden::cli::Action&);
 };
 constexpr CommandGroup kGroups[] = {
-    {"build", warden::cli::add_build_commands},       {"diff", warden::cli::add_diff_commands},
+    {"approve", warden::cli::add_approve_commands},   {"build", warden::cli::add_build_commands},
+    {"diff", warden::cli::add_diff_commands},
     {"key", warden::cli::add_key_commands},           {"ledger", warden::cli::add_ledger_commands},
     {"merkle", warden::cli::add_merkle_commands},     {"note", warden::cli::add_note_commands},
     {"checkpoint", warden::cli::add_note_commands},   {"pipeline", warden::cli::add_pipeline_commands},

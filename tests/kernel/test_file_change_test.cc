@@ -1,0 +1,300 @@
+// Existing test files judged by structure: what a proposal may add, and every way of changing
+// what a base test is or uses, each named.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernel/test_file_change.h"
+#include "kernel/test_structure.h"
+
+namespace warden::kernel {
+namespace {
+
+std::vector<std::string> described(const TestFileComparison& c) {
+  std::vector<std::string> out;
+  for (const auto& f : c.findings) out.push_back(f.describe());
+  return out;
+}
+
+std::string joined(const TestFileComparison& c) {
+  std::string out;
+  for (const auto& d : described(c)) out += d + "\n";
+  if (c.unreadable) out += "unreadable: " + *c.unreadable;
+  return out;
+}
+
+// A finding naming `unit` whose text has `what`.
+bool has(const TestFileComparison& c, std::string_view unit, std::string_view what) {
+  for (const auto& f : c.findings) {
+    if (f.unit.find(unit) != std::string::npos && f.what.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+const std::string kPy = R"(import unittest
+
+from mathy import ops
+from mathy.ops import add, sub
+
+
+def make_pair():
+    return (2, 3)
+
+
+class TestOps(unittest.TestCase):
+    """Arithmetic."""
+
+    def setUp(self):
+        self.pair = make_pair()
+
+    def test_add(self):
+        # two and three
+        self.assertEqual(add(*self.pair), 5)
+
+    def test_sub(self):
+        self.assertEqual(sub(3, 2), 1)
+        self.check_sign(-1)
+
+    def check_sign(self, x):
+        self.assertLess(x, 0)
+
+
+def test_module_level():
+    assert ops.add(1, 1) == len([1, 2])
+
+
+if __name__ == "__main__":
+    unittest.main()
+)";
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(PythonStructure, ReadsUnitsMembersAndBindings) {
+  auto units = read_python_structure(kPy);
+  ASSERT_TRUE(units) << units.error().message;
+  std::vector<std::string> keys;
+  for (const auto& u : *units) keys.push_back(u.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"import import unittest", "from mathy", "from mathy.ops", "def make_pair",
+                                            "class TestOps", "def test_module_level",
+                                            "if __name__ == \"__main__\" :\n\tunittest . main ( )\n"}));
+  const auto& cls = (*units)[4];
+  ASSERT_EQ(cls.members.size(), 5u);
+  EXPECT_EQ(cls.members[0].kind, SourceUnit::Kind::docstring);
+  EXPECT_EQ(cls.members[1].name, "setUp");
+  EXPECT_EQ((*units)[2].binds, (std::vector<std::string>{"add", "sub"}));
+}
+
+TEST(PythonStructure, RefusesWhatItCannotReadWithConfidence) {
+  EXPECT_FALSE(read_python_structure("x = 'open\n"));
+  EXPECT_FALSE(read_python_structure("def f(:\n    pass\n"));
+  EXPECT_FALSE(read_python_structure("x = (1,\n"));
+  EXPECT_FALSE(read_python_structure("def f():\n        a = 1\n    b = 2\n"));
+  EXPECT_FALSE(read_python_structure("class A:\n"));
+  EXPECT_FALSE(read_python_structure("x = \"\"\"never ends\n"));
+  EXPECT_TRUE(read_python_structure("s = r'\\'' + b\"x\" + f'''{a}\n'''\nt = \\\n  1\n"));
+}
+
+TEST(TestFileChange, TestsHelpersAndImportsMayBeAdded) {
+  std::string after = replaced(kPy, "    def check_sign(self, x):",
+                               "    def test_mul(self):\n        self.assertEqual(ops.mul(2, 3), 6)\n\n"
+                               "    def _triple(self):\n        return (1, 2, 3)\n\n    def check_sign(self, x):");
+  after = replaced(after, "from mathy.ops import add, sub", "from mathy.ops import add, mul, sub\nimport math");
+  after = replaced(after, "\nif __name__", "\nclass TestMore(unittest.TestCase):\n    def test_pow(self):\n"
+                                           "        self.assertEqual(math.pow(2, 2), 4)\n\n\nTABLE = [1, 2]\n\n\nif __name__");
+  auto c = compare_test_file("tests/test_ops.py", kPy, after);
+  EXPECT_TRUE(c.findings.empty()) << joined(c);
+  EXPECT_FALSE(c.unreadable);
+  EXPECT_EQ(c.added_tests, (std::vector<std::string>{"TestOps.test_mul", "TestMore", "TestMore.test_pow"}));
+}
+
+TEST(TestFileChange, CommentsBlankLinesDocstringsAndSpacingDoNotCount) {
+  std::string after = replaced(kPy, "        # two and three\n", "");
+  after = replaced(after, "\"\"\"Arithmetic.\"\"\"", "\"\"\"Arithmetic, checked.\"\"\"");
+  after = replaced(after, "sub(3, 2), 1)", "sub(3,2),  1)  # one");
+  after = replaced(after, "    def test_sub(self):\n", "    def test_sub(self):\n        \"\"\"Subtraction.\"\"\"\n\n");
+  auto c = compare_test_file("tests/test_ops.py", kPy, after);
+  EXPECT_TRUE(c.findings.empty()) << joined(c);
+}
+
+TEST(TestFileChange, WhatNothingReadsMayGo) {
+  const std::string base = "import gc\nimport os\nfrom x import a, b\n\n\ndef unused_helper():\n    return 1\n\n\n"
+                           "def test_a():\n    assert a() and os.sep\n";
+  auto c = compare_test_file("tests/test_x.py", base,
+                             "import os\nfrom x import a\n\n\ndef test_a():\n    assert a() and os.sep\n");
+  EXPECT_TRUE(c.findings.empty()) << joined(c);
+  auto used = compare_test_file("tests/test_x.py", base, "import gc\nfrom x import a, b\n\n\ndef unused_helper():\n    return 1\n\n\n"
+                                                         "def test_a():\n    assert a() and os.sep\n");
+  EXPECT_TRUE(has(used, "import os", "removed")) << joined(used);
+}
+
+TEST(TestFileChange, EveryChangeToABaseTestIsNamed) {
+  struct Case {
+    std::string name, from, to, unit, what;
+  } cases[] = {
+      {"early return", "        self.assertEqual(sub(3, 2), 1)\n", "        return\n        self.assertEqual(sub(3, 2), 1)\n",
+       "TestOps.test_sub", "changed"},
+      {"skipTest", "        # two and three\n", "        self.skipTest('later')\n", "TestOps.test_add", "changed"},
+      {"assertion weakened", "assertEqual(add(*self.pair), 5)", "assertTrue(add(*self.pair))", "TestOps.test_add", "changed"},
+      {"decorator", "    def test_sub(self):", "    @unittest.skip('flaky')\n    def test_sub(self):", "TestOps.test_sub",
+       "changed"},
+      {"expected failure", "    def test_add(self):", "    @unittest.expectedFailure\n    def test_add(self):",
+       "TestOps.test_add", "changed"},
+      {"renamed", "def test_module_level():", "def test_module_level_renamed():", "test_module_level", "removed"},
+      {"removed", "    def test_sub(self):\n        self.assertEqual(sub(3, 2), 1)\n        self.check_sign(-1)\n", "",
+       "TestOps.test_sub", "removed"},
+      {"helper changed", "    return (2, 3)", "    return (0, 0)", "make_pair", "changed"},
+      {"method helper changed", "self.assertLess(x, 0)", "pass", "TestOps.check_sign", "changed"},
+      {"setUp changed", "self.pair = make_pair()", "self.pair = (5, 0)", "TestOps.setUp", "changed"},
+      {"class bases changed", "class TestOps(unittest.TestCase):", "class TestOps(object):", "TestOps", "changed"},
+      {"import narrowed", "from mathy.ops import add, sub", "from mathy.ops import add", "`from mathy . ops import add , sub`", "changed"},
+  };
+  for (const auto& k : cases) {
+    auto c = compare_test_file("tests/test_ops.py", kPy, replaced(kPy, k.from, k.to));
+    EXPECT_TRUE(has(c, k.unit, k.what)) << k.name << ":\n" << joined(c);
+  }
+}
+
+TEST(TestFileChange, NewCodeMayNotRedefineWhatBaseTestsUse) {
+  struct Case {
+    std::string name, from, to, unit, what;
+  } cases[] = {
+      {"rebinding at the end of the file", "\nif __name__", "\ndef make_pair():\n    return (5, 0)\n\n\nif __name__",
+       "make_pair", "already binds"},
+      {"rebinding a name by assignment", "\nif __name__", "\nadd = lambda a, b: a + b\n\nif __name__", "`add = lambda a , b : a + b`",
+       "already binds"},
+      {"a shadowed builtin the tests read", "\nif __name__", "\ndef len(x):\n    return 0\n\nif __name__", "len", ""},
+      {"a new setUp in an existing class", "    def test_add(self):",
+       "    def setUpClass(cls):\n        pass\n\n    def test_add(self):", "TestOps.setUpClass", "test runner"},
+      {"an overriding assertion", "    def test_add(self):",
+       "    def assertEqual(self, a, b):\n        pass\n\n    def test_add(self):", "TestOps.assertEqual", ""},
+      {"a method the base calls by attribute", "class TestOps(unittest.TestCase):",
+       "class Base:\n    pass\n\n\nclass TestOps(unittest.TestCase):", "Base", ""},
+      {"a class attribute the runner reads", "    def test_add(self):", "    maxDiff = None\n\n    def test_add(self):",
+       "TestOps.`maxDiff = None`", "test runner"},
+      {"an autouse fixture", "\nif __name__",
+       "\n@pytest.fixture(autouse=True)\ndef env():\n    yield\n\nif __name__", "env", "autouse"},
+      {"a module hook", "\nif __name__", "\ndef setUpModule():\n    pass\n\nif __name__", "setUpModule", "test runner"},
+      {"a monkeypatch at import", "\nif __name__", "\nops.add = lambda a, b: 5\n\nif __name__", "`ops . add = lambda a , b : 5`",
+       "assigns into"},
+      {"a call at import", "\nif __name__", "\npatch_everything()\n\nif __name__", "`patch_everything ( )`", "runs when"},
+      {"a wildcard import", "import unittest\n", "import unittest\nfrom mathy.fakes import *\n", "`from mathy . fakes import *`", "wildcard"},
+      {"pytestmark", "\nif __name__", "\npytestmark = pytest.mark.skip\n\nif __name__", "`pytestmark = pytest . mark . skip`",
+       "test runner"},
+  };
+  for (const auto& k : cases) {
+    auto c = compare_test_file("tests/test_ops.py", kPy, replaced(kPy, k.from, k.to));
+    if (k.name == "a method the base calls by attribute") {
+      // `Base` is new and unused: fine. A method named like one the base calls on self is not.
+      EXPECT_TRUE(c.findings.empty()) << joined(c);
+      auto m = compare_test_file("tests/test_ops.py", kPy,
+                                 replaced(kPy, "    def test_add(self):", "    def mul(self):\n        pass\n\n    def test_add(self):"));
+      EXPECT_TRUE(m.findings.empty()) << joined(m);
+      continue;
+    }
+    EXPECT_TRUE(has(c, k.unit, k.what)) << k.name << ":\n" << joined(c);
+  }
+}
+
+TEST(TestFileChange, AnInheritedHelperOverriddenInAClassIsNamed) {
+  const std::string base = "class TestX(Mixin, unittest.TestCase):\n    def test_a(self):\n        self.check(1)\n";
+  auto c = compare_test_file("tests/test_x.py", base,
+                             base + "\n    def check(self, x):\n        pass\n");
+  EXPECT_TRUE(has(c, "TestX.check", "a name the base's tests read")) << joined(c);
+}
+
+TEST(TestFileChange, UnreadableFilesAreJudgedWhole) {
+  auto c = compare_test_file("tests/test_ops.py", kPy, kPy + "\nx = 'unterminated\n");
+  ASSERT_TRUE(c.unreadable);
+  EXPECT_NE(c.unreadable->find("proposed version"), std::string::npos) << *c.unreadable;
+  EXPECT_TRUE(compare_test_file("tests/app.test.js", "test('a', () => {})", "").unreadable);
+}
+
+const std::string kC = R"(#include <string.h>
+#include "unity/src/unity.h"
+#include "common.h"
+
+static cJSON item[1];
+
+static void parse_array_should_parse_empty_arrays(void)
+{
+    assert_is_array(item);
+    TEST_ASSERT_NULL(item->child);
+}
+
+static void assert_not_array(const char *json)
+{
+    TEST_ASSERT_FALSE(parse_array(item, json));
+}
+
+int CJSON_CDECL main(void)
+{
+    /* initialize cJSON item */
+    memset(item, 0, sizeof(cJSON));
+    UNITY_BEGIN();
+    RUN_TEST(parse_array_should_parse_empty_arrays);
+    return UNITY_END();
+}
+)";
+
+TEST(CStructure, ATestAndItsRegistrationMayBeAdded) {
+  std::string after = replaced(kC, "int CJSON_CDECL main(void)",
+                               "static void parse_array_should_fail_on_garbage(void)\n{\n    assert_not_array(\"[\");\n}\n\n"
+                               "int CJSON_CDECL main(void)");
+  after = replaced(after, "    return UNITY_END();", "    RUN_TEST(parse_array_should_fail_on_garbage);\n    return UNITY_END();");
+  auto c = compare_test_file("tests/parse_array.c", kC, after);
+  EXPECT_TRUE(c.findings.empty()) << joined(c);
+  EXPECT_EQ(c.added_tests, std::vector<std::string>{"parse_array_should_fail_on_garbage"});
+}
+
+TEST(CStructure, ChangesToBaseTestsAndRegistrationsAreNamed) {
+  auto weakened = compare_test_file("tests/parse_array.c", kC, replaced(kC, "TEST_ASSERT_NULL(item->child);", ""));
+  EXPECT_TRUE(has(weakened, "parse_array_should_parse_empty_arrays", "changed")) << joined(weakened);
+  EXPECT_TRUE(weakened.findings.at(0).is_test);
+  auto unregistered = compare_test_file("tests/parse_array.c", kC,
+                                        replaced(kC, "    RUN_TEST(parse_array_should_parse_empty_arrays);\n", ""));
+  EXPECT_TRUE(has(unregistered, "main", "changed")) << joined(unregistered);
+  auto twice = compare_test_file("tests/parse_array.c", kC,
+                                 replaced(kC, "    return UNITY_END();", "    RUN_TEST(parse_array_should_parse_empty_arrays);\n    return UNITY_END();"));
+  EXPECT_TRUE(has(twice, "main", "changed")) << "a registration of no new test: " << joined(twice);
+  auto early = compare_test_file("tests/parse_array.c", kC, replaced(kC, "    UNITY_BEGIN();", "    return 0;\n    UNITY_BEGIN();"));
+  EXPECT_TRUE(has(early, "main", "changed")) << joined(early);
+  auto redefined = compare_test_file("tests/parse_array.c", kC, replaced(kC, "static cJSON item[1];", "static cJSON item[1];\n#define TEST_ASSERT_NULL(x) (void)(x)"));
+  EXPECT_TRUE(has(redefined, "`#define TEST_ASSERT_NULL(x) (void)(x)`", "a name the base's tests read")) << joined(redefined);
+  auto helper = compare_test_file("tests/parse_array.c", kC, replaced(kC, "TEST_ASSERT_FALSE(parse_array(item, json));", ""));
+  EXPECT_TRUE(has(helper, "assert_not_array", "changed")) << joined(helper);
+  EXPECT_FALSE(helper.findings.at(0).is_test);
+  auto comments = compare_test_file("tests/parse_array.c", kC, replaced(kC, "/* initialize cJSON item */", "/* set up */\n\n"));
+  EXPECT_TRUE(comments.findings.empty()) << joined(comments);
+}
+
+TEST(CStructure, GoogleTestMacrosAndNamespacesAreUnits) {
+  const std::string base = "#include <gtest/gtest.h>\nnamespace x {\nnamespace {\nTEST(Ops, Add) {\n  EXPECT_EQ(1 + 1, 2);\n}\n}  // namespace\n}  // namespace x\n";
+  auto added = compare_test_file("tests/ops_test.cc", base,
+                                 replaced(base, "}  // namespace\n", "TEST(Ops, Sub) {\n  EXPECT_EQ(1 - 1, 0);\n}\n}  // namespace\n"));
+  EXPECT_TRUE(added.findings.empty()) << joined(added);
+  auto changed = compare_test_file("tests/ops_test.cc", base, replaced(base, "EXPECT_EQ(1 + 1, 2);", "GTEST_SKIP();"));
+  ASSERT_EQ(changed.findings.size(), 1u) << joined(changed);
+  EXPECT_TRUE(changed.findings[0].is_test);
+  EXPECT_NE(changed.findings[0].unit.find("TEST ( Ops , Add )"), std::string::npos) << joined(changed);
+}
+
+TEST(GoStructure, TestsMayBeAddedAndInitMayNot) {
+  const std::string base = "package ops\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 1) != 2 {\n\t\tt.Fatal(`no`)\n\t}\n}\n";
+  auto added = compare_test_file("ops_test.go", base, base + "\nfunc TestSub(t *testing.T) {\n\tif Sub(1, 1) != 0 {\n\t\tt.Fatal(\"no\")\n\t}\n}\n");
+  EXPECT_TRUE(added.findings.empty()) << joined(added);
+  EXPECT_EQ(added.added_tests, std::vector<std::string>{"TestSub"});
+  auto skipped = compare_test_file("ops_test.go", base, replaced(base, "\tif Add", "\tt.Skip()\n\tif Add"));
+  EXPECT_TRUE(has(skipped, "TestAdd", "changed")) << joined(skipped);
+  auto init = compare_test_file("ops_test.go", base, base + "\nfunc init() {\n\tAdd = func(a, b int) int { return 2 }\n}\n");
+  EXPECT_FALSE(init.findings.empty()) << joined(init);
+  auto main = compare_test_file("ops_test.go", base, base + "\nfunc TestMain(m *testing.M) {\n}\n");
+  EXPECT_TRUE(has(main, "TestMain", "test runner")) << joined(main);
+}
+
+}  // namespace
+}  // namespace warden::kernel
