@@ -1,6 +1,7 @@
 #include "common/file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,6 +113,23 @@ Status sync_directory(const std::filesystem::path& dir) {
   if (!dfd) return std::unexpected(errno_error(dir.string(), errno));
   if (::fsync(dfd.get()) != 0) return std::unexpected(errno_error("syncing " + dir.string(), errno));
   return {};
+}
+
+Result<UniqueFd> sealed_memfd(const char* name, std::string_view bytes) {
+  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return std::unexpected(errno_error("memfd_create", errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno_error(std::string("writing ") + name, errno));
+    done += static_cast<size_t>(n);
+  }
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0 ||
+      ::lseek(fd.get(), 0, SEEK_SET) != 0) {
+    return std::unexpected(errno_error(std::string("sealing ") + name, errno));
+  }
+  return fd;
 }
 
 }  // namespace warden

@@ -86,6 +86,8 @@ Result<CheckSpec> CheckSpec::from_json(const Json& json, std::string_view where)
   if (r.ok() && c.authenticated_report && !c.report_path.empty()) {
     r.fail("report_path", "an authenticated report comes through the runner's channel, not a file");
   }
+  r.boolean("unittest_reporter", c.unittest_reporter, false);
+  if (r.ok() && c.unittest_reporter && c.report_format != "unittest") r.fail("unittest_reporter", "needs report_format unittest");
   r.strings("tests_from", c.tests_from, false);
   for (const std::string& from : c.tests_from) {
     if (r.ok() && (from.empty() || from == c.name)) r.fail("tests_from", "must name other checks");
@@ -107,6 +109,7 @@ Json CheckSpec::to_json() const {
   }
   if (authenticated_report) j["authenticated_report"] = true;
   if (!tests_from.empty()) j["tests_from"] = tests_from;
+  if (unittest_reporter) j["unittest_reporter"] = true;
   return j;
 }
 

@@ -63,6 +63,11 @@ struct CheckSpec {
   // Names of earlier checks of the same request whose passed test ids this check reads, as a
   // read-only file (passed_tests_input.h): an invariant judged on the tests that ran.
   std::vector<std::string> tests_from;  // in to_json only when declared
+  // Python's unittest names no test below -v: the runner loads its reporter
+  // (unittest_reporter.h) into the check's Python through PYTHONPATH, so a `python -m
+  // unittest` run prints -v's lines on stderr whatever verbosity the command asks for. Needs
+  // report_format unittest; in to_json only when set.
+  bool unittest_reporter = false;
 
   int64_t effective_quorum() const { return quorum == 0 ? runs : quorum; }
   ReportSource report_source() const;

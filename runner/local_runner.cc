@@ -17,6 +17,7 @@
 #include "runner/private_dir.h"
 #include "runner/test_report.h"
 #include "runner/toolchain.h"
+#include "runner/unittest_reporter.h"
 
 namespace warden {
 namespace {
@@ -59,6 +60,7 @@ ReportRead read_report(const std::filesystem::path& upper, const std::string& re
 struct RunInputs {
   std::optional<ReportChannel> channel;
   UniqueFd tests_from;
+  UniqueFd unittest_reporter;
 };
 
 Result<RunInputs> open_run_inputs(const CheckSpec& spec, const std::vector<const CheckResult*>& from,
@@ -76,6 +78,14 @@ Result<RunInputs> open_run_inputs(const CheckSpec& spec, const std::vector<const
     in.channel.emplace(std::move(*channel));
     pass(kNonceFdVariable, in.channel->nonce_fd());
     pass(kReportFdVariable, in.channel->report_fd());
+  }
+  if (spec.unittest_reporter) {
+    auto file = unittest_reporter_file();
+    if (!file) return std::unexpected(file.error());
+    in.unittest_reporter = std::move(*file);
+    req.files.push_back(FileCopy{in.unittest_reporter.get(), std::string(kUnittestReporterDir) + "/sitecustomize.py", 0444});
+    const auto own = req.env.find("PYTHONPATH");
+    req.env["PYTHONPATH"] = std::string(kUnittestReporterDir) + (own == req.env.end() || own->second.empty() ? "" : ":" + own->second);
   }
   if (!spec.tests_from.empty()) {
     auto file = passed_tests_file(from);

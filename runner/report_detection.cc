@@ -272,7 +272,7 @@ std::optional<DetectedReport> line_report(std::string_view line, int depth) {
   if (found.empty()) return std::nullopt;
   const DetectedReport& first = found.front();
   bool same = std::all_of(found.begin(), found.end(), [&](const DetectedReport& r) {
-    return r.format == first.format && r.path == first.path && r.note == first.note;
+    return r.format == first.format && r.path == first.path && r.note == first.note && r.unittest_reporter == first.unittest_reporter;
   });
   // Several stream runners of one kind concatenate their results; two files or two kinds do not.
   if (found.size() == 1 || (same && first.format != "pytest" && first.format != "junit")) return first;
@@ -303,9 +303,13 @@ std::optional<DetectedReport> runner_report(const SimpleCommand& c, int depth) {
     if (module->first == "pytest" || module->first == "py.test") return pytest_report(c, w, module->second);
     if (module->first == "unittest") {
       if (unittest_verbose(w, module->second)) return DetectedReport{"unittest", "", ""};
-      return DetectedReport{"none", "",
-                            "unittest without -v names no test, so Warden cannot tell which tests ran or that any did: "
-                            "judged by its exit status alone (add -v)"};
+      const bool own_path = std::ranges::any_of(c.words, [](const std::string& word) { return word.starts_with("PYTHONPATH="); });
+      if (own_path) {
+        return DetectedReport{"none", "",
+                              "unittest without -v names no test, and the command sets PYTHONPATH, through which Warden "
+                              "would load its reporter: judged by its exit status alone (add -v)"};
+      }
+      return DetectedReport{"unittest", "", "", true};
     }
   }
   return std::nullopt;
@@ -321,6 +325,7 @@ Result<CommandCheck> command_check(std::string name, const std::string& command,
     DetectedReport d = detect_report(command);
     out.spec.report_format = d.format;
     out.spec.report_path = d.path;
+    out.spec.unittest_reporter = d.unittest_reporter;
     out.note = d.note;
   } else {
     size_t colon = report.find(':');

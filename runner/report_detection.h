@@ -4,7 +4,9 @@
 // such as env, exec, timeout, `sh -c '...'`), and each simple command's program is looked at:
 //
 //   python3 -m unittest ... -v      unittest (stderr). Without -v unittest names no test, so
-//                                   the check is judged by its exit status alone (a note says so)
+//                                   the runner's reporter makes it (CheckSpec::
+//                                   unittest_reporter), unless the command sets PYTHONPATH
+//                                   itself: then the exit status alone judges (a note says so)
 //   pytest, python3 -m pytest       pytest (the runner adds --junitxml through PYTEST_ADDOPTS);
 //                                   junit at its path when the command names its own --junitxml
 //   ctest                           ctest (stdout)
@@ -28,6 +30,7 @@ struct DetectedReport {
   std::string format = "none";
   std::string path;  // report_path: a --junitxml the command names
   std::string note;  // why an apparent test runner gives no report, for the user; else empty
+  bool unittest_reporter = false;  // unittest without -v: the runner's reporter names its tests
 };
 
 DetectedReport detect_report(std::string_view command);

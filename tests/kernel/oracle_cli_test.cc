@@ -239,6 +239,22 @@ TEST_F(UnittestProject, AnApprovalAdmitsExactlyTheTestsItNamesForExactlyThatProp
   expect_ledger_verifies_here();
 }
 
+// The command a project documents, without -v: Warden still learns every test id (its reporter),
+// so a deleted base test is named both by structure and as missing from the run.
+TEST_F(UnittestProject, WithoutVerboseADeletedTestIsRefusedNamingIt) {
+  const std::vector<std::string> quiet = {"--check", "python3 -B -m unittest discover -s tests -t ."};
+  std::string without = kUnittestTests;
+  const std::string test_mul = "\n    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n";
+  without.replace(without.find(test_mul), test_mul.size(), "\n");
+  auto j = propose("quiet-delete", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", without}}, quiet, 1);
+  const std::string refusal = j["refusal"].dump();
+  EXPECT_NE(refusal.find("test OpsTest.test_mul removed"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("tests.test_ops.OpsTest.test_mul (missing) passed on the base"), std::string::npos) << refusal;
+  std::string with_test = kUnittestTests;
+  with_test += "\n    def test_mul_by_zero(self):\n        self.assertEqual(mul(7, 0), 0)\n";
+  expect_accepted("quiet-fix", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", with_test}}, quiet);
+}
+
 TEST_F(UnittestProject, DisablingTheRunnerFromTestsInitIsRefused) {
   expect_oracle_refusal("noop-run",
                         {{"mathlib/ops.py", kBrokenOps},

@@ -37,12 +37,28 @@ TEST(ReportDetection, PytestsOwnJunitXml) {
   EXPECT_EQ(detect_report("pytest --junitxml=../j.xml").format, "none");
 }
 
+// unittest below -v names no test: the runner's reporter makes it, whatever the user typed.
+TEST(ReportDetection, UnittestWithoutVerboseGetsTheReporter) {
+  for (const char* quiet : {"python3 -B -m unittest -q", "python3 -m unittest discover -s tests -t .", "python3 -m unittest -v -q"}) {
+    DetectedReport d = detect_report(quiet);
+    EXPECT_EQ(d.format, "unittest") << quiet;
+    EXPECT_TRUE(d.unittest_reporter) << quiet;
+    EXPECT_TRUE(d.note.empty()) << quiet << ": " << d.note;
+  }
+  EXPECT_FALSE(detect_report("python3 -m unittest -v").unittest_reporter);
+  auto check = command_check("check1", "python3 -m unittest discover", "auto");
+  ASSERT_TRUE(check) << check.error().message;
+  EXPECT_TRUE(check->spec.unittest_reporter);
+  EXPECT_TRUE(check->spec.to_json().contains("unittest_reporter"));
+  EXPECT_FALSE(command_check("check1", "python3 -m unittest -v", "auto")->spec.to_json().contains("unittest_reporter"))
+      << "a spec without the reporter keeps its digest";
+  // A command that sets PYTHONPATH itself would hide the reporter: judged by its exit status.
+  DetectedReport own = detect_report("PYTHONPATH=src python3 -m unittest");
+  EXPECT_EQ(own.format, "none");
+  EXPECT_NE(own.note.find("PYTHONPATH"), std::string::npos) << own.note;
+}
+
 TEST(ReportDetection, NoneWithAReasonWhenTheReportCannotBeRead) {
-  DetectedReport quiet = detect_report("python3 -B -m unittest -q");
-  EXPECT_EQ(quiet.format, "none");
-  EXPECT_NE(quiet.note.find("-v"), std::string::npos) << quiet.note;
-  EXPECT_EQ(detect_report("python3 -m unittest discover").format, "none");
-  EXPECT_EQ(detect_report("python3 -m unittest -v -q").format, "none");  // the last one counts
   for (const char* away : {"python3 -m unittest -v 2>&1 | tail -5", "python3 -m unittest -v 2>err.txt",
                            "python3 -m unittest -v &>all.txt", "ctest > ctest.log", "ctest | grep -v Start",
                            "ctest >&2", "go test -json ./... 1>/dev/null", "ctest -Q", "go test ./...",

@@ -10,6 +10,7 @@
 
 #include "common/canonical_json.h"
 #include "runner/test_report.h"
+#include "runner/unittest_reporter.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -177,6 +178,16 @@ TEST(UnittestReport, RealPythonVerboseOutput) {
   auto refused = parse_unittest(quiet.err);
   ASSERT_FALSE(refused) << quiet.err;
   EXPECT_NE(refused.error().message.find("-v"), std::string::npos) << refused.error().message;
+
+  // With Warden's reporter on PYTHONPATH the quiet command names every test, as -v does; a
+  // Python that is not `-m unittest` is left alone.
+  std::filesystem::create_directories(dir / "reporter");
+  write_file(dir / "reporter/sitecustomize.py", std::string(unittest_reporter_source()));
+  ProcessResult reported = shell_in(dir, "PYTHONPATH=reporter /usr/bin/python3 -m unittest discover -s tests -t . -q");
+  EXPECT_TRUE(reported.exited_with(1)) << reported.status() << reported.err;
+  EXPECT_EQ(statuses(parse_unittest(reported.err)), kUnittestExpected) << reported.err;
+  ProcessResult other = shell_in(dir, "PYTHONPATH=reporter /usr/bin/python3 -c 'import sys; print(\"unittest\" in sys.modules)'");
+  EXPECT_EQ(other.out, "False\n") << other.err;
 
   // An empty suite exits 0 on Python 3.11 and is zero tests.
   TempDir empty;
