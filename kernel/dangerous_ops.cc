@@ -60,14 +60,16 @@ constexpr Rule kPythonRules[] = {
     {"py.setattr_test_framework", "test_tampering", R"(\bsetattr\s*\(\s*(?:unittest|TestCase|TestResult|pytest|_pytest)\b)"},
     {"py.os_exit", "test_tampering", R"(\bos\s*\.\s*_exit\s*\()"},
     // The test runner is the __main__ module: reaching it is reaching the runner's objects.
-    {"py.runner_module", "test_tampering", R"(\bsys\s*\.\s*modules\s*\[|\bimport\s+__main__\b|\bfrom\s+__main__\b)"},
+    {"py.runner_module", "test_tampering",
+     R"(\bsys\s*\.\s*modules\s*\[\s*['"](?:__main__|unittest|pytest|_pytest)|\bimport\s+__main__\b|\bfrom\s+__main__\b)", {},
+     true},
     {"py.replace_std_stream", "test_tampering", R"(\bsys\s*\.\s*(?:stdout|stderr|__stdout__|__stderr__)\s*=(?:[^=]|$))"},
     // Code that asks whether it is under test can pass the tests and fail everyone else.
     {"py.test_module_lookup", "test_detection",
      R"(['"](?:unittest|pytest|_pytest|doctest|nose2?)(?:\.\w+)*['"]\s*(?:not\s+)?in\s+sys\s*\.\s*modules|\bsys\s*\.\s*modules\s*(?:\.\s*(?:get|pop|setdefault|__contains__)\s*\(|\[)\s*['"](?:unittest|pytest|_pytest|doctest|nose2?)\b)",
      {}, true},
     {"py.frame_inspection", "test_detection",
-     R"(\bsys\s*\.\s*(?:_getframe|_current_frames)\s*\(|\binspect\s*\.\s*(?:stack|currentframe|getouterframes|getframeinfo|trace)\s*\(|\btraceback\s*\.\s*(?:extract_stack|walk_stack|format_stack|print_stack)\s*\(|\.\s*f_back\b)"},
+     R"(\bfrom\s+(?:sys|inspect|traceback)\s+import\b.*\b(?:_getframe|stack|currentframe|getouterframes|extract_stack|walk_stack|modules)\b|\bsys\s*\.\s*(?:_getframe|_current_frames)\s*\(|\binspect\s*\.\s*(?:stack|currentframe|getouterframes|getframeinfo|trace)\s*\(|\btraceback\s*\.\s*(?:extract_stack|walk_stack|format_stack|print_stack)\s*\(|\.\s*f_back\b)"},
     {"py.test_env", "test_detection", R"(\b(?:PYTEST_CURRENT_TEST|PYTEST_XDIST_WORKER|PYTEST_VERSION|PYTEST_ADDOPTS|UNITTEST_\w+|WARDEN_\w+)\b)", {}, true},
     {"py.argv_test_runner", "test_detection",
      R"(\bsys\s*\.\s*(?:argv|orig_argv)\b.*['"][^'"]*(?:pytest|unittest|py\.test|nose)|['"][^'"]*(?:pytest|unittest|py\.test|nose)[^'"]*['"].*\bsys\s*\.\s*(?:argv|orig_argv)\b)",
@@ -86,7 +88,8 @@ constexpr Rule kCRules[] = {
     {"c.constructor", "test_tampering", R"((?:__attribute__\s*\(\s*\(|\[\[\s*(?:gnu|clang)\s*::)[^;{]*\b(?:__)?(?:constructor|destructor)\b)"},
     {"c.exit_process", "test_tampering", WARDEN_C_CALL("(?:exit|_exit|_Exit|quick_exit)")},
     {"c.test_env", "test_detection",
-     R"(\b(?:getenv|secure_getenv|std\s*::\s*getenv)\s*\(\s*"[^"]*(?:TEST|CHECK_|CK_|UNITY|CMOCKA|WARDEN)[^"]*")", {}, true},
+     R"(\b(?:getenv|secure_getenv|std\s*::\s*getenv)\s*\(\s*"(?:[A-Z0-9_]*_)?(?:TEST|TESTS|CTEST|GTEST|UNITY|CMOCKA|CK|CHECK|WARDEN)(?:_[A-Z0-9_]*)?")",
+     {}, true},
     {"c.caller_address", "test_detection",
      R"(\b__builtin_(?:return|frame)_address\s*\(|(?:^|[^\w.>])(?:backtrace|backtrace_symbols|dladdr)\s*\()"},
     {"c.gets", "unbounded_buffer", WARDEN_C_CALL("gets")},
@@ -99,15 +102,17 @@ constexpr Rule kCRules[] = {
 
 constexpr Rule kGoRules[] = {
     {"go.testing_testing", "test_detection", R"(\btesting\s*\.\s*Testing\s*\()"},
-    {"go.test_flag", "test_detection", R"(\bflag\s*\.\s*Lookup\s*\(\s*"test\.|\bos\s*\.\s*Args\b.*"[^"]*\.test\b)", {}, true},
-    {"go.caller", "test_detection", R"(\bruntime\s*\.\s*(?:Caller|Callers|Stack)\s*\()"},
+    {"go.test_flag", "test_detection", R"(\.\s*Lookup\s*\(\s*"test\.|\bos\s*\.\s*Args\b.*"[^"]*\.test\b)", {}, true},
+    {"go.caller", "test_detection", R"(\bruntime\s*\.\s*(?:Caller|Callers|Stack)\s*\(|\bdebug\s*\.\s*Stack\s*\()"},
 };
 
 constexpr Rule kJavaScriptRules[] = {
     {"js.test_env", "test_detection",
      R"(\b(?:JEST_WORKER_ID|VITEST(?:_\w+)?|MOCHA_\w+|AVA_\w+)\b|\bNODE_ENV\b\s*[!=]==?\s*['"]test['"]|['"]test['"]\s*[!=]==?\s*process\s*\.\s*env\s*(?:\.\s*NODE_ENV|\[\s*['"]NODE_ENV))",
      {}, true},
-    {"js.test_globals", "test_detection", R"(\btypeof\s+(?:jest|describe|it|expect|vi|mocha)\s*[!=]==?)"},
+    {"js.test_globals", "test_detection",
+     R"(\btypeof\s+(?:globalThis\s*\.\s*)?(?:jest|describe|it|expect|vi|mocha)\b|\bglobalThis\s*\.\s*(?:jest|vi|describe|expect)\b|['"](?:jest|vi|describe|it|expect)['"]\s*in\s+globalThis\b)",
+     {}, true},
 };
 
 constexpr Rule kShellRules[] = {

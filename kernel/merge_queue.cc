@@ -240,7 +240,7 @@ class MergeQueue {
         }
         ProposalEvidence evidence = slot->answer->evidence;
         if (auto base_tree = s_.workspace.repo().tree(tree)) read_pre_images(*base_tree, diff, evidence);
-        if (std::optional<Diff> oracle = oracle_diff(diff, evidence, s_.policy.oracle, approved_tests(step, s_.policy, diff))) {
+        if (std::optional<Diff> oracle = oracle_diff(diff, evidence, s_.policy.oracle)) {
           if (auto oracle_tree = s_.workspace.apply_to_tree(*oracle, tree)) {
             RunRequest run;
             run.base_tree = s_.start_tree;

@@ -1,30 +1,26 @@
 #include "kernel/oracle_run.h"
 
-#include "kernel/approval.h"
-
 namespace warden::kernel {
 
-std::set<std::string> approved_tests(const BuildStep& step, const Policy& policy, const Diff& diff) {
-  if (step.approvals.empty()) return {};
-  return admitted_tests(step.approvals, diff.digest(), policy.approvers).tests;
-}
-
-std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules,
-                                const std::set<std::string>& approved) {
-  auto has_approval = [&](const std::string& path) {
-    auto it = approved.lower_bound(path + "::");
-    return it != approved.end() && it->starts_with(path + "::");
+std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules) {
+  auto base_test = [&](const std::optional<std::string>& path) {
+    if (!path || !changes_existing_test(rules, *path)) return false;
+    auto base = proposal.base.find(*path);
+    return base != proposal.base.end() && base->second.content.has_value();
   };
   Diff out{diff.step_id, {}};
   bool dropped = false;
   for (const FileChange& f : diff.files) {
-    auto base = proposal.base.find(f.path);
-    const bool is_new = base == proposal.base.end() || !base->second.content;
-    // A rename keeps its source's removal: dropping it would leave the old file in place.
-    // An existing test file the proposal changes (by addition: decide() refuses anything else)
-    // is run as the base has it.
-    const bool changed_test = !is_new && f.op == FileOp::modify && changes_existing_test(rules, f.path) && !has_approval(f.path);
-    if ((is_new && f.op != FileOp::rename && f.op != FileOp::remove && adds_to_oracle(rules, f.path)) || changed_test) {
+    // Decided by path, whatever the op: a base test file keeps its base content (a modify, a
+    // removal, a removal and an add of the same path, a rename onto or away from it), and a
+    // new test or hook is left out.
+    const bool is_new = !base_test(f.path) && (proposal.base.find(f.path) == proposal.base.end() ||
+                                               !proposal.base.find(f.path)->second.content);
+    const bool touches_base_test = base_test(f.path) || (f.op == FileOp::rename && base_test(f.old_path));
+    // A file renamed or copied in as a new test keeps its change (decide() refuses it): dropping a
+    // rename would leave its source in place.
+    const bool new_oracle = is_new && f.op != FileOp::rename && f.op != FileOp::remove && adds_to_oracle(rules, f.path);
+    if (touches_base_test || new_oracle) {
       dropped = true;
       continue;
     }

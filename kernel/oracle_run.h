@@ -14,24 +14,19 @@
 #include <optional>
 
 #include "diff/diff.h"
-#include "kernel/build_plan.h"
 #include "kernel/oracle.h"
-#include "kernel/policy.h"
 #include "kernel/proposal_evidence.h"
 #include "runner/run_result.h"
 
 namespace warden::kernel {
 
 // `diff` without the files it adds to the oracle (new tests and hooks, absent from the
-// base) and without its changes to existing test files (so they run as the base has them);
+// base) and without every change to an existing test file (so they run as the base has them);
 // none when there are none. The result keeps the diff's step id.
-// A test file with a unit `approved` admits ("path::unit", approval.h) keeps its change: the
-// approved tests are judged as the proposal writes them.
-std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules,
-                                const std::set<std::string>& approved = {});
-
-// The base tests the step's approvals admit for `diff` under `policy` (approval.h).
-std::set<std::string> approved_tests(const BuildStep& step, const Policy& policy, const Diff& diff);
+// Every base test file stays as the base has it, even one an approval lets the proposal
+// change: the approved tests may fail or be missing in the oracle run, and are judged as the
+// proposal writes them in the full run.
+std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules);
 
 // Whether the base passed any test: only then is there anything for an oracle run to guard.
 bool base_passed_a_test(const RunResult& base);

@@ -1,12 +1,13 @@
 #include "kernel/propose.h"
 
-#include "kernel/approval.h"
-#include "ledger/note.h"
-
+#include <algorithm>
 #include <set>
+#include <thread>
 
 #include "diff/diff.h"
 #include "diff/patch.h"
+#include "kernel/approval.h"
+#include "ledger/note.h"
 #include "executor/proposer.h"
 #include "runner/workspace.h"
 
@@ -105,6 +106,9 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
   plan.checks = r.checks;
   plan.max_retries = 1;
   plan.max_replans = 0;
+  // A queue of one: its runs (base, proposal, oracle) are prefetched together, as many at once
+  // as there are jobs, and the ledger is that of one job.
+  plan.merge_queue_depth = 1;
   return plan;
 }
 
@@ -186,7 +190,8 @@ Json ProposeOutcome::to_json() const {
             {"root", s.root_hex},
             {"checkpoint", s.checkpoint},
             {"plan_sha256", s.plan_sha256.str()},
-            {"policy_sha256", s.policy_sha256.str()}};
+            {"policy_sha256", s.policy_sha256.str()},
+            {"oracle", oracle}};
   if (accepted()) {
     j["branch"] = s.branch;
     j["commit"] = s.commit;
@@ -232,9 +237,14 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   options.base = r.base;
   options.step_timeout_ms = r.step_timeout_ms;
   options.run_id = r.run_id;
+  options.jobs = r.jobs > 0 ? r.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto summary = run_plan(one_step_plan(r, *touched, policy), policy, options, session, proposer);
   if (!summary) return std::unexpected(summary.error());
-  return ProposeOutcome{std::move(*summary), *ledger, base->first, base->second};
+  ProposeOutcome out{std::move(*summary), *ledger, base->first, base->second, {}};
+  for (const std::vector<CheckSpec>* checks : {&r.checks, static_cast<const std::vector<CheckSpec>*>(&policy.checks)}) {
+    for (const CheckSpec& c : *checks) out.oracle[c.name] = c.report_format == "none" ? "exit_status" : "tests";
+  }
+  return out;
 }
 
 }  // namespace warden::kernel

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,12 +51,20 @@ struct ProposeRequest {
   std::string step_id;              // empty: the Diff's own step id, else "propose"
   std::optional<int64_t> step_timeout_ms;
   std::string run_id;
+  // Sandbox runs at once: the base's run, the proposal's and the oracle run go together where
+  // there are cores (the plan is a merge queue of depth 1, so what is recorded never depends
+  // on it). 0: one per CPU.
+  int jobs = 0;
 };
 
 struct ProposeOutcome {
   BuildSummary summary;  // the run; its last verdict is the proposal's
   std::filesystem::path ledger;
   std::string base_commit, base_tree;  // what --base resolved to when the run began
+  // What each check's verdict rests on: "tests" (it reports test ids, so PASS_TO_PASS and the
+  // oracle run hold) or "exit_status" (no report: its exit status alone). Its spec, and so
+  // its report format, is in the ledger with the plan or policy.
+  std::map<std::string, std::string> oracle;
   bool accepted() const { return summary.status == RunStatus::completed; }
   // A decision that refused it: the run failed because of it, not of an error.
   bool refused() const { return summary.status == RunStatus::failed && verdict() && !verdict()->accepted; }
@@ -66,7 +75,8 @@ struct ProposeOutcome {
   //    "base_commit", "base_tree", "branch"/"commit"/"tree" (accepted only: the branch moved),
   //    "refusal": {"codes", "reasons", "report", "checks_not_passing"?} (refused only),
   //    "error_type"/"error" (undecided only: a timeout, a cancellation, an execution error),
-  //    "ledger", "ledger_size", "root", "checkpoint", "plan_sha256", "policy_sha256"}
+  //    "ledger", "ledger_size", "root", "checkpoint", "plan_sha256", "policy_sha256",
+//    "oracle": {"check1": "tests" | "exit_status"}}
   Json to_json() const;
 };
 

@@ -154,8 +154,7 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
 // its test checks again on its diff without those changes, recorded.
 Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Proposed& proposed, const std::vector<CheckSpec>& checks) {
   if (checks.empty()) return std::optional<OracleRun>();
-  std::optional<Diff> diff =
-      oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle, approved_tests(ctx.step, ctx.policy, *proposed.diff));
+  std::optional<Diff> diff = oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle);
   if (!diff) return std::optional<OracleRun>();
   auto applied = ctx.workspace.apply(*diff, ctx.head.hex());
   if (!applied) return std::unexpected(stage_error("applying the diff without its new tests: " + applied.error().message()));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "kernel/source_text.h"
@@ -27,11 +28,16 @@ bool special_module_name(StructureLanguage lang, std::string_view name) {
 }
 
 bool special_member_name(std::string_view name) {
+  // unittest.TestCase's and IsolatedAsyncioTestCase's own attributes (Python 3.11) and
+  // pytest's class hooks: a member of that name in a test class replaces the framework's.
   static const std::set<std::string_view> kNames = {
       "setUp", "tearDown", "setUpClass", "tearDownClass", "asyncSetUp", "asyncTearDown", "setup_method", "teardown_method",
       "setup_class", "teardown_class", "setup", "teardown", "run", "debug", "maxDiff", "longMessage", "failureException",
-      "pytestmark", "addCleanup", "addClassCleanup", "doCleanups", "doClassCleanups", "subTest", "id", "shortDescription",
-      "countTestCases", "defaultTestResult", "skipTest", "enterContext", "enterClassContext", "addTypeEqualityFunc"};
+      "pytestmark", "addCleanup", "addClassCleanup", "addAsyncCleanup", "doCleanups", "doClassCleanups", "subTest", "id",
+      "shortDescription", "countTestCases", "defaultTestResult", "skipTest", "enterContext", "enterClassContext",
+      "enterAsyncContext", "addTypeEqualityFunc", "_addExpectedFailure", "_addUnexpectedSuccess", "_baseAssertEqual",
+      "_deprecate", "_diffThreshold", "_formatMessage", "_getAssertEqualityFunc", "_truncateMessage", "_classSetupFailed",
+      "_class_cleanups", "_setupAsyncioRunner", "_tearDownAsyncioRunner", "_callAsync", "_callMaybeAsync"};
   return kNames.contains(name) || name.starts_with("assert") || name.starts_with("fail") || name.starts_with("_call") ||
          name.starts_with("_test") || name.starts_with("_outcome") || name.starts_with("_cleanup") ||
          (name.size() > 4 && name.starts_with("__") && name.ends_with("__"));
@@ -91,17 +97,13 @@ bool only_registers(const SourceUnit& before, const SourceUnit& after, const std
     }
     std::string_view callee = call_name(l);
     if (callee.empty() || !macros.contains(callee)) return false;
-    bool names_new = false;
-    std::string ident;
-    for (char c : l.substr(callee.size()) + " ") {
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
-        ident += c;
-      } else {
-        names_new = names_new || added_functions.contains(ident);
-        ident.clear();
-      }
-    }
-    if (!names_new) return false;
+    // `MACRO ( new_test ) ;` or `MACRO ( new_test , literal ... ) ;`: the first argument names a
+    // function the proposal adds, and nothing else on the line runs.
+    std::string_view args = std::string_view(l).substr(callee.size() + 3);  // past " ( "
+    args.remove_suffix(4);                                                     // " ) ;"
+    const std::string_view first = args.substr(0, args.find(' '));
+    if (!added_functions.contains(std::string(first))) return false;
+    if (args.find_first_of("()=") != std::string_view::npos) return false;
   }
   return k == old_lines.size();
 }
@@ -113,6 +115,18 @@ class Comparer {
 
   void compare_file(const std::vector<SourceUnit>& before, const std::vector<SourceUnit>& after) {
     collect_reads(before, base_reads_);
+    for (const SourceUnit& u : before) {
+      if (u.kind == Kind::klass) {
+        ClassInfo& info = classes_[u.name];
+        for (const SourceUnit& m : u.members) info.members.insert(m.binds.begin(), m.binds.end());
+        for (const std::string& r : u.reads) {
+          if (r != u.name && !r.starts_with(".")) info.bases.insert(r);
+        }
+      }
+      if (u.kind == Kind::import && u.import_module.empty() && u.text.find(" as ") == std::string::npos) {
+        base_import_roots_.insert(u.binds.begin(), u.binds.end());
+      }
+    }
     collect_reads(after, after_reads_);
     for (const SourceUnit& u : after) {
       if (u.kind == Kind::function) after_functions_.insert(u.name);
@@ -160,7 +174,9 @@ class Comparer {
 
     // Each base unit to the first unmatched unit of the proposal with its key.
     std::vector<bool> matched(after.size(), false);
-    for (const SourceUnit& b : before) {
+    std::vector<std::optional<size_t>> placed(before.size());  // where each base unit went
+    for (size_t bi = 0; bi < before.size(); ++bi) {
+      const SourceUnit& b = before[bi];
       if (b.kind == Kind::docstring) continue;
       size_t found = after.size();
       for (size_t k = 0; k < after.size(); ++k) {
@@ -175,11 +191,13 @@ class Comparer {
         continue;
       }
       matched[found] = true;
+      placed[bi] = found;
       compare_unit(b, after[found], prefix, module_level, scope_binds);
     }
     for (size_t k = 0; k < after.size(); ++k) {
       if (!matched[k]) judge_new(after[k], prefix, module_level, scope_binds);
     }
+    judge_order(before, placed, prefix, module_level);
   }
 
   // A base unit nothing reads any more (an unused import, a helper no test calls): its
@@ -187,12 +205,33 @@ class Comparer {
   // never unused.
   bool unused(const SourceUnit& u, bool module_level) const {
     if (is_test_unit(u, module_level) || u.binds.empty()) return false;
+    if (u.text.starts_with("@")) return false;  // a decorator may register it (a fixture, a hook)
     if (u.kind != Kind::import && u.kind != Kind::binding && u.kind != Kind::function) return false;
     for (const std::string& b : u.binds) {
       if (b == "*" || after_reads_.contains(b) || after_reads_.contains("." + b)) return false;
       if (module_level ? special_module_name(lang_, b) : special_member_name(b)) return false;
     }
     return true;
+  }
+
+  // A statement of the base (an import, a call, an assignment into something) runs in its place
+  // among the others: `sys.path.insert` before an import decides what the import finds. The
+  // units around each one must stay on their sides of it; definitions among themselves may move.
+  void judge_order(const std::vector<SourceUnit>& before, const std::vector<std::optional<size_t>>& placed,
+                   const std::string& prefix, bool module_level) {
+    for (size_t s = 0; s < before.size(); ++s) {
+      const Kind k = before[s].kind;
+      if (!placed[s] || (k != Kind::statement && k != Kind::mutation && k != Kind::import)) continue;
+      for (size_t o = 0; o < before.size(); ++o) {
+        if (o == s || !placed[o]) continue;
+        const Kind ko = before[o].kind;
+        if (k == Kind::import && ko == Kind::import) continue;  // imports among themselves may be sorted
+        if ((o < s) != (*placed[o] < *placed[s])) {
+          add(label(before[s], prefix), is_test_unit(before[s], module_level), "moved past " + label(before[o], prefix));
+          break;
+        }
+      }
+    }
   }
 
   void note_registrations(const std::vector<SourceUnit>& units) {
@@ -246,8 +285,15 @@ class Comparer {
 
   void judge_binding(const std::string& bound, const std::string& unit, const std::string& prefix, bool module_level,
                      const std::set<std::string>& scope_binds) {
-    if (bound == "*") {
+    if (scope_binds.contains("*") && bound != "*") {
+      add(unit, false, true, "binds " + prefix + bound + " where the base imports * (it may replace what the base's tests use)");
+    } else if (!module_level && inherited(prefix, bound)) {
+      add(unit, false, true, "binds " + prefix + bound + ", which the class inherits from a class of the base file (it overrides it)");
+    } else if (bound == "*") {
       add(unit, false, true, "is a wildcard import, which may rebind any name the base's tests read");
+    } else if (lang_ == StructureLanguage::python && unit.starts_with("`import ") && unit.find(" as ") == std::string::npos &&
+               base_import_roots_.contains(bound)) {
+      // `import pkg.extra` beside the base's `import pkg`: the same package, one more submodule.
     } else if (scope_binds.contains(bound)) {
       add(unit, false, true, "binds " + prefix + bound + " again, which the base already binds");
     } else if (base_reads_.contains(bound) || (!module_level && base_reads_.contains("." + bound))) {
@@ -260,7 +306,11 @@ class Comparer {
   void judge_new(const SourceUnit& u, const std::string& prefix, bool module_level, const std::set<std::string>& scope_binds) {
     const std::string name = label(u, prefix);
     const size_t before = findings_.size();
-    for (const std::string& bound : u.binds) judge_binding(bound, name, prefix, module_level, scope_binds);
+    const bool if_main = lang_ == StructureLanguage::python && module_level && u.text.starts_with("if __name__ ==");
+    if (!if_main) {
+      for (const std::string& bound : u.binds) judge_binding(bound, name, prefix, module_level, scope_binds);
+    }
+    judge_new_code(u, name);
     switch (u.kind) {
       case Kind::docstring:
         break;
@@ -268,21 +318,19 @@ class Comparer {
         add(name, false, true, "is new and assigns into or removes something that exists");
         break;
       case Kind::statement:
-        if (!(lang_ == StructureLanguage::python && module_level && u.text.starts_with("if __name__ =="))) {
-          add(name, false, true, "is a new statement that runs when the file is loaded");
+        if (!if_main) add(name, false, true, "is a new statement that runs when the file is loaded");
+        break;
+      case Kind::klass:
+        // A new class's body runs when the file is loaded: its statements are judged too.
+        for (const SourceUnit& m : u.members) {
+          if (m.kind == Kind::statement || m.kind == Kind::mutation) {
+            add(u.name + "." + label(m, ""), false, true, "is a statement in a new class, run when the file is loaded");
+          }
+          judge_new_code(m, u.name + "." + label(m, ""));
         }
         break;
       case Kind::import:
-        if (lang_ == StructureLanguage::c_family && u.text.find('"') != std::string::npos) {
-          add(name, false, true, "is a new #include \"...\", which can redefine what the base's tests use");
-        }
-        break;
       case Kind::function:
-        if (lang_ == StructureLanguage::python && u.text.find("autouse") != std::string::npos) {
-          add(name, false, true, "is an autouse fixture, which runs around the base's tests");
-        }
-        break;
-      case Kind::klass:
       case Kind::binding:
         break;
     }
@@ -294,10 +342,75 @@ class Comparer {
     }
   }
 
+  // What a new unit's code does when the file is loaded, whatever its kind.
+  void judge_new_code(const SourceUnit& u, const std::string& name) {
+    if (lang_ == StructureLanguage::python) {
+      if (u.text.find("autouse") != std::string::npos ||
+          (u.text.find("fixture") != std::string::npos && u.text.find("**") != std::string::npos)) {
+        add(name, false, true, "is or makes an autouse fixture, which runs around the base's tests");
+      }
+      if (u.kind != Kind::function && u.kind != Kind::klass) {
+        for (std::string_view risky : {"setattr (", "delattr (", "globals (", "__dict__", ":="}) {
+          if (u.text.find(risky) != std::string::npos) {
+            add(name, false, true, "runs `" + std::string(risky) + "` when the file is loaded");
+            break;
+          }
+        }
+        if (u.text.find(" ; ") != std::string::npos) add(name, false, true, "holds several statements on one line");
+      }
+    }
+    if (lang_ == StructureLanguage::c_family) {
+      // A directive in or beside new code can redefine what the base's tests expand, or compile
+      // them out: only #include <...> and conditionals that open and close inside the new unit.
+      int depth = 0;
+      bool balanced = true;
+      for (const std::string& line : lines_of(u.text)) {
+        if (!line.starts_with("#") || line.starts_with("#include <")) continue;
+        std::string_view word = std::string_view(line).substr(1);
+        while (word.starts_with(" ")) word.remove_prefix(1);
+        if (word.starts_with("if")) {
+          ++depth;
+        } else if (word.starts_with("endif")) {
+          balanced = balanced && --depth >= 0;
+        } else if (!word.starts_with("else") && !word.starts_with("elif")) {
+          add(name, false, true, "holds a preprocessor directive (`" + line.substr(0, 40) +
+                                     "`), which can redefine what the base's tests use");
+          return;
+        }
+      }
+      if (!balanced || depth != 0) add(name, false, true, "opens or closes a preprocessor conditional around other code");
+    }
+  }
+
   StructureLanguage lang_;
   std::vector<TestFileFinding>& findings_;
   std::vector<std::string>& added_tests_;
   std::set<std::string> base_reads_, after_reads_;
+  // The base file's classes: their members and the names in their headers (their bases).
+  struct ClassInfo {
+    std::set<std::string> members, bases;
+  };
+  std::map<std::string, ClassInfo> classes_;
+
+  // Whether the class `prefix` names ("TestOps.") inherits `name` from a class of the base file.
+  bool inherited(const std::string& prefix, const std::string& name) const {
+    std::set<std::string> seen;
+    std::vector<std::string> todo;
+    if (auto it = classes_.find(prefix.substr(0, prefix.size() - 1)); it != classes_.end()) {
+      todo.assign(it->second.bases.begin(), it->second.bases.end());
+    }
+    while (!todo.empty()) {
+      std::string c = todo.back();
+      todo.pop_back();
+      if (!seen.insert(c).second) continue;
+      auto it = classes_.find(c);
+      if (it == classes_.end()) continue;
+      if (it->second.members.contains(name)) return true;
+      todo.insert(todo.end(), it->second.bases.begin(), it->second.bases.end());
+    }
+    return false;
+  }
+  std::set<std::string> base_import_roots_;  // what the base's plain `import a.b` lines bind
   std::set<std::string> registered_;
   std::set<std::string> before_functions_, after_functions_;
 };

@@ -8,20 +8,28 @@
 //     member. A changed one is "changed" (an early return, a skip, a decorator, a changed or
 //     removed assertion all are), a missing one "removed" (a rename is a removal and an
 //     addition). A `from M import ...` may gain names (judged as new bindings below). What
-//     nothing in the proposed file reads any more (an unused import or helper, not a test)
-//     may go.
+//     nothing in the proposed file reads any more (an unused import or helper, not a test and
+//     not decorated) may go. A statement or import of the base keeps its place among the
+//     others (`sys.path.insert` before an import decides what it finds); definitions may move.
 //   - what is new may not bind a name the base binds at that level or reads anywhere in the
-//     file (a rebinding at the end of the file, a shadowed builtin, a fixture with a base
-//     test's parameter name), may not assign into or delete something (`mod.f = ...`, `del x`,
-//     #undef), may not be a statement that runs when the file is loaded (a call, an if/try
-//     block, Go's init; `if __name__ == "__main__":` excepted), and may not be a name the test
-//     runner gives a meaning to: unittest's setUp/tearDown*/setUpModule/load_tests, a class's
-//     assert*/fail* methods and dunders, pytest's setup_*/teardown_*/pytestmark/pytest_*
-//     hooks and autouse fixtures, Go's TestMain, a C wildcard of #include "...".
+//     file (a rebinding at the end of the file, a shadowed builtin, a fixture named like a base
+//     test's parameter, a method named like an attribute of self a base test reads), nor one a
+//     class inherits from another class of the file, nor any name where the base imports *;
+//     may not assign into or delete something (`mod.f = ...`, `del x`, #undef), may not be a
+//     statement that runs when the file is loaded (a call, an if/try block, a statement in a
+//     new class's body, `setattr(...)` or `:=` in a binding, several statements on a line, Go's
+//     init; `if __name__ == "__main__":` excepted), may not hold a preprocessor directive other
+//     than #include <...> and balanced conditionals, and may not be a name the test runner
+//     gives a meaning to: unittest.TestCase's own attributes (setUp, _baseAssertEqual, ...),
+//     setUpModule/load_tests, a class's assert*/fail* methods and dunders, pytest's setup_*/
+//     teardown_*/pytestmark/pytest_* hooks and autouse fixtures, Go's TestMain.
 //   - C and C++: a function that registers tests (RUN_TEST, cmocka_unit_test, ...) may gain
-//     registration lines of the same macro for functions the proposal adds, nothing else.
+//     registration lines of the same macro whose first argument is a function the proposal
+//     adds and which run nothing else.
 // A file either version of which cannot be read with confidence gives `unreadable` and no
-// findings: it is judged whole, as a file the kernel has no reader for.
+// findings: it is judged whole, as a file the kernel has no reader for. The comparison guards
+// what is committed; the verdict on the base's tests never rests on it alone (the oracle run
+// judges them with the base's test files, oracle_run.h).
 //
 // Pure functions; safe from any thread.
 #pragma once

@@ -43,14 +43,16 @@ struct SourceUnit {
     mutation,     // assigns into or deletes something that exists: `a.b = ...`, `d[k] = ...`,
                   // `del x`, #undef
     statement,    // anything else that runs: a call, an if/for/try/with block, a Go init
-    docstring,    // a string literal alone at the top of a module, class or function body
+    docstring,    // a string literal alone at the top of a module, class or function body; `pass`
   };
   Kind kind = Kind::statement;
   std::string name;   // a function's or class's name ("test_add", "TEST(Ops, Add)"); else empty
   std::string key;    // how the same unit is found in another version of the file
   std::string text;   // normalized code, decorators included, docstrings excluded
   std::vector<std::string> binds;  // names bound at this level ("*" for a wildcard import)
-  std::vector<std::string> reads;  // identifiers the unit's code reads; an attribute or member as ".name"
+  // Identifiers the unit's code reads (a function's parameters included: pytest passes fixtures
+  // by them); Python: an attribute of self or cls as ".name"; C: a member as ".name".
+  std::vector<std::string> reads;
   std::vector<SourceUnit> members;  // a class's body (Python)
   // Python: `from M import a, b as c` as M and its (name, alias) pairs, so an import that only
   // gains names is told from one that changes.

@@ -312,7 +312,9 @@ SourceUnit c_unit(const std::vector<Token>& t, size_t from, size_t to, std::opti
     u.kind = SourceUnit::Kind::function;
     if (paren && *paren > from && t[*paren - 1].kind == Token::name) {
       size_t k = *paren - 1;
-      if (all_caps(t[k].text)) {
+      // A test macro (TEST(Suite, Name), Criterion's Test(suite, name)): a head with no return
+      // type, or an all-caps name, is named by the whole head.
+      if (all_caps(t[k].text) || k == from) {
         u.name = joined(t, k, head_end);
         while (!u.name.empty() && (u.name.back() == ' ' || u.name.back() == '\n')) u.name.pop_back();
       } else {
@@ -349,6 +351,15 @@ SourceUnit c_unit(const std::vector<Token>& t, size_t from, size_t to, std::opti
     }
   }
   for (auto it = names.begin(); it != names.end();) it = c_keyword(*it) ? names.erase(it) : std::next(it);
+  // struct/class/union/enum NAME { ... }; (a fixture class, a parameter struct): it declares NAME.
+  for (size_t k = from; k + 1 < to; ++k) {
+    if (t[k].kind == Token::op && (t[k].text == "{" || t[k].text == "(" || t[k].text == "=")) break;
+    const std::string& w = t[k].text;
+    if ((w == "struct" || w == "class" || w == "union" || w == "enum") && t[k + 1].kind == Token::name) {
+      names.insert(t[k + 1].text);
+      break;
+    }
+  }
   u.binds.assign(names.begin(), names.end());
   if (u.binds.empty()) {
     u.kind = SourceUnit::Kind::statement;
@@ -489,8 +500,17 @@ Result<std::vector<SourceUnit>> read_go_structure(std::string_view text) {
       u.key = u.name == "init" ? u.text : "func " + u.name;
       u.binds = {u.name};
     } else if (head == "import") {
-      u.kind = SourceUnit::Kind::import;
-      u.key = u.text;
+      // One unit per imported path, so a block that gains a package keeps the others as they were.
+      for (size_t k = from + 1; k < to; ++k) {
+        if (t[k].kind != Token::literal) continue;
+        SourceUnit one;
+        one.kind = SourceUnit::Kind::import;
+        one.line = t[k].line;
+        one.text = (k > from + 1 && t[k - 1].kind == Token::name ? t[k - 1].text + " " : std::string()) + t[k].text;
+        one.key = "import " + one.text;
+        out.push_back(std::move(one));
+      }
+      return;
     } else if (head == "var" || head == "const" || head == "type") {
       u.kind = SourceUnit::Kind::binding;
       std::set<std::string> names;

@@ -238,8 +238,14 @@ bool is_keyword(std::string_view w) {
   return kKeywords.contains(w);
 }
 
+// A string literal alone: a docstring where it stands first. An f-string is not one: its
+// replacement fields run.
 bool is_string_only(const LogicalLine& l) {
-  return std::all_of(l.tokens.begin(), l.tokens.end(), [](const Token& t) { return t.kind == Tok::string; });
+  return std::all_of(l.tokens.begin(), l.tokens.end(), [](const Token& t) {
+    if (t.kind != Tok::string) return false;
+    const std::string prefix = t.text.substr(0, t.text.find_first_of("'\""));
+    return prefix.find_first_of("fF") == std::string::npos;
+  });
 }
 
 std::string line_text(const LogicalLine& l) {
@@ -253,7 +259,11 @@ void add_reads(const LogicalLine& l, std::set<std::string>& reads) {
     const Token& t = l.tokens[k];
     if (t.kind != Tok::name || is_keyword(t.text)) continue;
     const bool attribute = k > 0 && l.tokens[k - 1].kind == Tok::op && l.tokens[k - 1].text == ".";
-    reads.insert(attribute ? "." + t.text : t.text);
+    if (!attribute) {
+      reads.insert(t.text);
+    } else if (k > 1 && (l.tokens[k - 2].text == "self" || l.tokens[k - 2].text == "cls")) {
+      reads.insert("." + t.text);  // a member the class or an instance reads: a new one of that name overrides it
+    }
   }
 }
 
@@ -492,6 +502,13 @@ Result<SourceUnit> unit_of(const std::vector<const Node*>& decorators, const Nod
       for (const std::string& r : body_reads) {
         if (!locals.contains(r)) reads.insert(r);
       }
+      // Its parameters are read too, by name: pytest gives a test or fixture the fixture its
+      // parameter names, so a new fixture of that name would change what the test gets.
+      std::set<std::string> params;
+      add_locals(Node{n.line, {}}, true, params);
+      for (const std::string& p : params) {
+        if (p != "self" && p != "cls" && p != u.name) reads.insert(p);
+      }
     } else {
       u.kind = SourceUnit::Kind::klass;
       u.key = "class " + u.name;
@@ -515,6 +532,10 @@ Result<SourceUnit> unit_of(const std::vector<const Node*>& decorators, const Nod
     read_import(l, u);
     u.text = line_text(l);
     add_reads(l, reads);
+  } else if (l.tokens.size() == 1 && (l.tokens[0].text == "pass" || l.tokens[0].text == "...")) {
+    u.kind = SourceUnit::Kind::docstring;  // a statement that does nothing, like a docstring
+    u.key = "pass";
+    u.text = line_text(l);
   } else {
     read_simple(l, u);
     u.text = line_text(l);

@@ -136,6 +136,17 @@ TEST(DangerousOps, TestDetectionRulesFireOnTheirPatterns) {
       {"m.ts", "if (process.env.NODE_ENV === 'test') { return cached; }", "js.test_env"},
       {"m.js", "if (process.env.NODE_ENV === 'production') {}", ""},
       {"m.js", "if (typeof jest !== 'undefined') {}", "js.test_globals"},
+      {"m.js", "if (typeof globalThis.jest === 'object') {}", "js.test_globals"},
+      {"m.py", "from inspect import stack, getmembers", "py.frame_inspection"},
+      {"m.py", "from sys import modules", "py.frame_inspection"},
+      {"m.go", "s := debug.Stack()", "go.caller"},
+      {"m.go", "if flag.CommandLine.Lookup(\"test.v\") != nil {", "go.test_flag"},
+      // Honest library code the rules leave alone.
+      {"m.py", "module = sys.modules[__name__]", ""},
+      {"m.py", "main = sys.modules['__main__']", "py.runner_module"},
+      {"m.c", "const char *u = getenv(\"LATEST_RELEASE_URL\");", ""},
+      {"m.c", "const char *d = getenv(\"LOCK_DIR\");", ""},
+      {"m.c", "if (getenv(\"CK_FORK\")) return 0;", "c.test_env"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(rules_of(scan_all(c.path, c.line)), c.rule) << c.path << ": " << c.line;

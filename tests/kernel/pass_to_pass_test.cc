@@ -184,6 +184,41 @@ TEST_F(PassToPass, ANewTestNeedsTheOracleRunOfExactlyTheDiffWithoutIt) {
             std::string::npos) << v.reasons[0].detail;
 }
 
+// The oracle run is decided by path, whatever the ops: a base test file removed and added
+// again (with tests appended) still runs as the base has it, and so does one only modified.
+TEST_F(PassToPass, ABaseTestFileKeepsItsBaseContentInTheOracleRunWhateverTheOps) {
+  const std::string old_test = "def test_a():\n    assert True\n";
+  const std::string new_test = old_test + "\n\ndef test_b():\n    import src.ops\n    src.ops.x = 2\n";
+  proposal.base["tests/test_ops.py"] = BaseFileImage{old_test, kModeFile};
+  FileChange removed;
+  removed.op = FileOp::remove;
+  removed.path = "tests/test_ops.py";
+  removed.before_sha256 = sha256(old_test);
+  FileChange added;
+  added.op = FileOp::add;
+  added.path = "tests/test_ops.py";
+  added.new_mode = kModeFile;
+  added.after_content = new_test;
+  added.after_sha256 = sha256(new_test);
+  Diff swap = diff;
+  swap.files.push_back(removed);
+  swap.files.push_back(added);
+  std::optional<Diff> without = oracle_diff(swap, proposal, policy.oracle);
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without->files.size(), diff.files.size()) << "both the removal and the add are left out";
+  FileChange modified;
+  modified.op = FileOp::modify;
+  modified.path = "tests/test_ops.py";
+  modified.before_sha256 = sha256(old_test);
+  modified.after_content = new_test;
+  modified.after_sha256 = sha256(new_test);
+  Diff plain = diff;
+  plain.files.push_back(modified);
+  std::optional<Diff> plain_without = oracle_diff(plain, proposal, policy.oracle);
+  ASSERT_TRUE(plain_without);
+  EXPECT_EQ(plain_without->digest(), without->digest());
+}
+
 TEST_F(PassToPass, ChecksWithoutReportsAreJudgedByTheirVerdictAlone) {
   for (RunResult* r : {&run, &base}) {
     r->checks[0].runs[0].report = "none";

@@ -84,14 +84,18 @@ TEST_F(ProposeCliTest, BadPatchIsRefusedWithReasonsAndNothingMoves) {
   const auto before = repo.snapshot().refs;
   auto r = propose(bad);
   ASSERT_TRUE(r.exited_with(1)) << describe(r);
-  EXPECT_NE(r.out.find("refused:\n  required_checks_failed: check1: failed"), std::string::npos) << r.out;
+  // unittest -q names no test; Warden's reporter does, so the refusal names the broken test.
+  EXPECT_NE(r.out.find("refused:\n  pass_to_pass_failed: check1: test_calc.CalcTest.test_add (failed) passed on the base\n"
+                       "  required_checks_failed: check1: failed"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(repo.snapshot().refs, before);
   EXPECT_FALSE(has_ref(repo.repo(), "warden/propose"));
 
   auto records = ledger_records(ledger());
   auto decisions = payloads(records, "decision");
   ASSERT_EQ(decisions.size(), 1u);
-  EXPECT_EQ(reason_codes(decisions[0]), std::vector<std::string>{"required_checks_failed"});
+  EXPECT_EQ(reason_codes(decisions[0]), (std::vector<std::string>{"pass_to_pass_failed", "required_checks_failed"}));
   EXPECT_EQ(payloads(records, "proposal").size(), 1u) << "one proposal, one attempt: nothing asked for a second";
   auto refusals = payloads(records, "refusal");
   ASSERT_EQ(refusals.size(), 1u);

@@ -207,6 +207,96 @@ TEST(TestFileChange, AnInheritedHelperOverriddenInAClassIsNamed) {
   EXPECT_TRUE(has(c, "TestX.check", "a name the base's tests read")) << joined(c);
 }
 
+// An attacker's review: each of these changes what a base test does while looking additive.
+TEST(TestFileChange, AdditionsThatChangeWhatBaseTestsDoAreNamed) {
+  const std::string base = "import unittest\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
+                           "        self.assertEqual(mylib.add(2, 3), 5)\n";
+  struct Case {
+    std::string name, after;
+  } cases[] = {
+      {"an f-string where a docstring stands runs",
+       "import unittest\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
+       "        f\"{setattr(mylib, 'add', lambda a, b: a + b)}\"\n        self.assertEqual(mylib.add(2, 3), 5)\n"},
+      {"a unittest internal overridden", base + "\n    def _baseAssertEqual(self, *a, **k):\n        pass\n"},
+      {"a binding that calls setattr", base + "\n\n_ok = setattr(mylib, 'add', lambda a, b: a + b)\n"},
+      {"two statements on one line", base + "\n\nX = 1; mylib.add = None\n"},
+      {"a statement in a new class body", base + "\n\nclass TestZ(unittest.TestCase):\n    mylib.add = None\n"},
+      {"an autouse fixture through an alias", base + "\n\n_auto = pytest.fixture(autouse=True)\n"},
+      {"an import moved above the path it needs",
+       "import sys\nimport mylib\nsys.path.insert(0, 'src')\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
+       "        self.assertEqual(mylib.add(2, 3), 5)\n"},
+  };
+  const std::string with_path = "import sys\nsys.path.insert(0, 'src')\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n"
+                                "    def test_add(self):\n        self.assertEqual(mylib.add(2, 3), 5)\n";
+  for (const auto& k : cases) {
+    const std::string& before = k.name == "an import moved above the path it needs" ? with_path : base;
+    auto c = compare_test_file("tests/test_ops.py", before, k.after);
+    EXPECT_FALSE(c.findings.empty() && !c.unreadable) << k.name;
+  }
+  // A test inherited from another class of the file, overridden in the class that runs it.
+  const std::string contract = "import unittest\n\n\nclass Contract:\n    def test_add(self):\n        assert add(2, 3) == 5\n\n\n"
+                               "class TestOps(Contract, unittest.TestCase):\n    def test_other(self):\n        pass\n";
+  auto over = compare_test_file("tests/test_ops.py", contract, contract + "\n    def test_add(self):\n        pass\n");
+  EXPECT_TRUE(has(over, "TestOps.test_add", "inherits from a class of the base file")) << joined(over);
+  // Where the base imports *, a new name may replace what it brought.
+  auto star = compare_test_file("tests/test_ops.py", "from contract import *\n", "from contract import *\n\n\nclass TestContract:\n    pass\n");
+  EXPECT_TRUE(has(star, "TestContract", "imports *")) << joined(star);
+  // pytest passes fixtures by parameter name: a new fixture named like a base test's parameter.
+  const std::string fixture_base = "def test_add(calc):\n    assert calc.add(2, 3) == 5\n";
+  auto fixture = compare_test_file("tests/test_ops.py", fixture_base,
+                                   fixture_base + "\n\n@pytest.fixture\ndef calc():\n    return Fake()\n");
+  EXPECT_TRUE(has(fixture, "calc", "read")) << joined(fixture);
+  // A removed base fixture is never "unused", whatever reads it.
+  auto removed = compare_test_file("tests/test_ops.py", "@pytest.fixture(autouse=True)\ndef env():\n    yield\n\n\n" + fixture_base,
+                                   fixture_base);
+  EXPECT_TRUE(has(removed, "env", "removed")) << joined(removed);
+}
+
+TEST(TestFileChange, HonestAdditionsAreAccepted) {
+  const std::string base = "import os\nimport unittest\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
+                           "        self.assertTrue(os.path.exists('.'))\n";
+  struct Case {
+    std::string name, after;
+  } cases[] = {
+      {"if __name__ == '__main__'", base + "\n\nif __name__ == '__main__':\n    unittest.main()\n"},
+      {"a submodule of an imported package", "import mylib.extras\n" + base},
+      {"a member named like an attribute the file reads elsewhere", base + "\n    def exists(self):\n        return True\n"},
+      {"a class with pass", base + "\n\nclass TestMore(unittest.TestCase):\n    pass\n"},
+  };
+  for (const auto& k : cases) {
+    auto c = compare_test_file("tests/test_ops.py", base, k.after);
+    EXPECT_TRUE(c.findings.empty()) << k.name << ":\n" << joined(c);
+  }
+}
+
+TEST(CStructure, DirectivesAndSideEffectsInNewCodeAreNamed) {
+  const std::string base = "#include \"unity.h\"\nstatic void test_add(void) { TEST_ASSERT_EQUAL(5, add(2, 3)); }\n"
+                           "int main(void) {\n  UNITY_BEGIN();\n  RUN_TEST(test_add);\n  return UNITY_END();\n}\n";
+  auto in_body = compare_test_file("tests/t.c", base, std::string(base).insert(base.find("int main"),
+                                   "static void helper_new(void) {\n#define add(a, b) ((a) + (b))\n}\n"));
+  EXPECT_FALSE(in_body.findings.empty()) << "a #define inside a new function";
+  std::string registered = base;
+  registered.insert(registered.find("int main"), "static void test_new(void) {}\n");
+  registered.replace(registered.find("  return UNITY_END"), 0, "  RUN_TEST((lenient = 1, test_new));\n");
+  auto effect = compare_test_file("tests/t.c", base, registered);
+  EXPECT_TRUE(has(effect, "main", "changed")) << "a registration line with a side effect: " << joined(effect);
+  // Honest: a new fixture struct, a Criterion test.
+  auto fixture = compare_test_file("tests/t.cc", "#include <gtest/gtest.h>\nTEST(A, B) {}\n",
+                                   "#include <gtest/gtest.h>\nTEST(A, B) {}\nstruct Fix : ::testing::Test { int x = 1; };\nTEST_F(Fix, C) {}\n");
+  EXPECT_TRUE(fixture.findings.empty()) << joined(fixture);
+  auto criterion = compare_test_file("tests/t.c", "#include <criterion/criterion.h>\nTest(ops, add) { cr_assert(1); }\n",
+                                     "#include <criterion/criterion.h>\nTest(ops, add) { cr_assert(1); }\nTest(ops, sub) { cr_assert(1); }\n");
+  EXPECT_TRUE(criterion.findings.empty()) << joined(criterion);
+}
+
+TEST(GoStructure, AnImportBlockMayGainAPackage) {
+  const std::string base = "package ops\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n";
+  auto c = compare_test_file("ops_test.go", base,
+                             "package ops\n\nimport (\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestAdd(t *testing.T) {}\n\n"
+                             "func TestUpper(t *testing.T) { _ = strings.ToUpper(\"a\") }\n");
+  EXPECT_TRUE(c.findings.empty()) << joined(c);
+}
+
 TEST(TestFileChange, UnreadableFilesAreJudgedWhole) {
   auto c = compare_test_file("tests/test_ops.py", kPy, kPy + "\nx = 'unterminated\n");
   ASSERT_TRUE(c.unreadable);

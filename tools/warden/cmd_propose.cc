@@ -19,6 +19,7 @@ struct ProposeArgs {
   std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
   std::vector<std::string> checks, reports, oracle, approvers, approvals;
   double step_timeout_s = 0;
+  int jobs = 0;
   bool json = false;
 };
 
@@ -33,6 +34,9 @@ void print_verdict(const kernel::ProposeOutcome& o) {
   } else {
     std::cout << kernel::run_status_name(s.status) << ": "
               << (s.error_type ? std::string(kernel::error_type_name(*s.error_type)) + ": " : "") << s.error << "\n";
+  }
+  for (const auto& [check, rests_on] : o.oracle) {
+    if (rests_on == "exit_status") std::cout << check << ": judged by its exit status alone (it reports no test ids)\n";
   }
   std::cout << "run " << s.run_id << "  ledger " << s.ledger_size << " records  root " << s.root_hex << "\n";
 }
@@ -71,6 +75,7 @@ int run(ProposeArgs a) {
   request.branch = a.branch;
   request.step_id = a.step_id;
   if (a.step_timeout_s > 0) request.step_timeout_ms = static_cast<int64_t>(a.step_timeout_s * 1000);
+  request.jobs = a.jobs;
   request.run_id = a.run_id;
   // Refused before a key is made or anything is recorded.
   if (Status st = kernel::check_proposal(request); !st) return report_error(st.error(), a.json);
@@ -167,6 +172,10 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--clock", a->clock, "system, or logical (fixed timestamps and sequential ids)")
       ->check(CLI::IsMember({"system", "logical"}));
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget in seconds (default 30)");
+  cmd->add_option("--jobs,-j", a->jobs,
+                  "Sandbox runs at once: the base's run, the proposal's and the oracle run (default: one per CPU); "
+                  "never changes what is recorded")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json,
