@@ -229,6 +229,7 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
 void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& diff, const PostImages* post,
                   const AdmittedTests& admitted, Reasons& reasons) {
   bool modified = false;
+  std::vector<std::string> units;
   for (const FileChange& f : diff.files) {
     for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
       if (!p || in_kernel_dir(*p)) continue;
@@ -248,6 +249,7 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
       }
       for (OracleViolation& v : oracle_violations(in.policy.oracle, touch, admitted.tests)) {
         modified = modified || v.code == reason::test_modified;
+        units.insert(units.end(), v.units.begin(), v.units.end());
         reasons.add(v.code, std::move(v.detail));
       }
       // New tests come as files of their own: renamed or copied in, they would escape the
@@ -262,8 +264,14 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
   if (!modified) return;
   // How a person admits an intended change of what a test asserts, and why the approvals given
   // admitted nothing more.
-  std::string how = "a person the policy names as an approver may admit these tests for this proposal: warden approve --diff " +
-                    diff.digest().str() + " --test PATH::TEST ... (each as named above), then propose again with --approval FILE";
+  std::string how = "a person the policy names as an approver may admit these changes for this proposal: warden approve --diff " +
+                    diff.digest().str();
+  for (const std::string& u : units) {
+    std::string quoted;  // for a POSIX shell: ' closes, \' is a quote, ' opens again
+    for (char c : u) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    how += " --test '" + quoted + "'";
+  }
+  how += " --key KEY --out FILE, then propose again with --approval FILE";
   for (const std::string& why : admitted.ignored) how += "; " + why + " admits nothing";
   reasons.add(reason::test_modified, std::move(how));
 }

@@ -58,7 +58,10 @@ std::vector<OracleViolation> judge_test_file(const OracleTouch& t, const std::st
       return approved.contains(approval_name(t.path, u));
     });
     if (all_approved) return {};
-    return {{reason::test_modified, t.path + " is removed" + (tests.empty() ? "" : ", and with it the base's tests " + listed(tests, ", "))}};
+    std::vector<std::string> units;
+    for (const std::string& u : tests) units.push_back(approval_name(t.path, u));
+    return {{reason::test_modified, t.path + " is removed" + (tests.empty() ? "" : ", and with it the base's tests " + listed(tests, ", ")),
+             std::move(units)}};
   }
   TestFileComparison cmp = compare_test_file(t.path, *t.before, *t.after);
   if (cmp.unreadable) {
@@ -66,11 +69,16 @@ std::vector<OracleViolation> judge_test_file(const OracleTouch& t, const std::st
   }
   std::erase_if(cmp.findings, [&](const TestFileFinding& f) { return approved.contains(approval_name(t.path, f.unit)); });
   if (cmp.findings.empty()) return {};
-  std::vector<std::string> described;
-  for (const TestFileFinding& f : cmp.findings) described.push_back(f.describe());
+  std::vector<std::string> described, units;
+  for (const TestFileFinding& f : cmp.findings) {
+    described.push_back(f.describe());
+    const std::string name = approval_name(t.path, f.unit);
+    if (std::find(units.begin(), units.end(), name) == units.end()) units.push_back(name);
+  }
   return {{reason::test_modified, t.path + ": " + listed(described) +
                                       " (a proposal may add tests, helpers and imports to a test file, never change what the "
-                                      "base's tests are or use)"}};
+                                      "base's tests are or use)",
+           std::move(units)}};
 }
 
 }  // namespace

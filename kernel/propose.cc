@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include "diff/diff.h"
 #include "diff/patch.h"
@@ -237,7 +236,9 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   options.base = r.base;
   options.step_timeout_ms = r.step_timeout_ms;
   options.run_id = r.run_id;
-  options.jobs = r.jobs > 0 ? r.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // All three at once by default: a test suite waits on more than the CPU (sleeps, I/O, a
+  // build's linker), and on CPU-bound suites overlapping runs cost no more than running them in turn.
+  options.jobs = r.jobs > 0 ? r.jobs : 3;
   auto summary = run_plan(one_step_plan(r, *touched, policy), policy, options, session, proposer);
   if (!summary) return std::unexpected(summary.error());
   ProposeOutcome out{std::move(*summary), *ledger, base->first, base->second, {}};

@@ -53,7 +53,7 @@ struct ProposeRequest {
   std::string run_id;
   // Sandbox runs at once: the base's run, the proposal's and the oracle run go together where
   // there are cores (the plan is a merge queue of depth 1, so what is recorded never depends
-  // on it). 0: one per CPU.
+  // on it). 0: three, all of them.
   int jobs = 0;
 };
 

@@ -114,7 +114,7 @@ TEST_F(BuildE2ETest, CalculatorCompletesWithItsRefusalRecorded) {
 TEST_F(BuildE2ETest, EveryReasonCodeIsRefusedAndRecordedBeforeTheAcceptedRetry) {
   // The agent reads the fixture's test file: a confined executor sees it only when its
   // command names it.
-  auto r = build(fixture("reasons/blueprint.json"), {"--executor", agent("reasons seed/tests/test_ops.py"), "--json"});
+  auto r = build(fixture("reasons/blueprint.json"), {"--executor", agent("reasons"), "--json"});
   ASSERT_TRUE(r.exited_with(0)) << describe(r);
   // JSON Lines: one event per line, then the summary as the result line.
   auto lines = stdout_json_lines(r);

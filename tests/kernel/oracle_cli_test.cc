@@ -442,6 +442,46 @@ class CMakeProject : public OracleCliTest {
   std::vector<std::string> check() const { return {"--check", kCTest}; }
 };
 
+// A C suite whose tests are functions registered in main (as Unity's RUN_TEST does): a fix with
+// its new test function and registration is accepted; a weakened test or a dropped
+// registration is refused naming it.
+constexpr const char* kMiniH = "#include <stdio.h>\n"
+                               "#define RUN_TEST(f) do { int ok_ = f(); printf(\"%s %d - %s\\n\", ok_ ? \"ok\" : \"not ok\", ++n_, #f); "
+                               "failed_ |= !ok_; } while (0)\n";
+constexpr const char* kRegisteredTestC = "#include \"ops.h\"\n#include \"mini.h\"\n\n"
+                                         "static int test_add(void) { return add(2, 3) == 5; }\n\n"
+                                         "static int test_mul(void) { return mul(2, 3) == 6; }\n\n"
+                                         "int main(void) {\n  int n_ = 0, failed_ = 0;\n  RUN_TEST(test_add);\n  RUN_TEST(test_mul);\n"
+                                         "  printf(\"1..%d\\n\", n_);\n  return failed_;\n}\n";
+
+class RegisteredCProject : public OracleCliTest {
+ protected:
+  void SetUp() override {
+    commit_base({{"src/ops.h", kOpsH}, {"src/ops.c", kOpsC}, {"tests/mini.h", kMiniH}, {"tests/test_ops.c", kRegisteredTestC},
+                 {"CMakeLists.txt", kCMake}});
+  }
+  std::vector<std::string> check() const { return {"--check", kCTest}; }
+};
+
+TEST_F(RegisteredCProject, ATestFunctionAndItsRegistrationMayBeAddedAndNothingElse) {
+  std::string added = kRegisteredTestC;
+  added.insert(added.find("int main"), "static int test_mul_zero(void) { return mul(7, 0) == 0; }\n\n");
+  added.insert(added.find("  printf"), "  RUN_TEST(test_mul_zero);\n");
+  expect_accepted("c-added", {{"src/ops.c", kOpsC}, {"tests/test_ops.c", added}}, check());
+  std::string weak = kRegisteredTestC;
+  weak.replace(weak.find("return mul(2, 3) == 6;"), 22, "return 1;");
+  expect_oracle_refusal("c-weak", {{"src/ops.c", kBrokenOpsC}, {"tests/test_ops.c", weak}}, check(), "test test_mul changed",
+                        false, "test_modified");
+  std::string dropped = kRegisteredTestC;
+  dropped.erase(dropped.find("  RUN_TEST(test_mul);\n"), 22);
+  expect_oracle_refusal("c-dropped", {{"src/ops.c", kBrokenOpsC}, {"tests/test_ops.c", dropped}}, check(), "main (the base's tests use it) changed",
+                        false, "test_modified");
+  std::string redefined = added;
+  redefined.insert(redefined.find("static int test_mul_zero"), "#undef RUN_TEST\n#define RUN_TEST(f) (void)0\n");
+  expect_oracle_refusal("c-redefined", {{"src/ops.c", kBrokenOpsC}, {"tests/test_ops.c", redefined}}, check(), "preprocessor directive",
+                        false, "test_modified");
+}
+
 TEST_F(CMakeProject, TheBrokenChangeAloneFailsCTest) {
   expect_tests_fail("broken", {{"src/ops.c", kBrokenOpsC}}, check());
 }
