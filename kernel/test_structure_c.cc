@@ -300,7 +300,9 @@ SourceUnit c_unit(const std::vector<Token>& t, size_t from, size_t to, std::opti
   int depth = 0;
   for (size_t k = from; k < head_end; ++k) {
     if (is_open(t[k])) {
-      if (depth == 0 && t[k].text == "(" && !paren && !assign) paren = k;
+      // A definition is named by its last parameter list (`CJSON_PUBLIC(char *) read_file(...)`
+      // is read_file), a declaration by its first.
+      if (depth == 0 && t[k].text == "(" && !assign && (body || !paren)) paren = k;
       ++depth;
     } else if (is_close(t[k])) {
       --depth;

@@ -358,6 +358,11 @@ TEST(CStructure, ChangesToBaseTestsAndRegistrationsAreNamed) {
   auto helper = compare_test_file("tests/parse_array.c", kC, replaced(kC, "TEST_ASSERT_FALSE(parse_array(item, json));", ""));
   EXPECT_TRUE(has(helper, "assert_not_array", "changed")) << joined(helper);
   EXPECT_FALSE(helper.findings.at(0).is_test);
+  // A helper declared through an export macro is named by its own parameter list.
+  auto exported = compare_test_file("tests/common.c", "CJSON_PUBLIC(char *) read_file(const char *f) { return 0; }\n",
+                                    "CJSON_PUBLIC(char *) read_file(const char *f) { return f; }\n");
+  EXPECT_TRUE(has(exported, "read_file", "changed")) << joined(exported);
+  EXPECT_FALSE(exported.findings.at(0).is_test);
   auto comments = compare_test_file("tests/parse_array.c", kC, replaced(kC, "/* initialize cJSON item */", "/* set up */\n\n"));
   EXPECT_TRUE(comments.findings.empty()) << joined(comments);
 }
