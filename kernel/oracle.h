@@ -64,7 +64,7 @@ struct OracleTouch {
 struct OracleViolation {
   std::string_view code;  // reason::protected_path, or reason::test_modified for a base test or what it uses
   std::string detail;     // a sentence naming the file and what changed
-  std::vector<std::string> units;  // test_modified: what an approval would name ("path::unit"), each finding's
+  std::vector<std::string> units = {};  // test_modified: what an approval would name ("path::unit"), each finding's
 };
 
 // Why the change to `touch` rewrites the oracle, one violation per file; empty when it does not.
