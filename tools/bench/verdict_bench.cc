@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
     const auto start = Clock::now();
     must({"git", "-C", repo.string(), "worktree", "add", "-q", "--detach", wt.string(), parent}, repo);
     must({"git", "-C", wt.string(), "apply", (work / "fix.patch").string()}, wt);
-    Ran suite = run({"/bin/sh", "-c", check}, wt);
+    // The interpreter the sandbox runs (the host's /usr), not one a user's PATH puts first.
+    Ran suite = run({"/usr/bin/env", "PATH=/usr/bin:/bin", "/bin/sh", "-c", check}, wt);
     plain.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     if (suite.exit_code != 0) {
       std::cerr << "verdict_bench: the suite fails at the commit (exit " << suite.exit_code << ")\n";
