@@ -173,7 +173,7 @@ void add_propose_commands(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"system", "logical"}));
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget in seconds (default 30)");
   cmd->add_option("--jobs,-j", a->jobs,
-                  "Sandbox runs at once: the base's run, the proposal's and the oracle run (default: one per CPU); "
+                  "Sandbox runs at once: the base's run, the proposal's and the oracle run (default 3: all of them); "
                   "never changes what is recorded")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
