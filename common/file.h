@@ -56,9 +56,9 @@ Status create_file_atomic(const std::filesystem::path& path, std::string_view da
 // fsync of a directory: the entries created, renamed or removed in it are durable after.
 Status sync_directory(const std::filesystem::path& dir);
 
-// An anonymous file (memfd) holding `bytes`, sealed against any change and read from offset
-// 0: a file handed to a sandbox that nothing inside or outside can alter. `name` is shown in
-// /proc only.
+// An anonymous file (memfd) holding `bytes`, sealed against any change, at offset 0: whoever
+// reads it gets exactly these bytes, and nobody can change them (or reach the file they came
+// from) through it. `name` is shown in /proc only.
 Result<UniqueFd> sealed_memfd(const char* name, std::string_view bytes);
 
 // "path: strerror(errno)" as an Error with a code that fits errno.

@@ -306,7 +306,7 @@ class Comparer {
   void judge_new(const SourceUnit& u, const std::string& prefix, bool module_level, const std::set<std::string>& scope_binds) {
     const std::string name = label(u, prefix);
     const size_t before = findings_.size();
-    const bool if_main = lang_ == StructureLanguage::python && module_level && u.text.starts_with("if __name__ ==");
+    const bool if_main = lang_ == StructureLanguage::python && module_level && main_guard(u.text);
     if (!if_main) {
       for (const std::string& bound : u.binds) judge_binding(bound, name, prefix, module_level, scope_binds);
     }
@@ -340,6 +340,15 @@ class Comparer {
         if (m.kind == Kind::function && test_name(lang_, m.name)) added_tests_.push_back(u.name + "." + m.name);
       }
     }
+  }
+
+  // `if __name__ == "__main__":` exactly, with no elif or else: its body runs only when the file
+  // is run as a program, never when a test runner imports it. Any other condition
+  // (`... or True`, the module's own name) or clause runs at import.
+  static bool main_guard(const std::string& text) {
+    const std::vector<std::string> lines = lines_of(text);
+    if (lines.empty() || (lines[0] != "if __name__ == \"__main__\" :" && lines[0] != "if __name__ == '__main__' :")) return false;
+    return std::all_of(lines.begin() + 1, lines.end(), [](const std::string& l) { return l.starts_with("\t"); });
   }
 
   // What a new unit's code does when the file is loaded, whatever its kind.

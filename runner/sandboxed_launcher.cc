@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,25 +38,6 @@ bool shown_by_profile(const SandboxProfile& profile, const fs::path& path) {
     if (below(path, l.path)) return true;
   }
   return false;
-}
-
-// `bytes` as a sealed memfd at offset 0: whoever reads it gets exactly these bytes, and
-// nobody can change them (or reach the file they came from) through it.
-Result<UniqueFd> sealed_memfd(std::string_view bytes, const char* name) {
-  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) return std::unexpected(errno_error("memfd_create", errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(errno_error(std::string("writing ") + name, errno));
-    done += static_cast<size_t>(n);
-  }
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
-      ::lseek(fd.get(), 0, SEEK_SET) != 0) {
-    return std::unexpected(errno_error(std::string("sealing ") + name, errno));
-  }
-  return fd;
 }
 
 // The named file, opened without following a symlink anywhere in the name as written
@@ -123,7 +103,7 @@ Status copy_files(const SandboxProfile& profile, const LaunchRequest& request, s
     if (total > kMaxFilesBytes) {
       return fail(Errc::limit_exceeded, "the executor's files are larger than " + std::to_string(kMaxFilesBytes >> 20) + " MiB together");
     }
-    auto fd = sealed_memfd(*bytes, "warden-executor-file");
+    auto fd = sealed_memfd("warden-executor-file", *bytes);
     if (!fd) return std::unexpected(fd.error());
     // Readable by all, executable where it was: a script stays runnable, nothing is writable.
     unsigned mode = 0444 | (st.st_mode & 0111);
@@ -201,7 +181,7 @@ Status SandboxedLauncher::preflight() {
 
 Result<SubprocessResult> SandboxedLauncher::launch(const LaunchRequest& request) {
   if (request.argv.empty()) return fail(Errc::invalid_argument, "executor: no command given");
-  auto input = sealed_memfd(request.stdin_data, "warden-executor-stdin");
+  auto input = sealed_memfd("warden-executor-stdin", request.stdin_data);
   if (!input) return std::unexpected(input.error());
   SandboxRequest sr;
   std::vector<UniqueFd> file_fds;  // open until the run has ended

@@ -33,6 +33,14 @@ std::string rules_of(const std::vector<DangerFinding>& findings) {
   return out;
 }
 
+// Each line scanned alone finds exactly its rule ("" for none).
+template <size_t N>
+void expect_each(const Case (&cases)[N]) {
+  for (const Case& c : cases) {
+    EXPECT_EQ(rules_of(scan_all(c.path, c.line)), c.rule) << c.path << ": " << c.line;
+  }
+}
+
 TEST(DangerousOps, EveryRuleMatchesAndItsLookalikesDoNot) {
   const Case cases[] = {
       {"a.py", "x = eval(s)", "py.eval"},
@@ -98,9 +106,7 @@ TEST(DangerousOps, EveryRuleMatchesAndItsLookalikesDoNot) {
       {"x.sh", "evaluate x", ""},
       {"notes.txt", "eval(x); system(y)", ""},
   };
-  for (const Case& c : cases) {
-    EXPECT_EQ(rules_of(scan_all(c.path, c.line)), c.rule) << c.path << ": " << c.line;
-  }
+  expect_each(cases);
 }
 
 // Code under test that asks whether it is being tested: each rule on its pattern, and the
@@ -148,9 +154,7 @@ TEST(DangerousOps, TestDetectionRulesFireOnTheirPatterns) {
       {"m.c", "const char *d = getenv(\"LOCK_DIR\");", ""},
       {"m.c", "if (getenv(\"CK_FORK\")) return 0;", "c.test_env"},
   };
-  for (const Case& c : cases) {
-    EXPECT_EQ(rules_of(scan_all(c.path, c.line)), c.rule) << c.path << ": " << c.line;
-  }
+  expect_each(cases);
   // Over two lines: the comparison's body returns a constant.
   EXPECT_EQ(rules_of(scan_all("m.py", "class V:\n    def __eq__(self, other):\n        return True\n")), "py.constant_eq");
   EXPECT_EQ(rules_of(scan_all("m.py", "class V:\n    def __eq__(self, other):\n        return self.v == other.v\n")), "");

@@ -164,21 +164,28 @@ TEST_F(UnittestProject, AFixWithItsTestInTheExistingFileIsAccepted) {
 // rebinding that would pass a broken change is refused by structure, and the oracle run with
 // the base's file fails the broken code as well.
 TEST_F(UnittestProject, AttacksFromInsideAnExistingTestFileAreRefused) {
-  const std::string at_end = std::string(kUnittestTests) + "\n\nmul = lambda a, b: a * b\n";
-  expect_oracle_refusal("rebind", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", at_end}}, check(),
-                        "binds mul again", false, "test_modified");
-  std::string early = kUnittestTests;
-  early.replace(early.find("        self.assertEqual(mul(2, 3), 6)"), 0, "        return\n");
-  expect_oracle_refusal("early-return", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", early}}, check(),
-                        "test OpsTest.test_mul changed", false, "test_modified");
-  std::string skip = kUnittestTests;
-  skip.replace(skip.find("        self.assertEqual(mul(2, 3), 6)"), 0, "        self.skipTest('later')\n");
-  expect_oracle_refusal("skip-test", {{"mathlib/ops.py", kBrokenOps}, {"tests/test_ops.py", skip}}, check(),
-                        "test OpsTest.test_mul changed", false, "test_modified");
-  std::string setup = kUnittestTests;
-  setup.replace(setup.find("    def test_add"), 0, "    def setUp(self):\n        pass\n\n");
-  expect_oracle_refusal("setup", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", setup}}, check(),
-                        "new OpsTest.setUp defines OpsTest.setUp", true, "test_modified");
+  // Each: the test file with `insert` written before the first `before`, the code it goes with,
+  // and what the refusal names (alone, besides pass_to_pass_failed, when `exactly`).
+  struct Attack {
+    std::string name, before, insert;
+    const char* ops;
+    std::string names;
+    bool exactly;
+  } attacks[] = {
+      {"rebind", "", "\n\nmul = lambda a, b: a * b\n", kBrokenOps, "binds mul again", false},
+      {"early-return", "        self.assertEqual(mul(2, 3), 6)", "        return\n", kBrokenOps, "test OpsTest.test_mul changed", false},
+      {"skip-test", "        self.assertEqual(mul(2, 3), 6)", "        self.skipTest('later')\n", kBrokenOps,
+       "test OpsTest.test_mul changed", false},
+      {"setup", "    def test_add", "    def setUp(self):\n        pass\n\n", kFixedOps, "new OpsTest.setUp defines OpsTest.setUp",
+       true},
+      {"class-skip", "class OpsTest", "@unittest.skip('later')\n", kBrokenOps, "OpsTest (the base's tests use it) changed", false},
+  };
+  for (const Attack& a : attacks) {
+    std::string tests = kUnittestTests;
+    tests.insert(a.before.empty() ? tests.size() : tests.find(a.before), a.insert);
+    expect_oracle_refusal(a.name, {{"mathlib/ops.py", a.ops}, {"tests/test_ops.py", tests}}, check(), a.names, a.exactly,
+                          "test_modified");
+  }
   std::string renamed = kUnittestTests;
   renamed.replace(renamed.find("def test_mul"), 12, "def test_mul_renamed");
   expect_oracle_refusal("renamed", {{"mathlib/ops.py", kFixedOps}, {"tests/test_ops.py", renamed}}, check(),

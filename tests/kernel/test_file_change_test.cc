@@ -67,6 +67,16 @@ if __name__ == "__main__":
     unittest.main()
 )";
 
+// A change to kPy: `from` replaced by `to`, and the finding it must give (on `unit`, saying `what`).
+struct Edit {
+  std::string name, from, to, unit, what;
+};
+
+// A whole proposed version of a file.
+struct Version {
+  std::string name, after;
+};
+
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
@@ -133,9 +143,7 @@ TEST(TestFileChange, WhatNothingReadsMayGo) {
 }
 
 TEST(TestFileChange, EveryChangeToABaseTestIsNamed) {
-  struct Case {
-    std::string name, from, to, unit, what;
-  } cases[] = {
+  const Edit cases[] = {
       {"early return", "        self.assertEqual(sub(3, 2), 1)\n", "        return\n        self.assertEqual(sub(3, 2), 1)\n",
        "TestOps.test_sub", "changed"},
       {"skipTest", "        # two and three\n", "        self.skipTest('later')\n", "TestOps.test_add", "changed"},
@@ -160,9 +168,7 @@ TEST(TestFileChange, EveryChangeToABaseTestIsNamed) {
 }
 
 TEST(TestFileChange, NewCodeMayNotRedefineWhatBaseTestsUse) {
-  struct Case {
-    std::string name, from, to, unit, what;
-  } cases[] = {
+  const Edit cases[] = {
       {"rebinding at the end of the file", "\nif __name__", "\ndef make_pair():\n    return (5, 0)\n\n\nif __name__",
        "make_pair", "already binds"},
       {"rebinding a name by assignment", "\nif __name__", "\nadd = lambda a, b: a + b\n\nif __name__", "`add = lambda a , b : a + b`",
@@ -211,9 +217,7 @@ TEST(TestFileChange, AnInheritedHelperOverriddenInAClassIsNamed) {
 TEST(TestFileChange, AdditionsThatChangeWhatBaseTestsDoAreNamed) {
   const std::string base = "import unittest\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
                            "        self.assertEqual(mylib.add(2, 3), 5)\n";
-  struct Case {
-    std::string name, after;
-  } cases[] = {
+  const Version cases[] = {
       {"an f-string where a docstring stands runs",
        "import unittest\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
        "        f\"{setattr(mylib, 'add', lambda a, b: a + b)}\"\n        self.assertEqual(mylib.add(2, 3), 5)\n"},
@@ -222,6 +226,9 @@ TEST(TestFileChange, AdditionsThatChangeWhatBaseTestsDoAreNamed) {
       {"two statements on one line", base + "\n\nX = 1; mylib.add = None\n"},
       {"a statement in a new class body", base + "\n\nclass TestZ(unittest.TestCase):\n    mylib.add = None\n"},
       {"an autouse fixture through an alias", base + "\n\n_auto = pytest.fixture(autouse=True)\n"},
+      {"a main guard that is true on import", base + "\n\nif __name__ == '__main__' or True:\n    mylib.add = lambda a, b: a + b\n"},
+      {"a guard on the module's own name", base + "\n\nif __name__ == 'tests.test_ops':\n    mylib.add = lambda a, b: a + b\n"},
+      {"a main guard with an else", base + "\n\nif __name__ == '__main__':\n    unittest.main()\nelse:\n    mylib.add = None\n"},
       {"an import moved above the path it needs",
        "import sys\nimport mylib\nsys.path.insert(0, 'src')\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
        "        self.assertEqual(mylib.add(2, 3), 5)\n"},
@@ -255,9 +262,7 @@ TEST(TestFileChange, AdditionsThatChangeWhatBaseTestsDoAreNamed) {
 TEST(TestFileChange, HonestAdditionsAreAccepted) {
   const std::string base = "import os\nimport unittest\nimport mylib\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n"
                            "        self.assertTrue(os.path.exists('.'))\n";
-  struct Case {
-    std::string name, after;
-  } cases[] = {
+  const Version cases[] = {
       {"if __name__ == '__main__'", base + "\n\nif __name__ == '__main__':\n    unittest.main()\n"},
       {"a submodule of an imported package", "import mylib.extras\n" + base},
       {"a member named like an attribute the file reads elsewhere", base + "\n    def exists(self):\n        return True\n"},
@@ -270,6 +275,14 @@ TEST(TestFileChange, HonestAdditionsAreAccepted) {
 }
 
 TEST(CStructure, DirectivesAndSideEffectsInNewCodeAreNamed) {
+  // A conditional opened and closed around a base test compiles it out: each new directive is
+  // named, though the test's own text is unchanged.
+  {
+    const std::string c = "static void test_a(void) { TEST_ASSERT(1); }\nint main(void) { RUN_TEST(test_a); return 0; }\n";
+    auto wrapped = compare_test_file("tests/t.c", c, "#if 0\n" + std::string(c).insert(c.find("int main"), "#endif\n"));
+    EXPECT_TRUE(has(wrapped, "#if 0", "conditional")) << joined(wrapped);
+    EXPECT_TRUE(has(wrapped, "#endif", "conditional")) << joined(wrapped);
+  }
   const std::string base = "#include \"unity.h\"\nstatic void test_add(void) { TEST_ASSERT_EQUAL(5, add(2, 3)); }\n"
                            "int main(void) {\n  UNITY_BEGIN();\n  RUN_TEST(test_add);\n  return UNITY_END();\n}\n";
   auto in_body = compare_test_file("tests/t.c", base, std::string(base).insert(base.find("int main"),
