@@ -228,7 +228,7 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
 // `warden propose` makes — name what the proposal touches, so they open nothing.
 void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& diff, const PostImages* post,
                   const AdmittedTests& admitted, Reasons& reasons) {
-  bool modified = false;
+  std::string_view approvable;  // the code the recipe for an approval goes under; empty: nothing an approval admits
   std::vector<std::string> units;
   for (const FileChange& f : diff.files) {
     for (const std::string* p : {&f.path, f.old_path ? &*f.old_path : nullptr}) {
@@ -248,7 +248,7 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
         }
       }
       for (OracleViolation& v : oracle_violations(in.policy.oracle, touch, admitted.tests)) {
-        modified = modified || v.code == reason::test_modified;
+        if (!v.units.empty() && approvable != reason::test_modified) approvable = v.code;
         units.insert(units.end(), v.units.begin(), v.units.end());
         reasons.add(v.code, std::move(v.detail));
       }
@@ -261,7 +261,7 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
       }
     }
   }
-  if (!modified) return;
+  if (approvable.empty()) return;
   // How a person admits an intended change of what a test asserts, and why the approvals given
   // admitted nothing more.
   std::string how = "a person the policy names as an approver may admit these changes for this proposal: warden approve --diff " +
@@ -273,7 +273,7 @@ void check_oracle(const DecisionInput& in, const BuildStep& step, const Diff& di
   }
   how += " --key KEY --out FILE, then propose again with --approval FILE";
   for (const std::string& why : admitted.ignored) how += "; " + why + " admits nothing";
-  reasons.add(reason::test_modified, std::move(how));
+  reasons.add(approvable, std::move(how));
 }
 
 // Re-applies the diff to the recorded pre-images; the post-images when it applies.

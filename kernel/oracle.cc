@@ -48,8 +48,11 @@ std::vector<std::string> tests_in(std::string_view path, std::string_view text) 
 // it (test_file_change.h), else whole.
 std::vector<OracleViolation> judge_test_file(const OracleTouch& t, const std::string& glob, const std::set<std::string>& approved) {
   const std::string whole = t.path + " is part of the oracle (oracle path " + glob + "): the proposal " + verb(t) + " it; ";
+  // A file judged whole is one unit an approval may name by its path.
+  const bool whole_approved = approved.contains(t.path);
   if (!has_structure_reader(t.path)) {
-    return {{reason::protected_path, whole + "a kind of file the kernel judges whole; " + std::string(kOnlyCreateTest)}};
+    if (whole_approved) return {};
+    return {{reason::protected_path, whole + "a kind of file the kernel judges whole; " + std::string(kOnlyCreateTest), {t.path}}};
   }
   if (!t.after_known) return {};  // it did not apply: refused for that, with nothing to compare
   if (!t.after) {
@@ -65,7 +68,9 @@ std::vector<OracleViolation> judge_test_file(const OracleTouch& t, const std::st
   }
   TestFileComparison cmp = compare_test_file(t.path, *t.before, *t.after);
   if (cmp.unreadable) {
-    return {{reason::protected_path, whole + "its structure cannot be read with confidence, so it is judged whole: " + *cmp.unreadable}};
+    if (whole_approved) return {};
+    return {{reason::protected_path, whole + "its structure cannot be read with confidence, so it is judged whole: " + *cmp.unreadable,
+             {t.path}}};
   }
   std::erase_if(cmp.findings, [&](const TestFileFinding& f) { return approved.contains(approval_name(t.path, f.unit)); });
   if (cmp.findings.empty()) return {};

@@ -463,6 +463,44 @@ TEST_F(OracleDecide, AModifyStepMayNotRewriteTheTestsEvenWhenItTargetsThem) {
                   .accepted);
 }
 
+TEST(OracleRules, AnApprovalAdmitsATestFileJudgedWholeByItsPathAndNeverAHook) {
+  const OracleRules rules;
+  const std::string before = "add_test(a a)\n", after = "add_test(a a)\nadd_compile_definitions(X)\n";
+  auto whole = oracle_violations(rules, touch("tests/CMakeLists.txt", &before, &after));
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].code, "protected_path");
+  EXPECT_EQ(whole[0].units, Strings{"tests/CMakeLists.txt"}) << "the file is the unit an approval names";
+  EXPECT_TRUE(oracle_violations(rules, touch("tests/CMakeLists.txt", &before, &after), {"tests/CMakeLists.txt"}).empty());
+  EXPECT_EQ(oracle_violations(rules, touch("tests/CMakeLists.txt", &before, &after), {"tests/CMakeLists.txt::x", "tests/other.txt"}).size(), 1u)
+      << "only the file's own path admits it";
+  // A C file whose structure cannot be read is judged whole, and admitted the same way.
+  const std::string c_before = "int test_a(void) { return 1; }\n", c_after = "int test_a(void) { return 1; \n";
+  auto unreadable = oracle_violations(rules, touch("tests/a.c", &c_before, &c_after));
+  ASSERT_EQ(unreadable.size(), 1u);
+  EXPECT_EQ(unreadable[0].code, "protected_path") << unreadable[0].detail;
+  EXPECT_EQ(unreadable[0].units, Strings{"tests/a.c"});
+  EXPECT_TRUE(oracle_violations(rules, touch("tests/a.c", &c_before, &c_after), {"tests/a.c"}).empty());
+  // Hooks and test sections change how every test runs: no approval admits them.
+  auto hook = oracle_violations(rules, touch("tests/conftest.py", &before, &after), {"tests/conftest.py"});
+  ASSERT_EQ(hook.size(), 1u);
+  EXPECT_TRUE(hook[0].units.empty());
+  const std::string make = "test:\n\t./t\n", forged = "test:\n\techo ok\n";
+  auto section = oracle_violations(rules, touch("Makefile", &make, &forged), {"Makefile"});
+  ASSERT_EQ(section.size(), 1u);
+  EXPECT_TRUE(section[0].units.empty());
+}
+
+TEST_F(OracleDecide, AFileJudgedWholeNamesHowAnApprovalAdmitsIt) {
+  Verdict data = judge("fix", {{"src/ops.py", "a\n", "b\n"}, {"tests/data/in.txt", "1 2\n", "1 3\n"}});
+  auto reason = std::find_if(data.reasons.begin(), data.reasons.end(), [](const Reason& r) { return r.code == "protected_path"; });
+  ASSERT_NE(reason, data.reasons.end()) << data.to_json().dump();
+  EXPECT_NE(reason->detail.find("warden approve --diff sha256:"), std::string::npos) << reason->detail;
+  EXPECT_NE(reason->detail.find("--test 'tests/data/in.txt'"), std::string::npos) << reason->detail;
+  Verdict hook = judge("fix", {{"conftest.py", "import pytest\n", "import unittest\n"}});
+  ASSERT_EQ(hook.reason_codes(), Strings{"protected_path"});
+  EXPECT_EQ(hook.reasons[0].detail.find("warden approve"), std::string::npos) << "a hook is never approvable";
+}
+
 TEST_F(OracleDecide, ACreateTestStepOpensTheHookItTargets) {
   // A new test suite may bring its conftest.py when the plan's create_test step names it.
   plan.steps[1].targets = {"conftest.py"};

@@ -18,10 +18,12 @@ void add_approve_commands(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "approve",
       "Sign an approval that admits changes to named base tests for exactly one proposal. A refusal test_modified "
-      "names the proposal's diff digest and each test; the policy (or `warden propose --approver`) names the verifier "
+      "(or protected_path, for a test file the kernel judges whole) names the proposal's diff digest and each test or "
+      "file; the policy (or `warden propose --approver`) names the verifier "
       "keys of approvers; pass the approval to `warden propose --approval FILE`.");
   cmd->add_option("--diff", opts->diff, "The proposal's diff digest, sha256:<64 hex>, as the refusal names it")->required();
-  cmd->add_option("--test", opts->tests, "A base test (or what it uses) the proposal may change, PATH::TEST as the refusal names it (repeatable)")
+  cmd->add_option("--test", opts->tests, "A base test (or what it uses) the proposal may change, PATH::TEST as the refusal names it, or PATH for a "
+                  "test file judged whole (repeatable)")
       ->required();
   cmd->add_option("--key", opts->key, "The approver's signer key file (warden key generate NAME --signer-out FILE)")->required();
   cmd->add_option("--out", opts->out, "Write the approval here (mode 0644); default: standard output");
