@@ -23,6 +23,13 @@ bool special_module_name(StructureLanguage lang, std::string_view name) {
     case StructureLanguage::go: return name == "TestMain" || name == "init";
     case StructureLanguage::c_family: return name == "main" || name == "setUp" || name == "tearDown" || name == "suiteSetUp" ||
                                              name == "suiteTearDown" || name == "SetUp" || name == "TearDown";
+    case StructureLanguage::javascript: {
+      // The runner's globals and the module system's: a binding of one shadows it for the file.
+      static const std::set<std::string_view> kJs = {
+          "describe", "it", "test", "expect", "beforeEach", "afterEach", "beforeAll", "afterAll", "before", "after",
+          "jest", "vi", "require", "module", "exports", "global", "globalThis", "process", "suite", "context", "specify"};
+      return kJs.contains(name);
+    }
   }
   return false;
 }
@@ -49,6 +56,7 @@ bool test_name(StructureLanguage lang, std::string_view name) {
     case StructureLanguage::go:
       return name.starts_with("Test") || name.starts_with("Benchmark") || name.starts_with("Example") || name.starts_with("Fuzz");
     case StructureLanguage::c_family: return name.find('(') != std::string_view::npos || name.starts_with("test");
+    case StructureLanguage::javascript: return false;  // a test is a call, known by its key (is_test_unit)
   }
   return false;
 }
@@ -164,6 +172,7 @@ class Comparer {
   bool is_test_unit(const SourceUnit& u, bool module_level) const {
     if (u.kind != Kind::function && u.kind != Kind::klass) return false;
     if (lang_ == StructureLanguage::c_family) return test_name(lang_, u.name) || registered_.contains(u.name);
+    if (lang_ == StructureLanguage::javascript) return u.key.starts_with("test ") || u.key.starts_with("suite ");
     return test_name(lang_, u.name) || (!module_level && u.kind == Kind::function && u.name.starts_with("test"));
   }
 
@@ -187,7 +196,7 @@ class Comparer {
       }
       if (found == after.size()) {
         if (!unused(b, module_level)) add(label(b, prefix), is_test_unit(b, module_level), "removed");
-        if (b.kind == Kind::klass) compare_scope(b.members, {}, b.name + ".", false);  // its tests went with it
+        if (b.kind == Kind::klass) compare_scope(b.members, {}, member_prefix(prefix + b.name), false);  // its tests went with it
         continue;
       }
       matched[found] = true;
@@ -256,8 +265,11 @@ class Comparer {
                     const std::set<std::string>& scope_binds) {
     const std::string name = label(b, prefix);
     if (b.kind == Kind::klass && a.kind == Kind::klass) {
-      if (b.text != a.text) add(name, is_test_unit(b, module_level), "changed (its decorators or bases)");
-      compare_scope(b.members, a.members, b.name + ".", false);
+      if (b.text != a.text) {
+        add(name, is_test_unit(b, module_level),
+            lang_ == StructureLanguage::javascript ? "changed (its call, outside its callback's statements)" : "changed (its decorators or bases)");
+      }
+      compare_scope(b.members, a.members, member_prefix(prefix + b.name), false);
       return;
     }
     if (b.text == a.text) return;
@@ -318,15 +330,20 @@ class Comparer {
         add(name, false, true, "is new and assigns into or removes something that exists");
         break;
       case Kind::statement:
-        if (!if_main) add(name, false, true, "is a new statement that runs when the file is loaded");
+        if (is_hook(u)) {
+          add(name, false, true, "is a new hook, which runs around the base's tests");
+        } else if (!if_main) {
+          add(name, false, true, "is a new statement that runs when the file is loaded");
+        }
         break;
       case Kind::klass:
         // A new class's body runs when the file is loaded: its statements are judged too.
+        // A JavaScript suite's hooks run around its own tests only.
         for (const SourceUnit& m : u.members) {
-          if (m.kind == Kind::statement || m.kind == Kind::mutation) {
-            add(u.name + "." + label(m, ""), false, true, "is a statement in a new class, run when the file is loaded");
+          if ((m.kind == Kind::statement || m.kind == Kind::mutation) && !is_hook(m)) {
+            add(label(m, member_prefix(prefix + u.name)), false, true, "is a statement in a new class, run when the file is loaded");
           }
-          judge_new_code(m, u.name + "." + label(m, ""));
+          judge_new_code(m, label(m, member_prefix(prefix + u.name)));
         }
         break;
       case Kind::import:
@@ -337,7 +354,7 @@ class Comparer {
     if (findings_.size() == before && is_test_unit(u, module_level)) added_tests_.push_back(prefix + u.name);
     if (u.kind == Kind::klass && findings_.size() == before) {
       for (const SourceUnit& m : u.members) {
-        if (m.kind == Kind::function && test_name(lang_, m.name)) added_tests_.push_back(u.name + "." + m.name);
+        if (m.kind == Kind::function && (test_name(lang_, m.name) || is_test_unit(m, false))) added_tests_.push_back(member_prefix(prefix + u.name) + m.name);
       }
     }
   }
@@ -368,6 +385,9 @@ class Comparer {
         if (u.text.find(" ; ") != std::string::npos) add(name, false, true, "holds several statements on one line");
       }
     }
+    if (lang_ == StructureLanguage::javascript && runs_alone(u)) {
+      add(name, false, true, "runs alone (.only, fit, fdescribe): the runner would skip the base's tests");
+    }
     if (lang_ == StructureLanguage::c_family) {
       // A directive in or beside new code can redefine what the base's tests expand, or compile
       // them out: only #include <...> and conditionals that open and close inside the new unit.
@@ -389,6 +409,20 @@ class Comparer {
       }
       if (!balanced || depth != 0) add(name, false, true, "opens or closes a preprocessor conditional around other code");
     }
+  }
+
+  // How a member of class or suite `name` is named: "OpsTest.test_add", "ops > adds".
+  std::string member_prefix(const std::string& name) const { return name + (lang_ == StructureLanguage::javascript ? " > " : "."); }
+
+  bool is_hook(const SourceUnit& u) const { return lang_ == StructureLanguage::javascript && u.key.starts_with("hook "); }
+
+  // A JavaScript test or suite, or one inside a suite, that makes the runner run only it.
+  static bool runs_alone(const SourceUnit& u) {
+    if ((u.key.starts_with("test ") || u.key.starts_with("suite ")) &&
+        (u.text.starts_with("fit ") || u.text.starts_with("fdescribe ") || u.text.find(" . only ") < u.text.find(" ("))) {
+      return true;
+    }
+    return std::any_of(u.members.begin(), u.members.end(), runs_alone);
   }
 
   StructureLanguage lang_;

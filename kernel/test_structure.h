@@ -12,9 +12,16 @@
 //                                         definitions (by braces), each preprocessor line alone
 //   .go                                   Go: top-level declarations, ending at a newline
 //                                         outside brackets
+//   .js .mjs .cjs .ts .mts .cts           JavaScript and TypeScript: statements (at `;`, at
+//                                         a newline that completes one, after a declaration's
+//                                         body); test(...)/it(...) calls are tests named by
+//                                         their title, describe(...) calls are classes whose
+//                                         members are their callback's statements, hooks
+//                                         (beforeEach, ...) are statements
 // A reader gives an error when the text is not what it can read with confidence (an
 // unterminated string or comment, brackets that do not balance, a dedent to no enclosing
-// level): such a file is judged whole. Other kinds of file (JavaScript, data) have no reader.
+// level): such a file is judged whole. Other kinds of file (JSX and TSX, whose text content
+// is not code; data) have no reader.
 //
 // Pure functions over borrowed text; safe from any thread.
 #pragma once
@@ -28,15 +35,16 @@
 
 namespace warden::kernel {
 
-enum class StructureLanguage { python, c_family, go };
+enum class StructureLanguage { python, c_family, go, javascript };
 
 // The reader for `path`, by its extension; none when no reader knows the kind.
 std::optional<StructureLanguage> structure_language(std::string_view path);
 
 struct SourceUnit {
   enum class Kind {
-    function,     // def / a C or Go function definition (a test macro's body included)
-    klass,        // a Python class; `members` holds its body
+    function,     // def / a C or Go function definition (a test macro's body included) / a
+                  // JavaScript function or class declaration, or a test(...) call
+    klass,        // a Python class or a JavaScript describe(...) call; `members` holds its body
     import,       // import / from-import / #include / a Go import
     binding,      // a statement that binds names only: `x = ...`, `x: T = ...`, a C declaration,
                   // #define, Go var/const/type
@@ -46,7 +54,8 @@ struct SourceUnit {
     docstring,    // a string literal alone at the top of a module, class or function body; `pass`
   };
   Kind kind = Kind::statement;
-  std::string name;   // a function's or class's name ("test_add", "TEST(Ops, Add)"); else empty
+  std::string name;   // a function's or class's name ("test_add", "TEST(Ops, Add)"), a JavaScript test's or
+                      // suite's title; else empty
   std::string key;    // how the same unit is found in another version of the file
   std::string text;   // normalized code, decorators included, docstrings excluded
   std::vector<std::string> binds;  // names bound at this level ("*" for a wildcard import)
@@ -66,5 +75,6 @@ Result<std::vector<SourceUnit>> read_structure(StructureLanguage language, std::
 Result<std::vector<SourceUnit>> read_python_structure(std::string_view text);
 Result<std::vector<SourceUnit>> read_c_structure(std::string_view text);
 Result<std::vector<SourceUnit>> read_go_structure(std::string_view text);
+Result<std::vector<SourceUnit>> read_javascript_structure(std::string_view text);
 
 }  // namespace warden::kernel

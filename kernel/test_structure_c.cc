@@ -564,6 +564,8 @@ std::optional<StructureLanguage> structure_language(std::string_view path) {
   if (ext == "go") return StructureLanguage::go;
   static const std::set<std::string> kC = {"c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"};
   if (kC.contains(ext)) return StructureLanguage::c_family;
+  static const std::set<std::string> kJs = {"js", "mjs", "cjs", "ts", "mts", "cts"};
+  if (kJs.contains(ext)) return StructureLanguage::javascript;
   return std::nullopt;
 }
 
@@ -572,6 +574,7 @@ Result<std::vector<SourceUnit>> read_structure(StructureLanguage language, std::
     case StructureLanguage::python: return read_python_structure(text);
     case StructureLanguage::c_family: return read_c_structure(text);
     case StructureLanguage::go: return read_go_structure(text);
+    case StructureLanguage::javascript: return read_javascript_structure(text);
   }
   return fail(Errc::internal, "unknown structure language");
 }

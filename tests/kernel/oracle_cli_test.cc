@@ -5,7 +5,8 @@
 // runner's options, rewrite the Makefile's test recipe, re-register the CTest test — is
 // refused as protected_path naming the file; the legitimate change beside it is accepted with
 // exactly the tree git makes of the same patch. Projects: Python with unittest, Python with
-// pytest, C with a Makefile (TAP; the cpp policy and the default one), C with CMake + CTest.
+// pytest, C with a Makefile (TAP; the cpp policy and the default one), C with CMake + CTest,
+// JavaScript with node's test runner (judged by its exit status).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -508,6 +509,61 @@ TEST_F(CMakeProject, ASourceOnlyChangeIsAccepted) {
                    {"src/mul.c", "#include \"ops.h\"\n\nint mul(int a, int b) { return a * b; }\n"},
                    {"CMakeLists.txt", more}},
                   check());
+  expect_ledger_verifies_here();
+}
+
+// --- JavaScript, node's own test runner ------------------------------------------------------
+
+constexpr const char* kOpsJs = "export const add = (a, b) => a + b;\nexport const mul = (a, b) => a * b;\n";
+constexpr const char* kBrokenOpsJs = "export const add = (a, b) => a + b;\nexport const mul = (a, b) => a + b;\n";
+constexpr const char* kOpsTestJs = R"(import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { add, mul } from '../lib/ops.mjs';
+
+describe('ops', () => {
+  it('adds', () => {
+    assert.equal(add(2, 3), 5);
+  });
+
+  it('multiplies', () => {
+    assert.equal(mul(2, 3), 6);
+  });
+});
+)";
+
+class NodeProject : public OracleCliTest {
+ protected:
+  void SetUp() override {
+    commit_base({{"package.json", "{\"name\": \"ops\", \"type\": \"module\"}\n"}, {"lib/ops.mjs", kOpsJs}, {"test/ops.test.mjs", kOpsTestJs}});
+  }
+  std::vector<std::string> check() const { return {"--check", "node --test"}; }
+  static std::string with(std::string text, std::string_view from, std::string_view to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  }
+};
+
+TEST_F(NodeProject, TheBrokenChangeAloneFailsTheTests) {
+  expect_tests_fail("broken", {{"lib/ops.mjs", kBrokenOpsJs}}, check());
+}
+
+// A test added to the existing file's suite is accepted; each way of disabling a base test in
+// the same file is refused test_modified naming it ("suite > test").
+TEST_F(NodeProject, ATestMayBeAddedToTheFileAndNoBaseTestChanged) {
+  const std::string added = with(kOpsTestJs, "});\n", "});\n\ndescribe('ops by zero', () => {\n  it('multiplies by zero', () => {\n"
+                                                      "    assert.equal(mul(2, 0), 0);\n  });\n});\n");
+  const std::string more = with(added, "  it('multiplies', () => {", "  it('adds zero', () => {\n    assert.equal(add(2, 0), 2);\n  });\n\n"
+                                                                   "  it('multiplies', () => {");
+  expect_accepted("js-added", {{"lib/ops.mjs", "export const add = (a, b) => a + b;\nexport const mul = (a, b) => b * a;\n"},
+                               {"test/ops.test.mjs", more}},
+                  check());
+  expect_oracle_refusal("js-return", {{"lib/ops.mjs", kBrokenOpsJs}, {"test/ops.test.mjs", with(kOpsTestJs, "    assert.equal(mul", "    return;\n    assert.equal(mul")}},
+                        check(), "test ops > multiplies changed", false, "test_modified");
+  expect_oracle_refusal("js-skip", {{"lib/ops.mjs", kBrokenOpsJs}, {"test/ops.test.mjs", with(kOpsTestJs, "  it('multiplies'", "  it.skip('multiplies'")}},
+                        check(), "test ops > multiplies changed", false, "test_modified");
+  expect_oracle_refusal("js-hook", {{"lib/ops.mjs", kBrokenOpsJs},
+                                    {"test/ops.test.mjs", with(kOpsTestJs, "  it('adds'", "  beforeEach(() => { process.exitCode = 0; });\n\n  it('adds'")}},
+                        check(), "is a new hook", false, "test_modified");
   expect_ledger_verifies_here();
 }
 

@@ -6,30 +6,10 @@
 
 #include "kernel/test_file_change.h"
 #include "kernel/test_structure.h"
+#include "tests/kernel/test_file_findings.h"
 
 namespace warden::kernel {
 namespace {
-
-std::vector<std::string> described(const TestFileComparison& c) {
-  std::vector<std::string> out;
-  for (const auto& f : c.findings) out.push_back(f.describe());
-  return out;
-}
-
-std::string joined(const TestFileComparison& c) {
-  std::string out;
-  for (const auto& d : described(c)) out += d + "\n";
-  if (c.unreadable) out += "unreadable: " + *c.unreadable;
-  return out;
-}
-
-// A finding naming `unit` whose text has `what`.
-bool has(const TestFileComparison& c, std::string_view unit, std::string_view what) {
-  for (const auto& f : c.findings) {
-    if (f.unit.find(unit) != std::string::npos && f.what.find(what) != std::string::npos) return true;
-  }
-  return false;
-}
 
 const std::string kPy = R"(import unittest
 
@@ -76,13 +56,6 @@ struct Edit {
 struct Version {
   std::string name, after;
 };
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 TEST(PythonStructure, ReadsUnitsMembersAndBindings) {
   auto units = read_python_structure(kPy);
@@ -314,7 +287,7 @@ TEST(TestFileChange, UnreadableFilesAreJudgedWhole) {
   auto c = compare_test_file("tests/test_ops.py", kPy, kPy + "\nx = 'unterminated\n");
   ASSERT_TRUE(c.unreadable);
   EXPECT_NE(c.unreadable->find("proposed version"), std::string::npos) << *c.unreadable;
-  EXPECT_TRUE(compare_test_file("tests/app.test.js", "test('a', () => {})", "").unreadable);
+  EXPECT_TRUE(compare_test_file("tests/app.test.jsx", "test('a', () => <p>Don't</p>)", "").unreadable);
 }
 
 const std::string kC = R"(#include <string.h>
