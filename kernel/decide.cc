@@ -492,7 +492,7 @@ void add_failing_new_tests(const CheckResult& base, const CheckResult& now, Reas
 void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, const std::set<std::string>& approved,
                       Reasons& reasons) {
   if (!diff || !in.base_run) return;
-  std::optional<Diff> without = oracle_diff(*diff, in.proposal, in.policy.oracle);
+  std::optional<Diff> without = oracle_diff(*diff, in.proposal, in.policy.oracle, approved);
   if (!without) return;
   if (!base_passed_a_test(*in.base_run)) return;  // nothing of the base's to guard
   if (!in.oracle_run || in.oracle_run->diff_sha256 != without->digest()) {

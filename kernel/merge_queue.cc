@@ -4,6 +4,7 @@
 #include <map>
 #include <thread>
 
+#include "kernel/approval.h"
 #include "kernel/artifacts.h"
 #include "kernel/commit_order.h"
 #include "kernel/oracle_run.h"
@@ -240,7 +241,8 @@ class MergeQueue {
         }
         ProposalEvidence evidence = slot->answer->evidence;
         if (auto base_tree = s_.workspace.repo().tree(tree)) read_pre_images(*base_tree, diff, evidence);
-        if (std::optional<Diff> oracle = oracle_diff(diff, evidence, s_.policy.oracle)) {
+        if (std::optional<Diff> oracle = oracle_diff(diff, evidence, s_.policy.oracle,
+                                                     admitted_tests(step.approvals, diff.digest(), s_.policy.approvers).tests)) {
           if (auto oracle_tree = s_.workspace.apply_to_tree(*oracle, tree)) {
             RunRequest run;
             run.base_tree = s_.start_tree;

@@ -2,9 +2,20 @@
 
 namespace warden::kernel {
 
-std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules) {
+namespace {
+
+// Whether an approval names one of the units of the test file `path`.
+bool names_unit_of(const std::set<std::string>& approved, const std::string& path) {
+  auto it = approved.lower_bound(path + "::");
+  return it != approved.end() && it->starts_with(path + "::");
+}
+
+}  // namespace
+
+std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules,
+                                const std::set<std::string>& approved) {
   auto base_test = [&](const std::optional<std::string>& path) {
-    if (!path || !changes_existing_test(rules, *path)) return false;
+    if (!path || !changes_existing_test(rules, *path) || names_unit_of(approved, *path)) return false;
     auto base = proposal.base.find(*path);
     return base != proposal.base.end() && base->second.content.has_value();
   };

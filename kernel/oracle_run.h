@@ -12,6 +12,8 @@
 #pragma once
 
 #include <optional>
+#include <set>
+#include <string>
 
 #include "diff/diff.h"
 #include "kernel/oracle.h"
@@ -23,10 +25,15 @@ namespace warden::kernel {
 // `diff` without the files it adds to the oracle (new tests and hooks, absent from the
 // base) and without every change to an existing test file (so they run as the base has them);
 // none when there are none. The result keeps the diff's step id.
-// Every base test file stays as the base has it, even one an approval lets the proposal
-// change: the approved tests may fail or be missing in the oracle run, and are judged as the
-// proposal writes them in the full run.
-std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules);
+// `approved` is what the step's verified approvals admit (admitted_tests(), approval.h):
+// "path::unit" or a whole file's "path". A base test file whose units one of them names keeps
+// the proposal's change, so the tests a person admitted run as the proposal writes them: a test
+// runner that names whole programs (ctest) cannot tell an admitted test from the others of its
+// file, and the rest of that file is the base's (the structural comparison has seen to that).
+// A file admitted whole (tests/CMakeLists.txt, test data) stays the base's: the new test files
+// it may list are left out of this run too.
+std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& proposal, const OracleRules& rules,
+                                const std::set<std::string>& approved = {});
 
 // Whether the base passed any test: only then is there anything for an oracle run to guard.
 bool base_passed_a_test(const RunResult& base);

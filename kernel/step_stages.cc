@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/encoding.h"
+#include "kernel/approval.h"
 #include "kernel/oracle_run.h"
 #include "kernel/records.h"
 #include "kernel/step_checks.h"
@@ -154,7 +155,8 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
 // its test checks again on its diff without those changes, recorded.
 Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Proposed& proposed, const std::vector<CheckSpec>& checks) {
   if (checks.empty()) return std::optional<OracleRun>();
-  std::optional<Diff> diff = oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle);
+  std::optional<Diff> diff = oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle,
+                                        admitted_tests(ctx.step.approvals, proposed.diff->digest(), ctx.policy.approvers).tests);
   if (!diff) return std::optional<OracleRun>();
   auto applied = ctx.workspace.apply(*diff, ctx.head.hex());
   if (!applied) return std::unexpected(stage_error("applying the diff without its new tests: " + applied.error().message()));

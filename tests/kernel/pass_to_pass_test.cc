@@ -4,6 +4,8 @@
 // fails (no_tests_ran) except on steps building up a project that has no tests yet.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "diff/diff.h"
 #include "kernel/decide.h"
 #include "kernel/oracle_run.h"
@@ -217,6 +219,42 @@ TEST_F(PassToPass, ABaseTestFileKeepsItsBaseContentInTheOracleRunWhateverTheOps)
   std::optional<Diff> plain_without = oracle_diff(plain, proposal, policy.oracle);
   ASSERT_TRUE(plain_without);
   EXPECT_EQ(plain_without->digest(), without->digest());
+}
+
+// A test file whose units an approval admits runs as the proposal writes it (a ctest test is a
+// whole program: its admitted helper cannot run in its base version beside the new code); a
+// file admitted whole, and every other test file, stays the base's.
+TEST_F(PassToPass, AnApprovedTestFileRunsAsTheProposalWritesItInTheOracleRun) {
+  const std::string old_test = "static int check(int x) { return x == 1; }\n";
+  const std::string new_test = "static int check(int x) { return x == 2; }\n";
+  proposal.base["tests/parse.c"] = BaseFileImage{old_test, kModeFile};
+  proposal.base["tests/CMakeLists.txt"] = BaseFileImage{"add_test(a a)\n", kModeFile};
+  FileChange modified;
+  modified.op = FileOp::modify;
+  modified.path = "tests/parse.c";
+  modified.before_sha256 = sha256(old_test);
+  modified.after_content = new_test;
+  modified.after_sha256 = sha256(new_test);
+  FileChange cmake;
+  cmake.op = FileOp::modify;
+  cmake.path = "tests/CMakeLists.txt";
+  cmake.before_sha256 = sha256("add_test(a a)\n");
+  cmake.after_content = "add_test(a a)\nadd_test(b b)\n";
+  cmake.after_sha256 = sha256(*cmake.after_content);
+  Diff both = diff;
+  both.files.push_back(modified);
+  both.files.push_back(cmake);
+  auto kept = [](const std::optional<Diff>& d, const std::string& path) {
+    return d && std::any_of(d->files.begin(), d->files.end(), [&](const FileChange& f) { return f.path == path; });
+  };
+  std::optional<Diff> plain = oracle_diff(both, proposal, policy.oracle);
+  EXPECT_FALSE(kept(plain, "tests/parse.c"));
+  EXPECT_FALSE(kept(plain, "tests/CMakeLists.txt"));
+  std::optional<Diff> approved = oracle_diff(both, proposal, policy.oracle, {"tests/parse.c::check", "tests/CMakeLists.txt"});
+  EXPECT_TRUE(kept(approved, "tests/parse.c")) << "its admitted helper runs as written";
+  EXPECT_FALSE(kept(approved, "tests/CMakeLists.txt")) << "a file admitted whole stays the base's";
+  EXPECT_FALSE(kept(oracle_diff(both, proposal, policy.oracle, {"tests/parse.cc::check", "tests/parse.c"}), "tests/parse.c"))
+      << "only a unit of exactly that file";
 }
 
 TEST_F(PassToPass, ChecksWithoutReportsAreJudgedByTheirVerdictAlone) {
