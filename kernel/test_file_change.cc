@@ -13,6 +13,8 @@ namespace {
 
 using Kind = SourceUnit::Kind;
 
+constexpr size_t kMaxComparedUnits = 10'000;
+
 // Names a test runner gives a meaning to, where they are bound.
 bool special_module_name(StructureLanguage lang, std::string_view name) {
   static const std::set<std::string_view> kPython = {
@@ -214,6 +216,8 @@ class Comparer {
   // never unused.
   bool unused(const SourceUnit& u, bool module_level) const {
     if (is_test_unit(u, module_level) || u.binds.empty()) return false;
+    // A JavaScript import or require runs its module, which may install what the tests rely on.
+    if (lang_ == StructureLanguage::javascript && (u.kind == Kind::import || u.text.find(" (") != std::string::npos)) return false;
     if (u.text.starts_with("@")) return false;  // a decorator may register it (a fixture, a hook)
     if (u.kind != Kind::import && u.kind != Kind::binding && u.kind != Kind::function) return false;
     for (const std::string& b : u.binds) {
@@ -416,10 +420,17 @@ class Comparer {
 
   bool is_hook(const SourceUnit& u) const { return lang_ == StructureLanguage::javascript && u.key.starts_with("hook "); }
 
-  // A JavaScript test or suite, or one inside a suite, that makes the runner run only it.
+  // New JavaScript code that makes the runner run only some tests: `.only` anywhere (a test, a
+  // suite, a value bound to one), `fit`, `fdescribe`, or a member of a suite that does.
   static bool runs_alone(const SourceUnit& u) {
-    if ((u.key.starts_with("test ") || u.key.starts_with("suite ")) &&
-        (u.text.starts_with("fit ") || u.text.starts_with("fdescribe ") || u.text.find(" . only ") < u.text.find(" ("))) {
+    const std::string& t = u.text;
+    auto word = [&](std::string_view w) {
+      for (size_t at = t.find(w); at != std::string::npos; at = t.find(w, at + 1)) {
+        if (at == 0 || t[at - 1] == ' ' || t[at - 1] == '\n') return true;
+      }
+      return false;
+    };
+    if (t.find(". only (") != std::string::npos || t.find(". only .") != std::string::npos || word("fit (") || word("fdescribe (")) {
       return true;
     }
     return std::any_of(u.members.begin(), u.members.end(), runs_alone);
@@ -483,6 +494,12 @@ TestFileComparison compare_test_file(std::string_view path, std::string_view bef
   auto new_units = read_structure(*lang, after);
   if (!new_units) {
     out.unreadable = "the proposed version cannot be read (" + new_units.error().message + ")";
+    return out;
+  }
+  // Comparing costs the product of the two versions' sizes: a file far past any real test file
+  // is judged whole instead.
+  if (old_units->size() > kMaxComparedUnits || new_units->size() > kMaxComparedUnits) {
+    out.unreadable = "more than " + std::to_string(kMaxComparedUnits) + " top-level units";
     return out;
   }
   Comparer(*lang, out.findings, out.added_tests).compare_file(*old_units, *new_units);

@@ -6,6 +6,13 @@
 // a test; a call of a suite (describe, ...) is a class whose members are the statements of its
 // callback; a hook (beforeEach, ...) is a statement, so a new one around the base's tests is
 // new code that runs. Everything else is an import, a declaration, or a statement.
+//
+// Where JavaScript's grammar and this reader could see different code, the file is unreadable
+// (judged whole) rather than guessed at: a slash after `}` (a regular expression after a block,
+// a division after an object), an escape in an identifier (\u0061ssert), an HTML-like comment
+// (<!-- and a line-leading -->, comments in scripts). Line terminators are JavaScript's (LF,
+// CR, U+2028, U+2029) and so is its whitespace (NBSP, the BOM, ...). Comments that configure
+// the runner or the compiler (@jest-environment, @ts-ignore, ...) are kept as code.
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -23,6 +30,10 @@ struct Token {
   std::vector<std::string> inner_names = {};  // a template literal: the names its ${...} parts read
 };
 
+// How deep template literals and suites may nest before the file is judged whole: far past any
+// real test file, and a bound on the reader's stack.
+constexpr int kMaxNesting = 64;
+
 Error unreadable(int line, std::string why) {
   return Error{Errc::invalid_argument, "line " + std::to_string(line) + ": " + why};
 }
@@ -34,6 +45,18 @@ bool ident_char(unsigned char c) { return ident_start(c) || std::isdigit(c); }
 bool expression_keyword(std::string_view w) {
   static const std::set<std::string_view> kWords = {"return", "typeof", "instanceof", "in",   "of",     "new",   "delete",
                                                     "void",   "throw",  "case",       "do",   "else",   "yield", "await"};
+  return kWords.contains(w);
+}
+
+// Words that are never a name: reads leave them out. (Contextual keywords such as `of`, `get`,
+// `from` or `type` are names elsewhere, and `undefined` is a global that can be shadowed.)
+bool reserved(std::string_view w) {
+  static const std::set<std::string_view> kWords = {
+      "break",  "case",    "catch",  "class",   "const",  "continue", "debugger", "default", "delete",
+      "do",     "else",    "export", "extends", "finally", "for",     "function", "if",      "import",
+      "in",     "instanceof", "new", "return",  "super",  "switch",   "this",     "throw",   "try",
+      "typeof", "var",     "void",   "while",   "with",   "yield",    "let",      "static",  "enum",
+      "await",  "implements", "package", "protected", "interface", "private", "public", "null", "true", "false"};
   return kWords.contains(w);
 }
 
@@ -53,34 +76,43 @@ class Tokenizer {
   explicit Tokenizer(std::string_view s) : s_(s) {}
 
   Result<std::vector<Token>> run() {
-    if (s_.starts_with("#!")) i_ = s_.find('\n') == std::string_view::npos ? s_.size() : s_.find('\n');
+    if (s_.starts_with("#!")) i_ = line_end(0);
     while (i_ < s_.size()) {
       const char c = s_[i_];
-      if (c == '\n') {
-        ++line_;
-        ++i_;
+      if (const size_t n = line_terminator(i_)) {
+        if (!(c == '\n' && i_ > 0 && s_[i_ - 1] == '\r')) ++line_;
+        i_ += n;
         newline_ = true;
+        line_start_ = true;
         continue;
       }
-      if (std::isspace(static_cast<unsigned char>(c))) {
-        ++i_;
+      if (const size_t n = white_space(i_)) {
+        i_ += n;
         continue;
       }
       if (s_.substr(i_, 2) == "//") {
-        while (i_ < s_.size() && s_[i_] != '\n') ++i_;
+        const size_t end = line_end(i_);
+        if (Status st = keep_pragma(s_.substr(i_, end - i_)); !st) return std::unexpected(st.error());
+        i_ = end;
         continue;
       }
       if (s_.substr(i_, 2) == "/*") {
         const size_t end = s_.find("*/", i_ + 2);
         if (end == std::string_view::npos) return std::unexpected(unreadable(line_, "a comment that never ends"));
+        if (Status st = keep_pragma(s_.substr(i_, end + 2 - i_)); !st) return std::unexpected(st.error());
         count_lines(i_, end);
         i_ = end + 2;
         continue;
       }
+      if (s_.substr(i_, 4) == "<!--" || (line_start_ && s_.substr(i_, 3) == "-->")) {
+        return std::unexpected(unreadable(line_, "an HTML-like comment, which only scripts read as a comment"));
+      }
+      if (c == '\\') return std::unexpected(unreadable(line_, "an escape outside a string (\\u in a name)"));
+      line_start_ = false;
       const int at = line_;
       if (ident_start(static_cast<unsigned char>(c))) {
         const size_t start = i_;
-        while (i_ < s_.size() && ident_char(static_cast<unsigned char>(s_[i_]))) ++i_;
+        while (i_ < s_.size() && ident_char(static_cast<unsigned char>(s_[i_])) && !white_space(i_) && !line_terminator(i_)) ++i_;
         push(Token::name, std::string(s_.substr(start, i_ - start)), at);
         continue;
       }
@@ -106,6 +138,9 @@ class Tokenizer {
         i_ = *end;
         continue;
       }
+      if (c == '/' && !out_.empty() && is_close_brace(out_.back())) {
+        return std::unexpected(unreadable(line_, "a '/' after '}' (a regular expression after a block, a division after an object)"));
+      }
       if (c == '/' && regex_may_start()) {
         auto end = regex_end(i_);
         if (!end) return std::unexpected(end.error());
@@ -115,6 +150,17 @@ class Tokenizer {
       }
       push(Token::op, std::string(operator_at(i_)), at);
       i_ += out_.back().text.size();
+      const std::string& op = out_.back().text;
+      if (op == "(") {
+        // A condition's parentheses: a slash after them starts a regular expression.
+        const bool control = out_.size() >= 2 && out_[out_.size() - 2].kind == Token::name &&
+                             (out_[out_.size() - 2].text == "if" || out_[out_.size() - 2].text == "while" ||
+                              out_[out_.size() - 2].text == "for" || out_[out_.size() - 2].text == "with");
+        parens_.push_back(control);
+      } else if (op == ")") {
+        closed_control_ = !parens_.empty() && parens_.back();
+        if (!parens_.empty()) parens_.pop_back();
+      }
     }
     return std::move(out_);
   }
@@ -135,7 +181,55 @@ class Tokenizer {
     const Token& prev = out_.back();
     if (prev.kind == Token::literal) return false;
     if (prev.kind == Token::name) return expression_keyword(prev.text);
-    return prev.text != ")" && prev.text != "]" && prev.text != "++" && prev.text != "--";
+    if (prev.text == ")") return closed_control_;
+    return prev.text != "]" && prev.text != "++" && prev.text != "--";
+  }
+
+  static bool is_close_brace(const Token& t) { return t.kind == Token::op && t.text == "}"; }
+
+  // The length of the line terminator at `at` (LF, CR, CRLF, U+2028, U+2029); 0 if none.
+  size_t line_terminator(size_t at) const {
+    if (s_[at] == '\n') return 1;
+    if (s_[at] == '\r') return at + 1 < s_.size() && s_[at + 1] == '\n' ? 2 : 1;
+    if (s_.substr(at, 3) == "\xE2\x80\xA8" || s_.substr(at, 3) == "\xE2\x80\xA9") return 3;
+    return 0;
+  }
+
+  // Where the line holding `at` ends: at its terminator, or the end of the text.
+  size_t line_end(size_t at) const {
+    while (at < s_.size() && !line_terminator(at)) ++at;
+    return at;
+  }
+
+  // The length of the white space at `at`: ASCII's, and Unicode's that JavaScript skips (NBSP,
+  // the BOM, the Zs spaces); 0 if none.
+  size_t white_space(size_t at) const {
+    const char c = s_[at];
+    if (c == ' ' || c == '\t' || c == '\v' || c == '\f') return 1;
+    static const std::vector<std::string_view> kSpaces = {
+        "\xC2\xA0", "\xEF\xBB\xBF", "\xE1\x9A\x80", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
+    for (std::string_view sp : kSpaces) {
+      if (s_.substr(at, sp.size()) == sp) return sp.size();
+    }
+    if (s_.substr(at, 2) == "\xE2\x80" && at + 2 < s_.size()) {
+      const auto third = static_cast<unsigned char>(s_[at + 2]);
+      if (third >= 0x80 && third <= 0x8A) return 3;  // U+2000 to U+200A
+    }
+    return 0;
+  }
+
+  // A comment that configures the runner or the compiler is code: kept as a token.
+  Status keep_pragma(std::string_view comment) {
+    for (std::string_view mark : {"@jest-", "@vitest-", "@ts-", "@flow", "@jsx", "@babel", "istanbul", "c8 ignore", "eslint-"}) {
+      if (comment.find(mark) != std::string_view::npos) {
+        std::string text;
+        for (char ch : comment) text += (ch == '\n' || ch == '\r') ? ' ' : ch;
+        push(Token::literal, std::move(text), line_);
+        line_start_ = false;
+        return {};
+      }
+    }
+    return {};
   }
 
   // Past the closing quote of the string at `at`; a line continuation may cross a newline.
@@ -159,6 +253,11 @@ class Tokenizer {
   // names go to `names`.
   Result<size_t> template_end(size_t at, std::vector<std::string>& names) {
     const int start_line = line_;
+    if (++template_depth_ > kMaxNesting) return std::unexpected(unreadable(line_, "template literals nested too deep"));
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{template_depth_};
     size_t j = at + 1;
     while (j < s_.size() && s_[j] != '`') {
       if (s_[j] == '\\') {
@@ -199,7 +298,10 @@ class Tokenizer {
         j = *end;
         continue;
       }
-      if (s_.substr(j, 2) == "//") return std::unexpected(unreadable(line_, "a line comment inside a template literal's ${...}"));
+      if (c == '/' && s_.substr(j, 2) != "/*") {
+        // A division or a regular expression: which one decides where the literal ends.
+        return std::unexpected(unreadable(line_, "a '/' inside a template literal's ${...}"));
+      }
       if (s_.substr(j, 2) == "/*") {
         const size_t end = s_.find("*/", j + 2);
         if (end == std::string_view::npos) return std::unexpected(unreadable(line_, "a comment that never ends"));
@@ -260,6 +362,10 @@ class Tokenizer {
   size_t i_ = 0;
   int line_ = 1;
   bool newline_ = false;
+  bool line_start_ = true;      // only white space and comments since the last line terminator
+  std::vector<bool> parens_;    // open parentheses: whether each is a condition's
+  bool closed_control_ = false;  // the last ')' closed a condition's
+  int template_depth_ = 0;
   std::vector<Token> out_;
 };
 
@@ -292,7 +398,7 @@ std::vector<std::string> reads_of(const std::vector<Token>& t, size_t from, size
   std::set<std::string> reads;
   for (size_t k = from; k < to; ++k) {
     reads.insert(t[k].inner_names.begin(), t[k].inner_names.end());
-    if (t[k].kind != Token::name || keyword(t[k].text)) continue;
+    if (t[k].kind != Token::name || reserved(t[k].text)) continue;
     const bool member = k > from && (is_op(t[k - 1], ".") || is_op(t[k - 1], "?."));
     if (!member) reads.insert(t[k].text);
   }
@@ -331,11 +437,22 @@ bool statement_ends(const Token& prev, const Token& next) {
          next.text == "#" || next.text == ";";
 }
 
+// The most statements one scope may hold: far past any real test file, and a bound on what
+// comparing two versions costs.
+constexpr size_t kMaxUnits = 10'000;
+
+// Whether a call of `name` is the test runner's (a test, suite or hook, jest's or vitest's
+// object): a declaration whose value makes one is code that runs, not a binding.
+bool runner_call(std::string_view name) {
+  return call_kind(name) != CallKind::none || name == "jest" || name == "vi" || name == "only";
+}
+
 class ScopeReader {
  public:
-  explicit ScopeReader(const std::vector<Token>& t) : t_(t) {}
+  explicit ScopeReader(const std::vector<Token>& t, int depth = 0) : t_(t), depth_(depth) {}
 
   Result<std::vector<SourceUnit>> read(size_t from, size_t to) {
+    if (depth_ > kMaxNesting) return std::unexpected(unreadable(from < t_.size() ? t_[from].line : 1, "suites nested too deep"));
     std::vector<SourceUnit> out;
     int depth = 0;
     size_t start = from;
@@ -373,6 +490,7 @@ class ScopeReader {
     if (start < to) {
       if (auto st = emit(start, to, out); !st) return std::unexpected(st.error());
     }
+    if (out.size() > kMaxUnits) return std::unexpected(unreadable(t_[from].line, "more than 10000 statements in one scope"));
     return out;
   }
 
@@ -389,19 +507,83 @@ class ScopeReader {
 
   // Whether the statement from `start` is a function, class or other declaration whose body
   // opens at `brace` (and ends the statement when it closes).
+  // `brace` is at the statement's top level (the reader only asks there), so brackets before it,
+  // in a class's heritage or a function's parameters and return type, are closed.
   bool declaration_head(size_t start, size_t brace) const {
     const size_t k = past_modifiers(start, brace);
-    if (k >= brace || t_[k].kind != Token::name) return false;
+    if (k + 1 >= brace || t_[k].kind != Token::name) return false;
     const std::string& w = t_[k].text;
-    if (w == "function") return brace > k && is_op(t_[brace - 1], ")");
-    if (w == "class" || w == "interface" || w == "enum" || w == "namespace" || w == "module") {
-      // The first brace at the top of the statement: the class body (its heritage may call).
-      for (size_t m = k; m < brace; ++m) {
-        if (is_open(t_[m])) return false;
+    if (w == "function") {
+      for (size_t m = k + 1; m < brace; ++m) {
+        if (is_op(t_[m], ")")) return true;  // the body follows the parameters (and a return type)
       }
-      return true;
+      return false;
+    }
+    return (w == "class" || w == "interface" || w == "enum" || w == "namespace" || w == "module") && t_[k + 1].kind == Token::name;
+  }
+
+  // Whether `[from, to)` calls the test runner: a test, suite or hook, or jest's or vi's object.
+  bool calls_runner(size_t from, size_t to) const {
+    for (size_t k = from; k < to; ++k) {
+      if (t_[k].kind == Token::name && runner_call(t_[k].text) && !(k > from && is_op(t_[k - 1], ".") && t_[k].text != "only")) {
+        return true;
+      }
     }
     return false;
+  }
+
+  // Whether a declaration's values, outside the functions and objects they define, delete or
+  // assign something: `const x = delete process.env.X` is code that runs, not a binding.
+  bool initializer_mutates(size_t k, size_t to) const {
+    static const std::set<std::string_view> kAssign = {"=",  "+=", "-=", "*=",  "/=",  "%=",  "**=", "<<=", ">>=",
+                                                       ">>>=", "&=", "|=", "^=", "&&=", "||=", "?\?=", "++",  "--"};
+    bool in_value = false;  // past the declarator's own `=`
+    int depth = 0;
+    for (size_t m = k; m < to; ++m) {
+      const Token& t = t_[m];
+      if (is_op(t, "{")) {
+        m = closing(t_, m, to);  // a function's body or an object: runs later, or defines
+        continue;
+      }
+      if (is_open(t)) ++depth;
+      if (is_close(t)) --depth;
+      if (depth == 0 && is_op(t, ",")) in_value = false;
+      if (t.kind == Token::name && t.text == "delete" && in_value) return true;
+      if (t.kind == Token::op && kAssign.contains(t.text)) {
+        if (in_value || depth > 0) return true;
+        in_value = true;
+      }
+    }
+    return false;
+  }
+
+  // A class whose declaration runs code when the file loads: a static block or field, or a
+  // heritage that is not a plain (dotted) name.
+  bool class_runs_code(size_t k, size_t to) const {
+    for (size_t m = k; m < to; ++m) {
+      if (is_op(t_[m], "@")) return true;  // a decorator runs when the class is defined
+      if (t_[m].kind != Token::name) continue;
+      if (t_[m].text == "static" && m + 1 < to && (is_op(t_[m + 1], "{") || (m + 2 < to && is_op(t_[m + 2], "=")))) return true;
+      if (t_[m].text == "extends") {
+        size_t n = m + 1;
+        while (n < to && (t_[n].kind == Token::name || is_op(t_[n], "."))) ++n;
+        if (n >= to || !is_op(t_[n], "{") || n == m + 1) return true;
+      }
+    }
+    return false;
+  }
+
+  // `const {a, b} = require('m')` or `const m = require('m')`: the literal naming the module.
+  std::optional<std::string> required_module(size_t k, size_t to) const {
+    size_t eq = k;
+    while (eq < to && !is_op(t_[eq], "=")) eq = is_open(t_[eq]) ? closing(t_, eq, to) + 1 : eq + 1;
+    size_t end = to;
+    if (end > eq && is_op(t_[end - 1], ";")) --end;
+    if (eq + 5 == end && t_[eq + 1].kind == Token::name && t_[eq + 1].text == "require" && is_op(t_[eq + 2], "(") &&
+        t_[eq + 3].kind == Token::literal && t_[eq + 3].text[0] != '`' && is_op(t_[eq + 4], ")")) {
+      return t_[eq + 3].text;
+    }
+    return std::nullopt;
   }
 
   Status emit(size_t from, size_t to, std::vector<SourceUnit>& out) {
@@ -413,22 +595,35 @@ class ScopeReader {
     u.key = u.text;
     const size_t k = past_modifiers(from, to);
     const std::string head = k < to && t_[k].kind == Token::name ? t_[k].text : std::string();
+    const bool named = k + 1 < to && t_[k + 1].kind == Token::name;  // `head NAME`, not `head(` or `head.x`
+    const size_t name_at = k + 1 < to && is_op(t_[k + 1], "*") ? k + 2 : k + 1;  // function*
     if (head == "import" && k + 1 < to && !is_op(t_[k + 1], "(") && !is_op(t_[k + 1], ".")) {
       u.kind = SourceUnit::Kind::import;
       import_binds(k + 1, to, u);
-    } else if (head == "function" || head == "class" || head == "interface" || head == "enum" || head == "namespace") {
-      u.kind = head == "function" || head == "class" ? SourceUnit::Kind::function : SourceUnit::Kind::binding;
-      size_t n = k + 1;
-      if (n < to && is_op(t_[n], "*")) ++n;  // function*
-      if (n < to && t_[n].kind == Token::name) {
-        u.name = t_[n].text;
-        u.binds = {u.name};
-        u.key = head + " " + u.name;
-      }
-    } else if (head == "const" || head == "let" || head == "var" || head == "type" || (head == "using" && k + 1 < to)) {
+    } else if ((head == "function" || head == "class") && name_at < to && t_[name_at].kind == Token::name) {
+      // Hoisted or not, a declaration runs nothing, unless a class's static parts or heritage do.
+      u.kind = head == "class" && class_runs_code(k, to) ? SourceUnit::Kind::statement : SourceUnit::Kind::function;
+      u.name = t_[name_at].text;
+      u.binds = {u.name};
+      u.key = head + " " + u.name;
+    } else if ((head == "interface" || head == "enum" || head == "type") && named && !calls_runner(k, to) &&
+               (head != "enum" || std::none_of(t_.begin() + static_cast<long>(k), t_.begin() + static_cast<long>(to),
+                                               [](const Token& t) { return is_op(t, "("); }))) {
+      // Types are erased; an enum runs only its initializers, none of them a call here.
       u.kind = SourceUnit::Kind::binding;
-      declared_names(k + 1, to, head == "type", u.binds);
-      if (!u.binds.empty()) {
+      u.name = t_[k + 1].text;
+      u.binds = {u.name};
+      u.key = head + " " + u.name;
+    } else if ((head == "const" || head == "let" || head == "var" || head == "using") && k + 1 < to &&
+               (named || is_op(t_[k + 1], "{") || is_op(t_[k + 1], "[")) && !calls_runner(k, to) && !initializer_mutates(k + 1, to)) {
+      declared_names(k + 1, to, false, u.binds);
+      if (std::optional<std::string> module = required_module(k + 1, to); module && !u.binds.empty()) {
+        // A require is an import: one that gains names keeps the others as they were.
+        u.kind = SourceUnit::Kind::import;
+        u.import_module = *module;
+        u.key = "require " + *module;
+      } else {
+        u.kind = SourceUnit::Kind::binding;
         u.key = head;
         for (const std::string& b : u.binds) u.key += " " + b;
       }
@@ -439,15 +634,25 @@ class ScopeReader {
     return {};
   }
 
-  // `import a, {b, c as d} from 'm'`, `import * as ns from 'm'`, `import 'm'`, `import x = require('m')`.
+  // `import a, {b, c as d} from 'm'`, `import * as ns from 'm'`, `import 'm'`, `import x = require('m')`:
+  // each name bound is the last of its specifier (`c as d` binds d, `from as f` binds f).
   void import_binds(size_t k, size_t to, SourceUnit& u) const {
     std::set<std::string> binds;
+    int depth = 0;
     for (; k < to; ++k) {
-      if (t_[k].kind == Token::name && t_[k].text == "from") break;
-      if (t_[k].kind != Token::name || t_[k].text == "type" || t_[k].text == "as" || t_[k].text == "typeof") continue;
-      const bool renamed = k + 1 < to && t_[k + 1].kind == Token::name && t_[k + 1].text == "as";
-      if (!renamed) binds.insert(t_[k].text);
-      if (k + 1 < to && is_op(t_[k + 1], "=")) break;  // import x = require(...)
+      const Token& t = t_[k];
+      if (is_open(t)) ++depth;
+      if (is_close(t)) --depth;
+      if (depth == 0 && t.kind == Token::name && t.text == "from" && !(k > 0 && t_[k - 1].kind == Token::name && t_[k - 1].text == "as")) {
+        break;
+      }
+      if (depth == 0 && is_op(t, "=")) break;  // import x = require(...)
+      if (t.kind != Token::name) continue;
+      const bool next_as = k + 1 < to && t_[k + 1].kind == Token::name && t_[k + 1].text == "as";
+      const bool last_of_specifier = k + 1 >= to || is_op(t_[k + 1], ",") || is_op(t_[k + 1], "}") ||
+                                     (t_[k + 1].kind == Token::name && t_[k + 1].text == "from") || is_op(t_[k + 1], "=");
+      const bool type_word = t.text == "type" && k + 1 < to && t_[k + 1].kind == Token::name && !next_as;
+      if (last_of_specifier && !type_word) binds.insert(t.text);
     }
     u.binds.assign(binds.begin(), binds.end());
     for (size_t m = k; m < to; ++m) {
@@ -456,7 +661,7 @@ class ScopeReader {
         break;
       }
     }
-    u.key = "import " + u.text;
+    u.key = "import " + (u.import_module.empty() ? u.text : u.import_module);
   }
 
   // The names a `const`/`let`/`var` declaration binds: each declarator's name, or the names in
@@ -535,25 +740,32 @@ class ScopeReader {
       return {};
     }
     // A suite: its members are the statements of the callback that is its last argument,
-    // `() => {...}` or `function () {...}`.
-    u.kind = SourceUnit::Kind::klass;
-    u.key = "suite " + title;
-    if (close < 2 || !is_op(t_[close - 1], "}")) return {};
-    size_t open = close - 1;
+    // `() => {...}` or `function () {...}` (a trailing comma allowed). A suite whose callback is
+    // anything else runs code this reader does not take apart: it stays a statement.
+    u.name.clear();
+    u.key = u.text;
+    size_t body_end = close - 1;
+    if (body_end > last_open && is_op(t_[body_end], ",")) --body_end;
+    if (body_end <= last_open || !is_op(t_[body_end], "}")) return {};
+    size_t open = body_end;
     for (int depth = 0; open > last_open; --open) {
       if (is_close(t_[open])) ++depth;
       else if (is_open(t_[open]) && --depth == 0) break;
     }
     if (open <= last_open + 1 || !is_op(t_[open], "{") || !(is_op(t_[open - 1], "=>") || is_op(t_[open - 1], ")"))) return {};
-    auto members = ScopeReader(t_).read(open + 1, close - 1);
+    auto members = ScopeReader(t_, depth_ + 1).read(open + 1, body_end);
     if (!members) return std::unexpected(members.error());
+    u.kind = SourceUnit::Kind::klass;
+    u.name = title;
+    u.key = "suite " + title;
     u.members = std::move(*members);
     // The suite's own text is its header: what its members are is theirs.
-    u.text = joined(t_, from, open + 1) + " ... " + joined(t_, close - 1, to);
+    u.text = joined(t_, from, open + 1) + " ... " + joined(t_, body_end, to);
     return {};
   }
 
   const std::vector<Token>& t_;
+  int depth_;  // how many suites enclose this scope
 };
 
 }  // namespace

@@ -57,7 +57,7 @@ TEST(JavaScriptStructure, ReadsTestsSuitesHooksAndDeclarations) {
   std::vector<std::string> keys;
   for (const SourceUnit& u : *units) keys.push_back(u.key.substr(0, u.key.find('\n')));
   ASSERT_EQ(units->size(), 7u) << ::testing::PrintToString(keys);
-  EXPECT_EQ((*units)[0].kind, SourceUnit::Kind::binding);
+  EXPECT_EQ((*units)[0].kind, SourceUnit::Kind::import) << "a require is an import";
   EXPECT_EQ((*units)[0].binds, (std::vector<std::string>{"add", "mul"}));
   EXPECT_EQ((*units)[1].kind, SourceUnit::Kind::import);
   EXPECT_EQ((*units)[1].binds, std::vector<std::string>{"parse"});
@@ -139,10 +139,97 @@ TEST(JavaScriptStructure, ADivisionIsNotARegularExpression) {
   auto units = read_javascript_structure(base);
   ASSERT_TRUE(units) << units.error().message;
   EXPECT_EQ(units->size(), 2u);
-  const std::string with_regex = "if (x) {\n}\n/a'b/.test(s);\ntest('t', () => { return /[/]'/.test(y); });\n";
+  const std::string with_regex = "if (x) /a'b/.test(s);\ntest('t', () => { return /[/]'/.test(y); });\n";
   auto r = read_javascript_structure(with_regex);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->size(), 3u);
+  EXPECT_EQ(r->size(), 2u) << "after a condition's parentheses a slash starts a regular expression";
+  // After `}` JavaScript reads a regular expression (a block ended) or a division (an object
+  // ended): the reader does not guess. `{}/`/1;` is a division and a template that would
+  // swallow every base test after it.
+  EXPECT_FALSE(read_javascript_structure("if (x) {\n}\n/a/.test(s);\n"));
+  EXPECT_FALSE(read_javascript_structure("const junk = {}/`/1;\n"));
+  EXPECT_FALSE(read_javascript_structure("t(`${'a'.replace(/`/g, '')}`);\n")) << "a slash in ${...}";
+}
+
+// Each way the attack review found to change what a base test does while the comparison said
+// nothing: now a finding, or a file judged whole.
+TEST(JavaScriptStructure, WhatJavaScriptReadsDifferentlyIsNotGuessed) {
+  const std::string file = "tests/ops.test.js";
+  auto whole = [&](const std::string& after) { return compare_test_file(file, kJest, after).unreadable.has_value(); };
+  // A line comment ends at CR, U+2028 and U+2029 too.
+  for (const char* end : {"\r", "\xE2\x80\xA8", "\xE2\x80\xA9"}) {
+    auto c = compare_test_file(file, kJest, kJest + "// tidy" + end + "delete process.env.MODE;\n");
+    EXPECT_TRUE(has(c, "delete", "runs when the file is loaded")) << joined(c);
+  }
+  // HTML-like comments are comments only in scripts; an escape in a name hides the name.
+  EXPECT_TRUE(whole(kJest + "const z = 1 <!-- ; delete process.env.MODE;\n"));
+  EXPECT_TRUE(whole(kJest + "x\n--> delete process.env.MODE;\n"));
+  EXPECT_TRUE(whole(replaced(kJest, "  it('adds'", "  const \\u0065xpect = () => ({ toBe() {} });\n  it('adds'")));
+  // The BOM and NBSP are white space, so the name is `expect`.
+  for (const char* space : {"\xEF\xBB\xBF", "\xC2\xA0"}) {
+    auto c = compare_test_file(file, kJest, kJest + "var" + std::string(space) + "expect = () => ({ toBe() {} });\n");
+    EXPECT_TRUE(has(c, "", "expect")) << joined(c);
+  }
+  // Comments that configure the runner or the compiler are code.
+  EXPECT_FALSE(compare_test_file(file, kJest, "/** @jest-environment ./lenient.js */\n" + kJest).findings.empty());
+  EXPECT_FALSE(compare_test_file(file, kJest, replaced(kJest, "    expect(add(a, b)).toBe(3);", "    // @ts-ignore\n    expect(add(a, b)).toBe(3);"))
+                   .findings.empty());
+  // Nesting and size are bounded: judged whole, quickly.
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "describe('d', () => {\n";
+  for (int i = 0; i < 5000; ++i) deep += "});\n";
+  EXPECT_TRUE(whole(deep));
+  std::string templates = "const t = ";
+  for (int i = 0; i < 5000; ++i) templates += "`${";
+  EXPECT_TRUE(whole(templates));
+  std::string many;
+  for (int i = 0; i < 20000; ++i) many += "x" + std::to_string(i) + "();\n";
+  EXPECT_TRUE(whole(many));
+}
+
+TEST(JavaScriptStructure, DeclarationsThatRunCodeAreStatements) {
+  const std::string file = "tests/ops.test.js";
+  auto finds = [&](const std::string& added, std::string_view what) {
+    auto c = compare_test_file(file, kJest, kJest + added);
+    EXPECT_TRUE(has(c, "", what)) << added << "\n" << joined(c);
+  };
+  finds("const cfg = delete process.env.MODE;\n", "runs when the file is loaded");
+  finds("let n = 0, m = (global.x = 1);\n", "runs when the file is loaded");
+  finds("const h = beforeEach(() => { global.x = 1; });\n", "runs when the file is loaded");
+  finds("const focused = it.only('new', () => {});\n", "runs alone");
+  finds("class Fixture { static { delete process.env.MODE; } }\n", "runs when the file is loaded");
+  finds("class Fixture { static x = delete process.env.MODE; }\n", "runs when the file is loaded");
+  finds("class F extends (delete process.env.MODE, Object) {}\n", "runs when the file is loaded");
+  finds("class P extends X({}) {} delete process.env.MODE;\n", "runs when the file is loaded");
+  finds("class Probe {\n  @((t, k) => { delete process.env.MODE; })\n  run() {}\n}\n", "runs when the file is loaded");
+  finds("function helper(): void {} delete process.env.MODE;\n", "runs when the file is loaded");
+  finds("namespace Env { delete process.env.MODE; }\n", "runs when the file is loaded");
+  finds("function using(v) {}\nusing(delete process.env.MODE);\n", "runs when the file is loaded");
+  finds("type(delete process.env.MODE);\n", "runs when the file is loaded");
+  // A suite whose callback is not a plain function is a statement; one with a trailing comma
+  // is read as a suite.
+  finds("describe('setup', () => (delete process.env.MODE, it('x', () => {})));\n", "runs when the file is loaded");
+  finds("describe('setup', () => {\n  delete process.env.MODE;\n  it('x', () => {});\n},);\n", "statement in a new class");
+  // Names that are keywords elsewhere are names: shadowing one the tests read is found.
+  const std::string lookup = "test('misses', () => {\n  expect(get('x')).toBe(undefined);\n});\n";
+  EXPECT_TRUE(has(compare_test_file(file, lookup, lookup + "const undefined = 1;\n"), "undefined", "read"));
+  EXPECT_TRUE(has(compare_test_file(file, lookup, lookup + "function get() { return 1; }\n"), "get", "read"));
+  auto c = compare_test_file(file, kJest, replaced(kJest, "function pair(a, b) {\n  return [a, b];\n}\n", "") +
+                                             "import { from as origin, expect } from './fake-expect.mjs';\n");
+  EXPECT_TRUE(has(c, "", "expect")) << joined(c);
+  // A require runs its module: its removal is a change even when no test reads its name.
+  const std::string installs = "require('./setup');\nconst strict = require('../src/strict');\n" + kJest;
+  EXPECT_TRUE(has(compare_test_file(file, installs, replaced(installs, "const strict = require('../src/strict');\n", "")), "strict",
+                  "removed"));
+}
+
+TEST(JavaScriptStructure, ImportsAndRequiresMayGainNames) {
+  const std::string file = "tests/ops.test.mjs";
+  auto c = compare_test_file(file, kJest, replaced(replaced(kJest, "const { add, mul } = require", "const { add, mul, sub } = require"),
+                                                     "import { parse } from", "import { parse, format } from"));
+  EXPECT_TRUE(c.findings.empty()) << joined(c);
+  auto renamed = compare_test_file(file, kJest, replaced(kJest, "const { add, mul } = require('../src/ops')", "const { add, mul } = require('../src/fake')"));
+  EXPECT_FALSE(renamed.findings.empty()) << "another module is another import";
 }
 
 }  // namespace
