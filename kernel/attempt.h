@@ -42,11 +42,18 @@ struct OracleRun {
   uint64_t seq = 0;  // its oracle_run record
 };
 
+// A held-out run (held_out.h): what may be known of it before the reveal.
+struct HeldOutRun {
+  int64_t failed = 0;  // held_out_failures() of the sealed result
+  uint64_t seq = 0;    // its held_out_run record
+};
+
 struct Tested {
   AppliedDiff applied;  // the diff on the branch tip: the tree under test
   RunResult run;
   Appended record;      // the run_result record
   std::optional<OracleRun> oracle;  // when the proposal adds tests or hooks and the base has tests
+  std::optional<HeldOutRun> held_out = std::nullopt;  // when the plan holds held-out checks
 };
 
 struct Decided {

@@ -53,6 +53,8 @@ std::vector<RecordKindDigests> make_table() {
       {record_kind::commit, {}, {"plan_sha256", "policy_sha256", "proposal_sha256", "run_result_sha256"}},
       {record_kind::step_evidence, {{"artifacts[].digest"}}, {"input.step_sha256"}},
       {record_kind::speculation, {}, {"diff_sha256"}},
+      {record_kind::held_out_run, {}, {"held_out_sha256", "run_result_sha256"}},
+      {record_kind::held_out_reveal, {{"files[].blob"}, {"runs[].blob"}, {"runs[].bodies[]"}}, {"held_out_sha256", "runs[].run_result_sha256"}},
       // The executor's: large values live in the blob store under `<key>_blob`.
       {exec::run, {{"config"}, {"envelope_blob"}}, {"envelope.*", "launch.*"}},
       {exec::step, {{"stages[].result_blob"}}, {"stages[].result.*"}},

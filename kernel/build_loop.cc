@@ -7,6 +7,8 @@
 #include "kernel/artifacts.h"
 #include "kernel/build_setup.h"
 #include "kernel/checkout_attributes.h"
+#include "kernel/held_out.h"
+#include "kernel/held_out_vault.h"
 #include "kernel/ledger_writer.h"
 #include "kernel/merge_queue.h"
 #include "kernel/plan_commit.h"
@@ -186,6 +188,7 @@ class Build {
   // runner the session gave; a step out of retries gets a replacement plan as a sequential
   // step does.
   Status run_queue() {
+    if (Status st = open_held_out(); !st) return end(RunStatus::failed, ErrorType::execution_error, st.error().message);
     auto pool = runner_pool();
     if (!pool) return end(RunStatus::failed, ErrorType::execution_error, pool.error().message);
     for (;;) {
@@ -208,7 +211,9 @@ class Build {
                      .stop = session_.stop,
                      .step_budget_ms = step_budget_ms(),
                      .jobs = std::max(options_.jobs, 1),
-                     .on_working = session_.on_working};
+                     .on_working = session_.on_working,
+                     .held_out = held_out_ ? &*held_out_ : nullptr,
+                     .vault = vault_ ? &*vault_ : nullptr};
       auto out = run_merge_queue(site);
       if (!out) return std::unexpected(out.error());
       current_index_ = out->step_index;
@@ -262,8 +267,21 @@ class Build {
     return std::make_unique<PrefetchingRunner>(std::move(workers));
   }
 
+  // The plan's held-out bundle (held_out.h) from the vault beside the ledger, when the plan
+  // holds held-out checks: without it no proposal can be judged.
+  Status open_held_out() {
+    if (!plan_.held_out) return {};
+    if (held_out_ && held_out_->digest() == plan_.held_out->sha256) return {};
+    vault_.emplace(options_.ledger_dir);
+    auto bundle = vault_->open(plan_.held_out->sha256);
+    if (!bundle) return std::unexpected(bundle.error().with_context("the plan's held-out checks"));
+    held_out_ = std::move(*bundle);
+    return {};
+  }
+
   // One step through its pipeline. True: accepted and committed; false: retries exhausted.
   Result<bool> run_step(size_t index) {
+    if (Status st = open_held_out(); !st) return std::unexpected(st.error());
     const BuildStep& step = plan_.steps[index];
     current_index_ = static_cast<int64_t>(index);
     const int64_t started = rec_.now();
@@ -300,7 +318,9 @@ class Build {
                           .refusals = refusals_,
                           .stop = step_stop.get_token(),
                           .time_left = [&watchdog] { return watchdog.remaining(); },
-                          .on_working = session_.on_working};
+                          .on_working = session_.on_working,
+                          .held_out = held_out_ ? &*held_out_ : nullptr,
+                          .vault = vault_ ? &*vault_ : nullptr};
 
     auto config = step_pipeline_config(plan_.max_retries);
     if (!config) return std::unexpected(config.error());
@@ -471,6 +491,8 @@ class Build {
   }
 
   const BuildOptions& options_;
+  std::optional<HeldOutVault> vault_;     // with held_out_: where it and its runs are sealed
+  std::optional<HeldOutBundle> held_out_;  // the plan's held-out bundle, once opened
   KernelSession& session_;
   executor::Proposer& proposer_;
   LedgerWriter kl_;

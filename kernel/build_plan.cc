@@ -126,6 +126,11 @@ Result<BuildPlan> BuildPlan::from_json(const Json& json) {
   r.integer("max_replans", p.max_replans, 0, 100, false);
   r.integer("step_timeout_ms", p.step_timeout_ms, 1, 86'400'000, false);
   p.merge_queue_depth = r.optional_integer("merge_queue_depth", 1, kMaxMergeQueueDepth);
+  if (const Json* held_out = r.value("held_out", Json::value_t::object, false)) {
+    auto spec = HeldOutSpec::from_json(*held_out, "plan.held_out");
+    if (!spec) r.adopt(std::unexpected(spec.error()));
+    else p.held_out = std::move(*spec);
+  }
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
   return p;
 }
@@ -169,6 +174,7 @@ Json BuildPlan::to_json() const {
           {"max_replans", max_replans},
           {"step_timeout_ms", step_timeout_ms}};
   if (merge_queue_depth) plan["merge_queue_depth"] = *merge_queue_depth;
+  if (held_out) plan["held_out"] = held_out->to_json();  // absent otherwise: older plans keep their digest
   return plan;
 }
 

@@ -13,7 +13,8 @@
 //    "invariants": ["no_dangerous_operations"], "checks": [CheckSpec...],
 //    "verification_checkpoints": [{"id": "final", "after": ["s1", "s2"], "checks": ["tests"],
 //                                  "invariants": ["all_functions_have_tests"]}],
-//    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000, "merge_queue_depth": 8}
+//    "max_retries": 3, "max_replans": 1, "step_timeout_ms": 30000, "merge_queue_depth": 8,
+//    "held_out": {"sha256": "sha256:...", "at": "held_out", "checks": [CheckSpec...]}}   // optional
 //
 // BuildPlan and BuildStep are plain values, safe to share read-only; find() returns a pointer
 // into `steps`, valid while the plan is alive and unchanged. from_json() checks the shape
@@ -32,6 +33,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "kernel/blueprint.h"
+#include "kernel/held_out.h"
 #include "runner/check_spec.h"
 
 namespace warden::kernel {
@@ -99,6 +101,10 @@ struct BuildPlan {
   // what the ledger records depends on it, and must not depend on how many jobs ran it.
   // JSON "merge_queue_depth", absent for a sequential plan (older plans keep their digest).
   std::optional<int64_t> merge_queue_depth;
+  // Held-out checks (held_out.h): the bundle's digest, where it is laid and the checks that run
+  // it, required of every proposal; its files are in the kernel's vault, never in the plan.
+  // JSON "held_out", absent when there are none.
+  std::optional<HeldOutSpec> held_out;
 
   const BuildStep* find(std::string_view id) const;
   // Strict: unknown fields refused, errors name the JSON path ("plan.steps[2].action: ...").

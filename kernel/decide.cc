@@ -32,6 +32,7 @@
 #include "common/case_fold.h"
 #include "common/strings.h"
 #include "kernel/approval.h"
+#include "kernel/held_out.h"
 #include "kernel/checkout_attributes.h"
 #include "kernel/content_rules.h"
 #include "kernel/dangerous_ops.h"
@@ -211,6 +212,8 @@ void check_paths(const DecisionInput& in, const BuildStep& step, const Diff& dif
       }
       if (in_kernel_dir(path)) {
         reasons.add(reason::protected_path, path + " is inside .git or .warden");
+      } else if (in.plan.held_out && under_held_out(in.plan.held_out->at, path)) {
+        reasons.add(reason::protected_path, path + " is where the held-out checks' files are laid (" + in.plan.held_out->at + ")");
       } else if (any_glob_match(policy.protected_paths, path, Case::folded) && !may_touch_protected(in, step, f, path)) {
         reasons.add(reason::protected_path, path + " is protected: only a step that targets it may add it, and an existing one "
                                                    "changes only through its own add_dependency step");
@@ -491,14 +494,37 @@ void add_failing_new_tests(const CheckResult& base, const CheckResult& now, Reas
 // files' changes, and keep every test the base passed.
 void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff* diff, const std::set<std::string>& approved,
                       Reasons& reasons) {
-  if (!diff || !in.base_run) return;
+  if (!diff || !in.run) return;
   std::optional<Diff> without = oracle_diff(*diff, in.proposal, in.policy.oracle, approved);
   if (!without) return;
-  if (!base_passed_a_test(*in.base_run)) return;  // nothing of the base's to guard
+  // What the base's test files must still pass: the base's passing tests, and every check
+  // judged by its exit status that passed with the proposal's files (oracle_checks()).
+  const bool tests = in.base_run && base_passed_a_test(*in.base_run);
+  std::vector<const CheckResult*> by_status;
+  for (const std::vector<CheckSpec>* specs : {&in.plan.checks, &in.policy.checks}) {
+    for (const CheckSpec& spec : *specs) {
+      const CheckResult* c = judged_by_exit_status(spec) ? find_check(*in.run, spec.name) : nullptr;
+      if (c && !reports_tests(*c) && c->verdict == kPassed &&
+          std::find(by_status.begin(), by_status.end(), c) == by_status.end()) {
+        by_status.push_back(c);
+      }
+    }
+  }
+  // Ledgers recorded before the oracle run repeated the checks judged by exit status hold no
+  // such run, or one without them: their decisions replay as they were made.
+  if (!tests && (by_status.empty() || !in.oracle_run)) return;
   if (!in.oracle_run || in.oracle_run->diff_sha256 != without->digest()) {
     reasons.add(reason::pass_to_pass_failed, "no run of the base's tests, with the base's test files, on the proposal's code");
     return;
   }
+  for (const CheckResult* c : by_status) {
+    const CheckResult* now = find_check(*in.oracle_run, c->name);
+    if (now && now->verdict != kPassed) {
+      reasons.add(reason::pass_to_pass_failed,
+                  c->name + " passes with the proposal's test files but " + now->verdict + " with the base's (its exit status is all it reports)");
+    }
+  }
+  if (!tests) return;
   for (const CheckResult& base : in.base_run->checks) {
     if (!reports_tests(base)) continue;
     const CheckResult* now = find_check(*in.oracle_run, base.name);
@@ -507,6 +533,21 @@ void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff
       continue;
     }
     add_lost_tests(step, base, *now, " (run with the base's test files)", approved, reasons, true);
+  }
+}
+
+// The held-out checks (held_out.h) must pass on every proposal that reached the runner. What
+// is said is the count alone: a name, an output or an input would let the executor fit its
+// next proposal to the tests it is not to see.
+void check_held_out(const DecisionInput& in, Reasons& reasons) {
+  if (!in.plan.held_out || !in.run) return;
+  if (!in.held_out_failed) {
+    reasons.add(reason::held_out_failed, "the held-out checks did not run on the proposal");
+  } else if (*in.held_out_failed > 0) {
+    const int64_t n = *in.held_out_failed;
+    reasons.add(reason::held_out_failed, std::to_string(n) + (n == 1 ? " held-out test does" : " held-out tests do") +
+                                             " not pass (which, and their output, stay sealed until the bundle " +
+                                             in.plan.held_out->sha256.str() + " is revealed)");
   }
 }
 
@@ -629,6 +670,7 @@ Verdict decide(const DecisionInput& in) {
     if (in.policy.dangerous_operations) check_dangerous(in, *diff, post, reasons);
   }
   check_run(in, *step, diff ? &*diff : nullptr, admitted.tests, reasons);
+  check_held_out(in, reasons);
   return reasons.verdict();
 }
 

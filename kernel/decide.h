@@ -37,6 +37,11 @@ struct DecisionInput {
   // The test checks on the proposal without the tests and hooks it adds (oracle_run.h):
   // required, and held to the base's passing tests too, when it adds any.
   const RunResult* oracle_run = nullptr;
+  // The held-out run (held_out.h), when the plan holds held-out checks: how many of its tests
+  // did not pass, as the kernel counted them from the sealed result (held_out_run record).
+  // None: it did not run. decide() sees the count only, as the executor does; replay holds the
+  // count to the result once the bundle is revealed.
+  std::optional<int64_t> held_out_failed = std::nullopt;
 };
 
 Verdict decide(const DecisionInput& input);

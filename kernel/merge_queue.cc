@@ -121,7 +121,9 @@ class MergeQueue {
                        .refusals = s_.refusals,
                        .stop = std::move(stop),
                        .time_left = std::move(time_left),
-                       .on_working = s_.on_working};
+                       .on_working = s_.on_working,
+                       .held_out = s_.held_out,
+                       .vault = s_.vault};
   }
 
   std::chrono::milliseconds budget() const { return std::chrono::milliseconds(s_.step_budget_ms); }
@@ -239,6 +241,10 @@ class MergeQueue {
           base.reuse = true;
           s_.runner.prefetch(std::move(base), std::nullopt, PrefetchLabel{step.id, attempt, "base", tree.hex(), std::nullopt});
         }
+      }
+      // The oracle run's checks as they will be if the base passes its tests (it usually does;
+      // when it does not, this run goes unused and is recorded as such).
+      if (std::vector<CheckSpec> again = oracle_checks(checks, !wanted.empty()); !again.empty()) {
         ProposalEvidence evidence = slot->answer->evidence;
         if (auto base_tree = s_.workspace.repo().tree(tree)) read_pre_images(*base_tree, diff, evidence);
         if (std::optional<Diff> oracle = oracle_diff(diff, evidence, s_.policy.oracle,
@@ -247,7 +253,7 @@ class MergeQueue {
             RunRequest run;
             run.base_tree = s_.start_tree;
             run.tree = *oracle_tree;
-            run.checks = wanted;
+            run.checks = std::move(again);
             const Digest digest = oracle->digest();
             oracles.push_back({std::move(run), std::move(*oracle), PrefetchLabel{step.id, attempt, "oracle", tree.hex(), digest}});
           }

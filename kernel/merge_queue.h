@@ -36,6 +36,8 @@
 #include "kernel/attempt.h"
 #include "kernel/build_loop.h"
 #include "kernel/build_plan.h"
+#include "kernel/held_out.h"
+#include "kernel/held_out_vault.h"
 #include "kernel/policy.h"
 #include "kernel/run_recorder.h"
 #include "kernel/work_ticker.h"
@@ -67,6 +69,8 @@ struct QueueSite {
   int64_t step_budget_ms = 30000;
   int jobs = 1;          // concurrent proposals (sandbox runs are bounded by the runner's workers)
   const WorkingListener& on_working;
+  const HeldOutBundle* held_out = nullptr;  // the plan's held-out bundle, open (step_stages.h)
+  const HeldOutVault* vault = nullptr;
 };
 
 enum class QueueEnd { done, exhausted, timeout, cancelled, failed };

@@ -142,18 +142,23 @@ std::vector<OracleViolation> oracle_violations(const OracleRules& rules, const O
   // tests/pyproject.toml) is judged by its test section below, like any such file.
   const std::string* glob = matching(rules.sections, t.path);
   if (!glob) return {};
+  // A person may admit a change of a test section by the file's path, as a test file judged whole.
+  if (approved.contains(t.path)) return {};
   std::optional<SectionKind> kind = section_kind(t.path);
   if (!kind) {
     if (!t.before) return {};
-    return {{reason::protected_path, t.path + " holds the oracle (oracle section " + *glob +
-                                         ", a kind of file the kernel judges whole): the proposal " + verb(t) + " it; " +
-                                         std::string(kOnlyCreateTest)}};
+    return {{reason::protected_path,
+             t.path + " holds the oracle (oracle section " + *glob + ", a kind of file the kernel judges whole): the proposal " +
+                 verb(t) + " it; " + std::string(kOnlyCreateTest),
+             {t.path}}};
   }
   if (!t.after_known) return {};  // it did not apply: refused for that, with nothing to compare
   std::vector<std::string> changes = section_changes(extract_test_section(*kind, t.before ? *t.before : ""),
                                                      extract_test_section(*kind, t.after ? *t.after : ""));
   if (changes.empty()) return {};
-  return {{reason::protected_path, t.path + ": " + listed(changes, ", ") + " (its test section is the oracle; " + std::string(kOnlyCreateTest) + ")"}};
+  return {{reason::protected_path,
+           t.path + ": " + listed(changes, ", ") + " (its test section is the oracle; " + std::string(kOnlyCreateTest) + ")",
+           {t.path}}};
 }
 
 bool changes_existing_test(const OracleRules& rules, std::string_view path) {

@@ -65,15 +65,16 @@ struct OracleViolation {
   std::string_view code;  // reason::protected_path, or reason::test_modified for a base test or what it uses
   std::string detail;     // a sentence naming the file and what changed
   // What an approval would name to admit this: each finding's "path::unit" (test_modified), or
-  // the path of a test file judged whole (protected_path); empty when nothing can admit it
-  // (a runner hook, a test section).
+  // the path of a test file judged whole or of a build file whose test section changed
+  // (protected_path); empty when nothing can admit it (a runner hook).
   std::vector<std::string> units = {};
 };
 
 // Why the change to `touch` rewrites the oracle, one violation per file; empty when it does not.
-// `approved`: base tests ("path::unit", as test_modified names them) and test files judged
-// whole (their path) a verified approval admits; their changes are no violation. Runner hooks
-// and test sections stay closed to approvals: they change how every test runs.
+// `approved`: base tests ("path::unit", as test_modified names them), test files judged whole
+// and build files with a test section (their path) a verified approval admits; their changes
+// are no violation. Runner hooks stay closed to approvals: a new conftest.py or
+// sitecustomize.py changes how every test runs, in ways no diff of it shows.
 std::vector<OracleViolation> oracle_violations(const OracleRules& rules, const OracleTouch& touch,
                                                const std::set<std::string>& approved = {});
 

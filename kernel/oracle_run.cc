@@ -50,4 +50,24 @@ bool base_passed_a_test(const RunResult& base) {
   return false;
 }
 
+bool judged_by_exit_status(const CheckSpec& check) {
+  return check.report_format == "none" && check.proves.empty() && check.tests_from.empty();
+}
+
+std::vector<CheckSpec> oracle_checks(const std::vector<CheckSpec>& checks, bool base_passed_a_test) {
+  std::set<std::string> wanted;
+  for (const CheckSpec& c : checks) {
+    if (judged_by_exit_status(c) || base_passed_a_test) wanted.insert(c.name);
+  }
+  // A check that reads an earlier check's tests (tests_from) brings that check along.
+  for (auto c = checks.rbegin(); c != checks.rend(); ++c) {
+    if (wanted.contains(c->name)) wanted.insert(c->tests_from.begin(), c->tests_from.end());
+  }
+  std::vector<CheckSpec> out;
+  for (const CheckSpec& c : checks) {
+    if (wanted.contains(c.name)) out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace warden::kernel

@@ -14,10 +14,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "diff/diff.h"
 #include "kernel/oracle.h"
 #include "kernel/proposal_evidence.h"
+#include "runner/check_spec.h"
 #include "runner/run_result.h"
 
 namespace warden::kernel {
@@ -37,5 +39,17 @@ std::optional<Diff> oracle_diff(const Diff& diff, const ProposalEvidence& propos
 
 // Whether the base passed any test: only then is there anything for an oracle run to guard.
 bool base_passed_a_test(const RunResult& base);
+
+// Whether a check is a test command judged by its exit status alone: it reports no tests,
+// proves no invariant and reads no other check's tests (an invariant such as "every function
+// has a test" is about the proposal's own tests, which the oracle run leaves out).
+bool judged_by_exit_status(const CheckSpec& check);
+
+// The checks the oracle run repeats: every check judged by its exit status alone (decide()
+// holds each one that passed with the proposal's test files to pass with the base's: nothing
+// else tells a test file that was weakened from one that was not), and, when the base passed a
+// test (`base_passed_a_test`), the checks that report tests; and the checks those read their
+// tests from (CheckSpec::tests_from), in the order of `checks`.
+std::vector<CheckSpec> oracle_checks(const std::vector<CheckSpec>& checks, bool base_passed_a_test);
 
 }  // namespace warden::kernel

@@ -6,6 +6,7 @@
 #include "diff/diff.h"
 #include "diff/patch.h"
 #include "kernel/approval.h"
+#include "kernel/held_out_vault.h"
 #include "ledger/note.h"
 #include "executor/proposer.h"
 #include "runner/workspace.h"
@@ -86,7 +87,7 @@ Policy permissive_policy(const std::vector<CheckSpec>& checks) {
   return p;
 }
 
-BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const Policy& policy) {
+BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const Policy& policy, const HeldOutBundle* held_out) {
   BuildPlan plan;
   plan.name = "propose";
   plan.language = policy.language;
@@ -108,6 +109,7 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
   // A queue of one: its runs (base, proposal, oracle) are prefetched together, as many at once
   // as there are jobs, and the ledger is that of one job.
   plan.merge_queue_depth = 1;
+  if (held_out) plan.held_out = HeldOutSpec{held_out->digest(), held_out->at, r.held_out_checks};
   return plan;
 }
 
@@ -167,6 +169,10 @@ Status check_proposal(const ProposeRequest& r) {
   for (const Json& a : r.approvals) {
     if (auto parsed = Approval::from_json(a); !parsed) return fail(Errc::invalid_argument, "--approval: " + parsed.error().message);
   }
+  if (r.held_out.has_value() != !r.held_out_checks.empty()) {
+    return fail(Errc::invalid_argument, r.held_out ? "--held-out needs --held-out-check 'CMD': the checks that run the bundle"
+                                                   : "--held-out-check needs --held-out DIR: the bundle it runs");
+  }
   if (!r.policy && r.checks.empty()) {
     return fail(Errc::invalid_argument, "nothing would judge the proposal: give --check 'CMD' or --policy");
   }
@@ -191,6 +197,7 @@ Json ProposeOutcome::to_json() const {
             {"plan_sha256", s.plan_sha256.str()},
             {"policy_sha256", s.policy_sha256.str()},
             {"oracle", oracle}};
+  if (held_out) j["held_out"] = held_out->str();
   if (accepted()) {
     j["branch"] = s.branch;
     j["commit"] = s.commit;
@@ -229,6 +236,17 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   policy.oracle.paths.insert(policy.oracle.paths.end(), r.oracle.begin(), r.oracle.end());
   policy.approvers.insert(policy.approvers.end(), r.approvers.begin(), r.approvers.end());
 
+  // Sealed before the run: the plan names it, and the run opens it from here. The same tests
+  // sealed earlier and not revealed keep their salt, so they keep their digest.
+  std::optional<HeldOutBundle> held_out;
+  if (r.held_out) {
+    const HeldOutVault vault(*ledger);
+    held_out = vault.sealed_like(*r.held_out);
+    if (!held_out) {
+      held_out = *r.held_out;
+      if (Status st = vault.seal(*held_out); !st) return std::unexpected(st.error().with_context("sealing the held-out bundle"));
+    }
+  }
   GivenProposal proposer("file:" + std::filesystem::path(r.source).filename().string(), r.proposal);
   BuildOptions options;
   options.repo_dir = r.repo;
@@ -239,9 +257,10 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   // All three at once by default: a test suite waits on more than the CPU (sleeps, I/O, a
   // build's linker), and on CPU-bound suites overlapping runs cost no more than running them in turn.
   options.jobs = r.jobs > 0 ? r.jobs : 3;
-  auto summary = run_plan(one_step_plan(r, *touched, policy), policy, options, session, proposer);
+  auto summary = run_plan(one_step_plan(r, *touched, policy, held_out ? &*held_out : nullptr), policy, options, session, proposer);
   if (!summary) return std::unexpected(summary.error());
-  ProposeOutcome out{std::move(*summary), *ledger, base->first, base->second, {}};
+  ProposeOutcome out{std::move(*summary), *ledger, base->first, base->second, {}, std::nullopt};
+  if (held_out) out.held_out = held_out->digest();
   for (const std::vector<CheckSpec>* checks : {&r.checks, static_cast<const std::vector<CheckSpec>*>(&policy.checks)}) {
     for (const CheckSpec& c : *checks) out.oracle[c.name] = c.report_format == "none" ? "exit_status" : "tests";
   }

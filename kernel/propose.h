@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernel/build_loop.h"
+#include "kernel/held_out.h"
 #include "kernel/policy.h"
 #include "kernel/session.h"
 #include "runner/check_spec.h"
@@ -46,6 +47,11 @@ struct ProposeRequest {
   std::vector<std::string> oracle;  // globs added to the policy's oracle paths (--oracle), recorded with it
   std::vector<std::string> approvers;  // verifier keys added to the policy's approvers (--approver), recorded with it
   std::vector<Json> approvals;         // signed approvals (approval.h, --approval), recorded in the plan's step
+  // Held-out checks (held_out.h, --held-out): the bundle, its salt drawn, and the checks that
+  // run it. The plan commits to its digest; the bundle is sealed in the vault beside the ledger
+  // before the run and stays there until its owner reveals it (reveal_held_out()).
+  std::optional<HeldOutBundle> held_out;
+  std::vector<CheckSpec> held_out_checks;
   std::filesystem::path ledger;     // empty: <repo>/.git/warden-ledger
   std::string branch = "warden/propose";
   std::string step_id;              // empty: the Diff's own step id, else "propose"
@@ -65,6 +71,7 @@ struct ProposeOutcome {
   // oracle run hold) or "exit_status" (no report: its exit status alone). Its spec, and so
   // its report format, is in the ledger with the plan or policy.
   std::map<std::string, std::string> oracle;
+  std::optional<Digest> held_out;  // the held-out bundle the proposal was judged by, sealed
   bool accepted() const { return summary.status == RunStatus::completed; }
   // A decision that refused it: the run failed because of it, not of an error.
   bool refused() const { return summary.status == RunStatus::failed && verdict() && !verdict()->accepted; }
@@ -76,7 +83,7 @@ struct ProposeOutcome {
   //    "refusal": {"codes", "reasons", "report", "checks_not_passing"?} (refused only),
   //    "error_type"/"error" (undecided only: a timeout, a cancellation, an execution error),
   //    "ledger", "ledger_size", "root", "checkpoint", "plan_sha256", "policy_sha256",
-//    "oracle": {"check1": "tests" | "exit_status"}}
+//    "oracle": {"check1": "tests" | "exit_status"}, "held_out": "sha256:..." (with held-out checks)}
   Json to_json() const;
 };
 

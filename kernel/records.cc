@@ -1,6 +1,7 @@
 #include "kernel/records.h"
 
 #include "common/json_reader.h"
+#include "kernel/schema_fields.h"
 
 namespace warden::kernel {
 namespace {
@@ -353,6 +354,72 @@ Result<OracleRunRecord> OracleRunRecord::from_json(const Json& json) {
   return done(r, std::move(o));
 }
 
+Json HeldOutRunRecord::to_json() const {
+  return {{"run_id", run_id},
+          {"step_id", step_id},
+          {"attempt", attempt},
+          {"held_out_sha256", held_out_sha256.str()},
+          {"run_result_sha256", run_result_sha256.str()},
+          {"failed", failed}};
+}
+
+Result<HeldOutRunRecord> HeldOutRunRecord::from_json(const Json& json) {
+  JsonReader r(json, "held_out_run record");
+  HeldOutRunRecord h;
+  non_empty(r, "run_id", h.run_id);
+  non_empty(r, "step_id", h.step_id);
+  attempt_number(r, h.attempt);
+  r.digest("held_out_sha256", h.held_out_sha256);
+  r.digest("run_result_sha256", h.run_result_sha256);
+  r.integer("failed", h.failed, 0, INT64_MAX);
+  return done(r, std::move(h));
+}
+
+Json HeldOutRevealRecord::to_json() const {
+  Json files_j = Json::array(), runs_j = Json::array();
+  for (const File& f : files) files_j.push_back({{"path", f.path}, {"mode", f.mode}, {"blob", f.blob.str()}});
+  for (const Run& run : runs) {
+    Json bodies_j = Json::array();
+    for (const Digest& d : run.bodies) bodies_j.push_back(d.str());
+    runs_j.push_back({{"run_result_sha256", run.run_result_sha256.str()}, {"blob", run.blob.str()}, {"bodies", std::move(bodies_j)}});
+  }
+  return {{"held_out_sha256", held_out_sha256.str()}, {"at", at}, {"salt", salt}, {"files", std::move(files_j)}, {"runs", std::move(runs_j)}};
+}
+
+Result<HeldOutRevealRecord> HeldOutRevealRecord::from_json(const Json& json) {
+  JsonReader r(json, "held_out_reveal record");
+  HeldOutRevealRecord h;
+  r.digest("held_out_sha256", h.held_out_sha256);
+  non_empty(r, "at", h.at);
+  non_empty(r, "salt", h.salt);
+  for_each_object(r, "files", true, [&](JsonReader& f, size_t) {
+    File file;
+    int64_t mode = 0;
+    non_empty(f, "path", file.path);
+    f.integer("mode", mode, 0, 0777777);
+    f.digest("blob", file.blob);
+    file.mode = static_cast<uint32_t>(mode);
+    h.files.push_back(std::move(file));
+  });
+  for_each_object(r, "runs", true, [&](JsonReader& f, size_t) {
+    Run run;
+    std::vector<std::string> bodies;
+    f.digest("run_result_sha256", run.run_result_sha256);
+    f.digest("blob", run.blob);
+    f.strings("bodies", bodies);
+    for (const std::string& b : bodies) {
+      auto d = Digest::parse(b);
+      if (!d) {
+        f.fail("bodies", b + " is not a digest");
+        break;
+      }
+      run.bodies.push_back(*d);
+    }
+    h.runs.push_back(std::move(run));
+  });
+  return done(r, std::move(h));
+}
+
 Json SpeculationRecord::to_json() const {
   Json j = {{"run_id", run_id}, {"step_id", step_id}, {"attempt", attempt}, {"run", run},
             {"base_tree", base_tree}, {"tree", tree}, {"reason", reason}};
@@ -391,6 +458,7 @@ Json DecisionRecord::to_json() const {
           {"verdict", verdict.to_json()}};
   if (base_run_seq) j["base_run_seq"] = *base_run_seq;
   if (oracle_run_seq) j["oracle_run_seq"] = *oracle_run_seq;
+  if (held_out_run_seq) j["held_out_run_seq"] = *held_out_run_seq;
   return j;
 }
 
@@ -414,6 +482,11 @@ Result<DecisionRecord> DecisionRecord::from_json(const Json& json) {
     uint64_t seq = 0;
     r.unsigned_integer("oracle_run_seq", seq, 0, kMaxSeq);
     d.oracle_run_seq = seq;
+  }
+  if (r.has("held_out_run_seq")) {
+    uint64_t seq = 0;
+    r.unsigned_integer("held_out_run_seq", seq, 0, kMaxSeq);
+    d.held_out_run_seq = seq;
   }
   if (const Json* verdict = r.value("verdict", Json::value_t::object)) {
     auto parsed = Verdict::from_json(*verdict);

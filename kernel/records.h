@@ -25,6 +25,8 @@
 //   commit          CommitRecord            an accepted change on the branch
 //   step_evidence   StepEvidenceRecord      seeds/002's RunEvidence, one per step
 //   speculation     SpeculationRecord       a merge queue's run thrown away: the waste, for auditors
+//   held_out_run    HeldOutRunRecord        a proposal with the held-out bundle laid over it: sealed
+//   held_out_reveal HeldOutRevealRecord     a held-out bundle and its sealed runs, published
 // Pipeline transitions (pipeline_run, transition, ...) are the executor's records
 // (executor/run_records.h).
 #pragma once
@@ -62,6 +64,8 @@ inline constexpr std::string_view commit_intent = "commit_intent";
 inline constexpr std::string_view commit = "commit";
 inline constexpr std::string_view step_evidence = "step_evidence";
 inline constexpr std::string_view speculation = "speculation";
+inline constexpr std::string_view held_out_run = "held_out_run";
+inline constexpr std::string_view held_out_reveal = "held_out_reveal";
 }  // namespace record_kind
 
 struct RunStatusRecord {
@@ -234,6 +238,49 @@ struct OracleRunRecord {
   static Result<OracleRunRecord> from_json(const Json& json);
 };
 
+// A proposal's run with the held-out bundle (held_out.h) laid over its tree. Its result is
+// sealed in the vault (held_out_vault.h) until the reveal: the record commits to it by digest
+// and holds what decide() and the executor may know before then, how many of its tests did not
+// pass.
+struct HeldOutRunRecord {
+  static constexpr std::string_view kind = record_kind::held_out_run;
+  std::string run_id;
+  std::string step_id;
+  int64_t attempt = 0;
+  Digest held_out_sha256;    // the bundle, as the plan commits to it
+  Digest run_result_sha256;  // RunResult::deterministic_digest() of the sealed result
+  int64_t failed = 0;        // held_out_failures() of it
+
+  Json to_json() const;
+  static Result<HeldOutRunRecord> from_json(const Json& json);
+};
+
+// A held-out bundle made public: its listing's place and salt, each file's bytes as a blob,
+// and each run sealed with it (its deterministic result as a blob, and the blobs that result
+// names). Appended when the owner reveals the bundle; replay holds it to the digest the plan
+// committed to and re-derives every decision that used the bundle.
+struct HeldOutRevealRecord {
+  static constexpr std::string_view kind = record_kind::held_out_reveal;
+  struct File {
+    std::string path;
+    uint32_t mode = 0100644;
+    Digest blob;  // the file's bytes; its sha256 is the listing's
+  };
+  struct Run {
+    Digest run_result_sha256;
+    Digest blob;                // the canonical JSON of the deterministic result
+    std::vector<Digest> bodies;  // the blobs the result names, sorted
+  };
+  Digest held_out_sha256;
+  std::string at;
+  std::string salt;
+  std::vector<File> files;
+  std::vector<Run> runs;  // sorted by run_result_sha256
+
+  Json to_json() const;
+  static Result<HeldOutRevealRecord> from_json(const Json& json);
+};
+
 // A merge queue's speculative run (merge_queue.h) that no decision used: it was started on the
 // tree of the steps ahead of its step, assuming they would be accepted, and one was not (or
 // its step's proposal went stale, or the run turned out not to be needed). Recorded after the
@@ -269,6 +316,7 @@ struct DecisionRecord {
   // when set, so decisions without one keep their bytes.
   std::optional<uint64_t> base_run_seq;
   std::optional<uint64_t> oracle_run_seq;  // the oracle_run record, when there is one (written only then)
+  std::optional<uint64_t> held_out_run_seq;  // the held_out_run record, when the plan holds held-out checks (likewise)
   Verdict verdict;
 
   Json to_json() const;

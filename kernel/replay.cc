@@ -15,6 +15,8 @@
 #include "kernel/records.h"
 #include "kernel/decide.h"
 #include "kernel/fleet_record.h"
+#include "kernel/held_out.h"
+#include "kernel/held_out_reveal.h"
 #include "kernel/plan_generate.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_verify.h"
@@ -85,6 +87,7 @@ class Replayer {
       if (!repo) return fail(Errc::not_found, "replay --repo: " + repo.error().message());
       repo_.emplace(std::move(*repo));
     }
+    if (Status st = read_reveals(); !st) return st;
     for (uint64_t seq = 0; seq < snap_.size() && report_.ok(); ++seq) {
       auto rec = snap_.record(seq);
       if (!rec) return std::unexpected(rec.error());
@@ -128,7 +131,37 @@ class Replayer {
     return (this->*visit)(*record);
   }
 
+  // Every held-out reveal (held_out_reveal.h), read and held to its commitment before the
+  // records are replayed: a reveal follows the decisions it is for. A reveal that does not match
+  // is a problem at its own seq.
+  Status read_reveals() {
+    for (uint64_t seq = 0; seq < snap_.size(); ++seq) {
+      auto rec = snap_.record(seq);
+      if (!rec) return std::unexpected(rec.error());
+      if (rec->kind != record_kind::held_out_reveal) continue;
+      auto payload = parse_json(rec->payload);
+      auto record = payload ? HeldOutRevealRecord::from_json(*payload) : Result<HeldOutRevealRecord>(std::unexpected(payload.error()));
+      auto revealed = record ? read_reveal(*record, [&](const Digest& d) { return snap_.blob(d); })
+                             : Result<RevealedBundle>(std::unexpected(record.error()));
+      if (!revealed) {
+        bad_reveals_.emplace(seq, revealed.error().message);
+        continue;
+      }
+      RevealedBundle& into = reveals_[record->held_out_sha256];
+      into.bundle = std::move(revealed->bundle);
+      into.runs.merge(revealed->runs);
+    }
+    return {};
+  }
+
+  Status on_reveal(const HeldOutRevealRecord&) {
+    if (auto bad = bad_reveals_.find(seq_); bad != bad_reveals_.end()) problem("the held-out reveal does not match: " + bad->second);
+    return {};
+  }
+
   Status visit(const Json& p) {
+    if (kind_ == record_kind::held_out_reveal) return typed<HeldOutRevealRecord>(p, &Replayer::on_reveal);
+    if (kind_ == record_kind::held_out_run) return typed<HeldOutRunRecord>(p, &Replayer::readable<HeldOutRunRecord>);
     if (kind_ == record_kind::blueprint) return typed<BlueprintRecord>(p, &Replayer::on_blueprint);
     if (kind_ == record_kind::policy) return typed<PolicyRecord>(p, &Replayer::on_policy);
     if (kind_ == record_kind::plan_proposal) return typed<PlanProposalRecord>(p, &Replayer::on_plan_proposal);
@@ -411,12 +444,21 @@ class Replayer {
       }
       oracle_run = std::move(*oracle);
     }
+    std::optional<int64_t> held_out_failed;
+    if (d.held_out_run_seq) {
+      auto failed = held_out_count(d, plan->second, *evidence);
+      if (!failed) {
+        problem(failed.error().message);
+        return {};
+      }
+      held_out_failed = *failed;
+    }
     if (Status st = check_pre_images(run, *evidence); !st) {
       problem(st.error().message);
       return {};
     }
     DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy,
-                        base_run ? &*base_run : nullptr, oracle_run ? &*oracle_run : nullptr};
+                        base_run ? &*base_run : nullptr, oracle_run ? &*oracle_run : nullptr, held_out_failed};
     Verdict again = decide(input);
     if (again != d.verdict) {
       problem("decide() gives " + again.to_json().dump() + " but the ledger records " + d.verdict.to_json().dump());
@@ -424,6 +466,39 @@ class Replayer {
     }
     run.decisions.emplace(seq_, d);
     return {};
+  }
+
+  // The count of failing held-out tests a decision used: the held_out_run record's, held to
+  // the revealed result when the bundle is revealed (else the decision is pending reveal).
+  Result<int64_t> held_out_count(const DecisionRecord& d, const BuildPlan& plan, const ProposalEvidence& evidence) {
+    auto record = earlier<HeldOutRunRecord>(*d.held_out_run_seq, "held_out_run_seq");
+    if (!record) return std::unexpected(record.error());
+    const std::string at = "held-out run " + std::to_string(*d.held_out_run_seq);
+    if (record->run_id != d.run_id || record->step_id != d.step_id || record->attempt != d.attempt) {
+      return fail(Errc::verification_failed, at + " is another attempt's");
+    }
+    if (!plan.held_out || plan.held_out->sha256 != record->held_out_sha256) {
+      return fail(Errc::verification_failed, at + " ran a bundle the plan does not commit to");
+    }
+    auto bundle = reveals_.find(record->held_out_sha256);
+    if (bundle == reveals_.end()) {
+      ++report_.pending_reveal;
+      return record->failed;
+    }
+    auto result = bundle->second.runs.find(record->run_result_sha256);
+    if (result == bundle->second.runs.end()) {
+      return fail(Errc::verification_failed, at + ": the reveal of " + record->held_out_sha256.str() + " holds no run " +
+                                                 record->run_result_sha256.str());
+    }
+    const RunResult& run = result->second;
+    auto diff = Diff::from_json(evidence.diff);
+    if (!diff || run.diff_sha256 != diff->digest()) return fail(Errc::verification_failed, at + " is of another diff than the proposal's");
+    if (held_out_failures(run) != record->failed) {
+      return fail(Errc::verification_failed, at + " records " + std::to_string(record->failed) + " failing held-out tests, but its revealed result has " +
+                                                 std::to_string(held_out_failures(run)));
+    }
+    ++report_.revealed;
+    return record->failed;
   }
 
   // decide() judged the proposal against the pre-images the kernel recorded; with the
@@ -747,6 +822,8 @@ class Replayer {
   std::map<uint64_t, std::pair<std::string, std::string>> policy_seqs_;  // policy record seq -> run, policy digest
   std::map<std::string, LocalRunner> runners_;
   std::optional<GitRepo> repo_;
+  std::map<Digest, RevealedBundle> reveals_;        // held-out bundles revealed anywhere in the ledger
+  std::map<uint64_t, std::string> bad_reveals_;     // reveals that do not match, by seq
   uint64_t seq_ = 0;
   std::string kind_;
 };

@@ -62,6 +62,10 @@ struct ReplayReport {
   uint64_t records = 0;
   uint64_t runs = 0, plans = 0, decisions = 0, commits = 0, reruns = 0;
   uint64_t branches = 0;  // with a repository: branches held to the ledger's last commit
+  // Decisions that rest on held-out results (held_out.h) whose bundle is not revealed yet:
+  // re-derived from the count the kernel recorded, which nothing can check before the reveal.
+  uint64_t pending_reveal = 0;
+  uint64_t revealed = 0;  // decisions whose held-out result was revealed and checked
   std::string root_hex;
   std::string key_source;
   uint64_t signed_size = 0, unsigned_records = 0;  // as ledger verification found them

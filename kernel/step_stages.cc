@@ -193,6 +193,53 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
   return std::optional<OracleRun>(OracleRun{std::move(ran->result), rec->seq});
 }
 
+// The held-out run (held_out.h): the plan's held-out checks on the proposal's tree with the
+// bundle laid over it. Its result is sealed in the vault, never in the blob store, an event or
+// the ledger before the reveal; the held_out_run record commits to it by digest and says how
+// many of its tests did not pass, all the executor hears.
+Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& proposed, const AppliedDiff& applied) {
+  const HeldOutSpec& spec = *ctx.plan.held_out;
+  if (!ctx.held_out || !ctx.vault || ctx.held_out->digest() != spec.sha256) {
+    return std::unexpected(stage_error("the plan holds held-out checks, but their bundle " + spec.sha256.str() + " is not open"));
+  }
+  RunRequest request;
+  request.base_tree = ctx.start_tree;
+  request.tree = applied.tree;
+  request.diff = &*proposed.diff;
+  request.checks = spec.checks;
+  request.stop = ctx.stop;
+  for (const HeldOutFile& f : ctx.held_out->files) request.overlay.push_back({held_out_path(*ctx.held_out, f), f.mode, f.content});
+  auto ran = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, "held-out checks"));
+    return ctx.runner.run(ctx.workspace.repo(), request);
+  }();
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the held-out checks ran"));
+  if (!ran) return std::unexpected(stage_error("runner (the held-out run): " + ran.error().message()));
+  if (ran->result.tree != applied.tree.hex()) {
+    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied.tree.hex()));
+  }
+  SealedRun sealed{ran->result.deterministic_digest(), ran->result.deterministic_json(), {}};
+  for (const Digest& d : ran->result.named_blobs()) {
+    auto body = ran->bodies.find(d);
+    if (body == ran->bodies.end()) return std::unexpected(stage_error("runner: its result names blob " + d.str() + " it did not deliver"));
+    if (sha256(body->second) != d) return std::unexpected(stage_error("runner: the bytes it delivered as " + d.str() + " hash otherwise"));
+    sealed.bodies.emplace(d, body->second);
+  }
+  if (Status st = ctx.vault->seal_run(spec.sha256, sealed); !st) return std::unexpected(st.error());
+  HeldOutRunRecord record;
+  record.run_id = ctx.rec.run_id();
+  record.step_id = ctx.step.id;
+  record.attempt = proposed.number;
+  record.held_out_sha256 = spec.sha256;
+  record.run_result_sha256 = sealed.run_result_sha256;
+  record.failed = held_out_failures(ran->result);
+  auto rec = ctx.rec.record_now(record);
+  if (!rec) return std::unexpected(rec.error());
+  ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
+               {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"held_out_run", true}, {"failed", record.failed}});
+  return HeldOutRun{record.failed, rec->seq};
+}
+
 }  // namespace
 
 void read_pre_images(GitTree& tree, const Diff& diff, ProposalEvidence& evidence) {
@@ -360,10 +407,15 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   for (const auto& c : out.run.checks) verdicts[c.name] = c.verdict;
   ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
                {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"checks", verdicts}});
-  if (base && base_passed_a_test(base->run)) {
-    auto oracle = test_oracle(ctx, proposed, test_checks(checks));
+  if (std::vector<CheckSpec> again = oracle_checks(checks, base && base_passed_a_test(base->run)); !again.empty()) {
+    auto oracle = test_oracle(ctx, proposed, again);
     if (!oracle) return std::unexpected(oracle.error());
     out.oracle = std::move(*oracle);
+  }
+  if (ctx.plan.held_out) {
+    auto held_out = test_held_out(ctx, proposed, out.applied);
+    if (!held_out) return std::unexpected(held_out.error());
+    out.held_out = *held_out;
   }
   return std::optional<Tested>(std::move(out));
 }
@@ -373,7 +425,8 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   const BaseRun* compared = tested ? base : nullptr;
   DecisionInput input{ctx.plan, ctx.completed, proposed.evidence, tested ? &tested->run : nullptr, ctx.policy,
                       compared ? &compared->run : nullptr,
-                      tested && tested->oracle ? &tested->oracle->run : nullptr};
+                      tested && tested->oracle ? &tested->oracle->run : nullptr,
+                      tested && tested->held_out ? std::optional<int64_t>(tested->held_out->failed) : std::nullopt};
   Verified out;
   DecisionRecord record;
   record.run_id = ctx.rec.run_id();
@@ -386,6 +439,7 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   if (tested) record.run_result_seq = tested->record.seq;
   if (compared) record.base_run_seq = compared->seq;
   if (tested && tested->oracle) record.oracle_run_seq = tested->oracle->seq;
+  if (tested && tested->held_out) record.held_out_run_seq = tested->held_out->seq;
   record.verdict = decide(input);
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());

@@ -18,6 +18,8 @@
 #include "executor/proposer.h"
 #include "kernel/attempt.h"
 #include "kernel/build_plan.h"
+#include "kernel/held_out.h"
+#include "kernel/held_out_vault.h"
 #include "kernel/policy.h"
 #include "kernel/run_recorder.h"
 #include "kernel/verdict.h"
@@ -50,6 +52,10 @@ struct StepContext {
   std::stop_token stop;  // the step's: its watchdog or the run's cancellation
   std::function<std::chrono::milliseconds()> time_left;  // the watchdog's remaining budget
   const WorkingListener& on_working;                     // the session's, for long waits
+  // The plan's held-out bundle, opened from the vault it is sealed in, when the plan holds
+  // held-out checks (held_out.h); each proposal that runs is also run with it laid over it.
+  const HeldOutBundle* held_out = nullptr;
+  const HeldOutVault* vault = nullptr;
 };
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number);

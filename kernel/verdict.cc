@@ -117,6 +117,9 @@ std::string suggestion_for(const Reason& reason) {
            "test asserts needs a person's approval" + why;
   }
   if (code == reason::new_test_failed) return "make the tests the change adds pass, or leave out the ones that do not" + why;
+  if (code == reason::held_out_failed) {
+    return "make the change right for every input, not only the visible tests' (tests you cannot see judge it too)" + why;
+  }
   if (code == reason::no_tests_ran) return "make the check run the project's tests (a test run of nothing proves nothing)" + why;
   if (code == reason::dangerous_operation_detected) {
     return "remove the dangerous call and use a safe alternative (no eval/exec/shell, no unbounded string copies)" + why;

@@ -30,6 +30,8 @@ inline constexpr std::string_view pass_to_pass_failed = "pass_to_pass_failed";
 inline constexpr std::string_view test_modified = "test_modified";
 // A test the proposal adds (absent from the base's run) does not pass.
 inline constexpr std::string_view new_test_failed = "new_test_failed";
+// Tests the executor never sees (held_out.h) did not pass on the proposal; only how many is said.
+inline constexpr std::string_view held_out_failed = "held_out_failed";
 // A check that reports tests ran none: it proves nothing, so it never passes.
 inline constexpr std::string_view no_tests_ran = "no_tests_ran";
 inline constexpr std::string_view invariant_not_proven = "invariant_not_proven";  // ":<name>"

@@ -87,6 +87,10 @@ std::expected<void, LineFailure> ChannelRunner::send(const std::string& line) {
 }
 
 Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request) {
+  if (request.sealed()) {
+    return std::unexpected(Refusal{RefusalCode::sandbox_unavailable, "",
+                                   "held-out checks run on this host's sandbox only: remote runners are not given the bundle"});
+  }
   auto tree = LocalRunner::tree_under_test(repo, request);
   if (!tree) return std::unexpected(tree.error());
   RemoteRunRequest sent;

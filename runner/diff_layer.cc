@@ -19,6 +19,21 @@ using BlobPtr = std::unique_ptr<git_blob, GitFree<git_blob, git_blob_free>>;
 std::unexpected<Refusal> layer_error(const Error& e) { return std::unexpected(Refusal{RefusalCode::workspace_error, "", e.message}); }
 std::unexpected<Refusal> layer_errno(const std::string& what, int err) { return layer_error(errno_error(what, err)); }
 
+// A new file at `p` (never through a symlink) with `bytes`, `perms`, owned by the sandbox's uid.
+Checked<void> write_new_file(const fs::path& p, std::string_view bytes, unsigned perms, const SandboxHost& host) {
+  UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perms));
+  if (!fd) return layer_errno("create " + p.string(), errno);
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return layer_errno("write " + p.string(), errno);
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd.get(), perms) != 0) return layer_errno("chmod " + p.string(), errno);
+  if (host.drop && ::fchown(fd.get(), host.uid, host.gid) != 0) return layer_errno("chown " + p.string(), errno);
+  return {};
+}
+
 class LayerWriter {
  public:
   LayerWriter(git_repository* repo, const SandboxHost& host) : repo_(repo), host_(host) {}
@@ -68,18 +83,7 @@ class LayerWriter {
       ++stats.written;
       return own(p);
     }
-    unsigned perms = mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644;
-    UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perms));
-    if (!fd) return layer_errno("create " + p.string(), errno);
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return layer_errno("write " + p.string(), errno);
-      done += static_cast<size_t>(n);
-    }
-    if (::fchmod(fd.get(), perms) != 0) return layer_errno("chmod " + p.string(), errno);
-    if (host_.drop && ::fchown(fd.get(), host_.uid, host_.gid) != 0) return layer_errno("chown " + p.string(), errno);
+    if (auto st = write_new_file(p, bytes, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644, host_); !st) return st;
     ++stats.written;
     return {};
   }
@@ -146,6 +150,44 @@ class LayerWriter {
 };
 
 }  // namespace
+
+Checked<LayerStats> write_overlay_files(const std::vector<OverlayFile>& files, const fs::path& dir, const SandboxHost& host) {
+  LayerStats stats;
+  auto own = [&](const fs::path& p) -> Checked<void> {
+    if (host.drop && ::lchown(p.c_str(), host.uid, host.gid) != 0) return layer_errno("chown " + p.string(), errno);
+    return {};
+  };
+  for (const OverlayFile& f : files) {
+    // Segment by segment, each a name a checkout may write: nothing leaves the layer.
+    std::vector<std::string> segments;
+    for (size_t start = 0; start <= f.path.size();) {
+      const size_t end = std::min(f.path.find('/', start), f.path.size());
+      segments.emplace_back(f.path.substr(start, end - start));
+      start = end + 1;
+    }
+    for (const std::string& seg : segments) {
+      if (!safe_entry_name(seg)) return layer_error(Error{Errc::invalid_argument, "an overlay file named \"" + f.path + "\""});
+    }
+    fs::path p = dir;
+    for (size_t i = 0; i + 1 < segments.size(); ++i) {
+      p /= segments[i];
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) continue;
+        if (::unlink(p.c_str()) != 0) return layer_errno("unlink " + p.string(), errno);  // a whiteout or a file
+      }
+      if (::mkdir(p.c_str(), 0755) != 0 || ::chmod(p.c_str(), 0755) != 0) return layer_errno("mkdir " + p.string(), errno);
+      if (auto st2 = own(p); !st2) return std::unexpected(st2.error());
+      ++stats.written;
+    }
+    p /= segments.back();
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0 && ::unlink(p.c_str()) != 0) return layer_errno("unlink " + p.string(), errno);
+    if (auto st = write_new_file(p, f.content, (f.mode & 0111) ? 0755 : 0644, host); !st) return std::unexpected(st.error());
+    ++stats.written;
+  }
+  return stats;
+}
 
 Checked<LayerStats> write_full_tree(GitRepo& repo, const ObjectId& tree, const fs::path& dir, const SandboxHost& host) {
   auto root = repo.tree(tree);

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "runner/git_repo.h"
+#include "runner/runner.h"
 #include "runner/sandbox.h"
 
 namespace warden {
@@ -23,6 +24,12 @@ struct LayerStats {
 // directly, which costs a fraction of git_checkout_tree's per-path safety probing.
 Checked<LayerStats> write_full_tree(GitRepo& repo, const ObjectId& tree, const std::filesystem::path& dir,
                                     const SandboxHost& host);
+
+// Writes `files` into the layer `dir` over what it holds (a whiteout or file at a path is
+// replaced; missing directories are made), owned by the sandbox's uid. Each path must be a
+// plain relative path.
+Checked<LayerStats> write_overlay_files(const std::vector<OverlayFile>& files, const std::filesystem::path& dir,
+                                        const SandboxHost& host);
 
 // Writes the layer into `dir` (which must exist and be empty), owned by the sandbox's uid.
 Checked<LayerStats> write_diff_layer(GitRepo& repo, const ObjectId& base_tree, const ObjectId& target_tree,

@@ -253,7 +253,8 @@ Digest LocalRunner::cache_key(const ObjectId& tree, const Digest& tree_sha256, c
   return sha256(canonicalize(key).value());
 }
 
-Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree) {
+Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree,
+                                                const std::vector<OverlayFile>& overlay) {
   PreparedWorkspace ws;
   ws.base_tree = base_tree;
   ws.tree = tree;
@@ -267,7 +268,7 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
   auto hash = tree_hash(repo, tree);
   if (!hash) return std::unexpected(hash.error());
   ws.tree_sha256 = *hash;
-  if (!(tree == base_tree)) {
+  if (!(tree == base_tree) || !overlay.empty()) {
     const SandboxHost& host = sandbox_->host();
     auto layer = ScratchDir::create(host.scratch_root, "warden-layer-", 0700);
     if (!layer) return runner_error(RefusalCode::workspace_error, layer.error());
@@ -277,6 +278,9 @@ Checked<PreparedWorkspace> LocalRunner::prepare(GitRepo& repo, const ObjectId& b
     auto stats = write_diff_layer(repo, base_tree, tree, *layer / "tree", host);
     if (!stats) return std::unexpected(stats.error());
     ws.layer_stats = *stats;
+    auto laid = write_overlay_files(overlay, *layer / "tree", host);
+    if (!laid) return std::unexpected(laid.error());
+    ws.layer_stats.written += laid->written;
     ws.layer.emplace(std::move(*layer));
   }
   return ws;
@@ -396,7 +400,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
     else r.diff_sha256.reset();
     return r;
   };
-  const bool use_cache = options_.use_cache || request.reuse;
+  const bool use_cache = !request.sealed() && (options_.use_cache || request.reuse);
   if (use_cache) {
     auto hit = cached(outcome.cache_key);
     if (hit && *hit) {
@@ -412,7 +416,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   if (!preflight.ok) {
     return std::unexpected(Refusal{RefusalCode::sandbox_unavailable, "", "preflight failed: " + preflight.failures()});
   }
-  auto ws = prepare(repo, request.base_tree, *tree);
+  auto ws = prepare(repo, request.base_tree, *tree, request.overlay);
   if (!ws) return std::unexpected(ws.error());
   if (ws->discarded) outcome.discarded_checkouts.push_back(*ws->discarded);
 

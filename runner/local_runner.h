@@ -88,7 +88,8 @@ class LocalRunner final : public Runner {
   static Checked<ObjectId> tree_under_test(GitRepo& repo, const RunRequest& request);
   Checked<Digest> tree_hash(GitRepo& repo, const ObjectId& tree);
   Digest cache_key(const ObjectId& tree, const Digest& tree_sha256, const std::vector<CheckSpec>& checks) const;
-  Checked<PreparedWorkspace> prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree);
+  Checked<PreparedWorkspace> prepare(GitRepo& repo, const ObjectId& base_tree, const ObjectId& tree,
+                                     const std::vector<OverlayFile>& overlay = {});
   Result<std::optional<ResultCache::Hit>> cached(const Digest& key) {
     std::lock_guard lock(stores_->mu);
     return stores_->cache->get(key);

@@ -12,6 +12,7 @@ std::string run_request_key(const RunRequest& request) {
   key += request.diff ? request.diff->digest().str() : std::string("-");
   for (const CheckSpec& c : request.checks) key += "|" + c.digest().str();
   key += request.reuse ? "|reuse" : "|fresh";
+  for (const OverlayFile& f : request.overlay) key += "|" + f.path + "@" + sha256(f.content).str();
   return key;
 }
 

@@ -26,6 +26,13 @@
 
 namespace warden {
 
+// A file laid over the tree under test that is in no git object (a held-out bundle's).
+struct OverlayFile {
+  std::string path;  // tree-relative, '/'-separated
+  uint32_t mode = 0100644;
+  std::string content;
+};
+
 struct RunRequest {
   ObjectId base_tree;
   std::optional<ObjectId> tree;  // the tree under test, when the caller already built it
@@ -35,6 +42,11 @@ struct RunRequest {
   // A result recorded earlier for the same tree, checks, profile and toolchain will do (the
   // base run every proposal is compared with). Otherwise the runner's own default holds.
   bool reuse = false;
+  // A held-out run (kernel/held_out.h): files laid over the tree under test that the executor
+  // must not see. They never enter the repository's objects; the result is never read from or
+  // written to a cache; only this host's sandbox runs it. RunResult::tree stays the git tree's.
+  std::vector<OverlayFile> overlay;
+  bool sealed() const { return !overlay.empty(); }
 };
 
 // A cached base checkout made by an earlier process that failed its verification and was

@@ -463,7 +463,7 @@ TEST_F(OracleDecide, AModifyStepMayNotRewriteTheTestsEvenWhenItTargetsThem) {
                   .accepted);
 }
 
-TEST(OracleRules, AnApprovalAdmitsATestFileJudgedWholeByItsPathAndNeverAHook) {
+TEST(OracleRules, AnApprovalAdmitsAFileJudgedWholeOrATestSectionByItsPathAndNeverAHook) {
   const OracleRules rules;
   const std::string before = "add_test(a a)\n", after = "add_test(a a)\nadd_compile_definitions(X)\n";
   auto whole = oracle_violations(rules, touch("tests/CMakeLists.txt", &before, &after));
@@ -480,14 +480,16 @@ TEST(OracleRules, AnApprovalAdmitsATestFileJudgedWholeByItsPathAndNeverAHook) {
   EXPECT_EQ(unreadable[0].code, "protected_path") << unreadable[0].detail;
   EXPECT_EQ(unreadable[0].units, Strings{"tests/a.c"});
   EXPECT_TRUE(oracle_violations(rules, touch("tests/a.c", &c_before, &c_after), {"tests/a.c"}).empty());
-  // Hooks and test sections change how every test runs: no approval admits them.
+  // A test section is admitted by its file's path; a hook never is.
   auto hook = oracle_violations(rules, touch("tests/conftest.py", &before, &after), {"tests/conftest.py"});
   ASSERT_EQ(hook.size(), 1u);
   EXPECT_TRUE(hook[0].units.empty());
   const std::string make = "test:\n\t./t\n", forged = "test:\n\techo ok\n";
-  auto section = oracle_violations(rules, touch("Makefile", &make, &forged), {"Makefile"});
+  auto section = oracle_violations(rules, touch("Makefile", &make, &forged));
   ASSERT_EQ(section.size(), 1u);
-  EXPECT_TRUE(section[0].units.empty());
+  EXPECT_EQ(section[0].units, Strings{"Makefile"});
+  EXPECT_TRUE(oracle_violations(rules, touch("Makefile", &make, &forged), {"Makefile"}).empty());
+  EXPECT_EQ(oracle_violations(rules, touch("Makefile", &make, &forged), {"tests/Makefile"}).size(), 1u);
 }
 
 TEST_F(OracleDecide, AFileJudgedWholeNamesHowAnApprovalAdmitsIt) {

@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "common/file.h"
+#include "common/random_source.h"
+#include "kernel/held_out.h"
 #include "kernel/event_stream.h"
 #include "kernel/propose.h"
 #include "kernel/run_registry.h"
@@ -17,7 +19,8 @@ namespace {
 
 struct ProposeArgs {
   std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
-  std::vector<std::string> checks, reports, oracle, approvers, approvals;
+  std::vector<std::string> checks, reports, oracle, approvers, approvals, held_out_checks;
+  std::string held_out, held_out_at = "held_out";
   double step_timeout_s = 0;
   int jobs = 0;
   bool json = false;
@@ -37,6 +40,10 @@ void print_verdict(const kernel::ProposeOutcome& o) {
   }
   for (const auto& [check, rests_on] : o.oracle) {
     if (rests_on == "exit_status") std::cout << check << ": judged by its exit status alone (it reports no test ids)\n";
+  }
+  if (o.held_out) {
+    std::cout << "held-out checks: bundle " << o.held_out->str() << " sealed beside the ledger; reveal it with `warden held-out reveal "
+              << o.held_out->str() << " --ledger " << o.ledger.string() << "` once no proposal is to be judged by it\n";
   }
   std::cout << "run " << s.run_id << "  ledger " << s.ledger_size << " records  root " << s.root_hex << "\n";
 }
@@ -71,6 +78,15 @@ int run(ProposeArgs a) {
     if (!json) return report_error(json.error().with_context("--approval " + file), a.json);
     request.approvals.push_back(std::move(*json));
   }
+  if (!a.held_out.empty()) {
+    SystemRandomSource random;  // the salt: unguessable, so the digest tells nothing of a small bundle
+    auto bundle = kernel::read_held_out_dir(a.held_out, a.held_out_at, random);
+    if (!bundle) return report_error(bundle.error().with_context("--held-out " + a.held_out), a.json);
+    request.held_out = std::move(*bundle);
+  }
+  auto held_out_checks = command_checks(a.held_out_checks, {}, "held_out");
+  if (!held_out_checks) return report_error(held_out_checks.error().with_context("--held-out-check"), a.json);
+  request.held_out_checks = std::move(*held_out_checks);
   request.ledger = a.ledger;
   request.branch = a.branch;
   request.step_id = a.step_id;
@@ -162,6 +178,14 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--approval", a->approvals,
                   "A signed approval (warden approve) admitting changes to named base tests for this proposal (repeatable); "
                   "recorded in the plan before the decision");
+  cmd->add_option("--held-out", a->held_out,
+                  "A directory of tests the proposal's author never sees (README: held-out checks): laid over the tree "
+                  "under test at --held-out-at in a run of its own, the plan holding only its salted digest; sealed "
+                  "beside the ledger until `warden held-out reveal`");
+  cmd->add_option("--held-out-check", a->held_out_checks,
+                  "A shell command that runs the held-out tests (repeatable; named held_out1, ...); all must pass")
+      ->allow_extra_args(false);
+  cmd->add_option("--held-out-at", a->held_out_at, "Where the held-out directory is laid in the tree under test")->capture_default_str();
   cmd->add_option("--ledger", a->ledger,
                   "Ledger directory (default <repo>/.git/warden-ledger; created when missing, with its parents)");
   cmd->add_option("--key", a->key,

@@ -34,7 +34,7 @@ struct CommandGroup {
 };
 constexpr CommandGroup kGroups[] = {
     {"approve", warden::cli::add_approve_commands},   {"build", warden::cli::add_build_commands},
-    {"diff", warden::cli::add_diff_commands},
+    {"diff", warden::cli::add_diff_commands},         {"held-out", warden::cli::add_held_out_commands},
     {"key", warden::cli::add_key_commands},           {"ledger", warden::cli::add_ledger_commands},
     {"merkle", warden::cli::add_merkle_commands},     {"note", warden::cli::add_note_commands},
     {"checkpoint", warden::cli::add_note_commands},   {"pipeline", warden::cli::add_pipeline_commands},

@@ -1,0 +1,179 @@
+// Held-out checks end to end: the real `warden propose --held-out` on a real git repository,
+// the checks in the real sandbox. A change that memorizes the visible tests' answers is refused
+// held_out_failed and hears only how many held-out tests failed; the honest change is accepted.
+// Nothing of the bundle (a marker in its test file, its test names) reaches the refusal, the
+// events, the plan, the ledger or its blob store before the reveal, nor a later proposal's
+// sandbox; replay says NOT VERIFIED until the reveal and re-derives every decision after it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/kernel/build_fixture.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMarker = "HELDOUT_7f3a9c_MARKER";
+constexpr const char* kVisible =
+    "import unittest\n\nfrom textnum import to_int\n\n\nclass ToIntTest(unittest.TestCase):\n"
+    "    def test_twelve(self):\n        self.assertEqual(to_int('12'), 12)\n\n"
+    "    def test_seven(self):\n        self.assertEqual(to_int('7'), 7)\n";
+constexpr const char* kBase = "def to_int(text):\n    return 0\n";
+constexpr const char* kHonest = "def to_int(text):\n    return int(text)\n";
+constexpr const char* kMemorizing = "def to_int(text):\n    return {'12': 12, '7': 7}.get(text, 0)\n";
+
+// Every byte under `dir` but the vault's: what an executor, an auditor or an export could read.
+std::string everything_but_the_vault(const fs::path& dir) {
+  std::string all;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().string().find("/held-out/") != std::string::npos) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    all += s.str();
+  }
+  return all;
+}
+
+class HeldOutCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo.write("textnum.py", kBase);
+    repo.write("tests/__init__.py", "");
+    repo.write("tests/test_textnum.py", kVisible);
+    // The visible tests fail on the base; the change under test fixes them.
+    base = repo.commit_all("base");
+    held = repo.scratch("held");
+    fs::create_directories(held);
+    write_file(held / "test_held.py", std::string("# ") + kMarker + "\nimport unittest\n\nfrom textnum import to_int\n\n\n"
+                                      "class HeldOutTest(unittest.TestCase):\n"
+                                      "    def test_secret_large(self):\n        self.assertEqual(to_int('345'), 345)\n\n"
+                                      "    def test_secret_negative(self):\n        self.assertEqual(to_int('-2'), -2)\n");
+    ledger = repo.scratch("ledger");
+  }
+
+  ProcessResult propose(const std::string& name, const std::string& code, std::vector<std::string> extra = {}) {
+    auto patch = repo.patch_file(base, name + ".patch", {{"textnum.py", code}});
+    std::vector<std::string> argv = {"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--branch",
+                                     "warden/" + name, "--ledger", ledger.string(), "--step-timeout", "240", "--json",
+                                     "--check", "python3 -B -m unittest discover -s tests -t . -v",
+                                     "--held-out", held.string(), "--held-out-check", "python3 -B -m unittest discover -s held_out -v"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return warden(argv);
+  }
+
+  GitRepoFixture repo;
+  std::string base;
+  fs::path held, ledger;
+};
+
+TEST_F(HeldOutCli, AMemorizingChangeIsRefusedHearingOnlyACountAndTheHonestOneAccepted) {
+  auto cheat = propose("cheat", kMemorizing);
+  ASSERT_TRUE(cheat.exited_with(1)) << describe(cheat);
+  json refusal = stdout_json(cheat);
+  ASSERT_EQ(refusal["decision"], "refused") << refusal.dump();
+  EXPECT_EQ(refusal["refusal"]["codes"], json::array({"held_out_failed"})) << refusal.dump();
+  EXPECT_NE(refusal.dump().find("2 held-out tests do not pass"), std::string::npos) << refusal.dump();
+  const std::string digest = refusal["held_out"];
+  // What the executor and anyone reading the ledger hear: no name, no output, no file.
+  for (const std::string& secret : {std::string(kMarker), std::string("test_secret_large")}) {
+    EXPECT_EQ(cheat.out.find(secret), std::string::npos) << secret << " in the output";
+    EXPECT_EQ(cheat.err.find(secret), std::string::npos) << secret << " in stderr";
+    EXPECT_EQ(everything_but_the_vault(ledger).find(secret), std::string::npos) << secret << " in the ledger";
+  }
+  // The vault is Warden's alone.
+  EXPECT_EQ(fs::status(ledger / "held-out").permissions() & fs::perms::all, fs::perms::owner_all);
+
+  auto honest = propose("honest", kHonest);
+  ASSERT_TRUE(honest.exited_with(0)) << describe(honest);
+  EXPECT_EQ(stdout_json(honest)["held_out"], digest) << "one bundle, one digest, whatever proposal it judges";
+
+  // Replay re-derives both decisions from the recorded counts, but cannot vouch for them yet.
+  auto before = warden({"replay", ledger.string(), "--json"});
+  EXPECT_TRUE(before.exited_with(1)) << describe(before);
+  EXPECT_EQ(stdout_json(before)["pending_reveal"], 2) << before.out;
+  EXPECT_EQ(stdout_json(before)["ok"], true) << before.out;
+
+  auto reveal = warden({"held-out", "reveal", digest, "--ledger", ledger.string(), "--json"});
+  ASSERT_TRUE(reveal.exited_with(0)) << describe(reveal);
+  EXPECT_EQ(stdout_json(reveal)["record"]["runs"].size(), 2u) << reveal.out;
+  auto after = warden({"replay", ledger.string(), "--json", "--repo", repo.repo().string()});
+  EXPECT_TRUE(after.exited_with(0)) << describe(after);
+  EXPECT_EQ(stdout_json(after)["revealed"], 2) << after.out;
+  EXPECT_EQ(stdout_json(after)["pending_reveal"], 0) << after.out;
+  EXPECT_NE(everything_but_the_vault(ledger).find(kMarker), std::string::npos) << "revealed: the bundle is in the ledger now";
+}
+
+// The tested program reads the bundle in its held-out run and writes it everywhere it can: to its
+// output (sealed with the run), the workspace, /tmp and /dev/shm. The next proposal's program looks
+// in all of them and finds nothing.
+TEST_F(HeldOutCli, WhatTheTestedProgramLeaksStaysSealedAndOutOfTheNextProposalsReach) {
+  const std::string leaker =
+      "import glob, os\n"
+      "for p in glob.glob('held_out/*.py'):\n"
+      "    data = open(p).read()\n"
+      "    print(data)\n"
+      "    for d in ('/tmp', '/dev/shm', '.'):\n"
+      "        try:\n"
+      "            open(os.path.join(d, 'leak.txt'), 'w').write(data)\n"
+      "        except OSError:\n"
+      "            pass\n" +
+      std::string(kMemorizing);
+  auto leak = propose("leak", leaker);
+  ASSERT_TRUE(leak.exited_with(1)) << describe(leak);
+  EXPECT_EQ(leak.out.find(kMarker), std::string::npos);
+  EXPECT_EQ(everything_but_the_vault(ledger).find(kMarker), std::string::npos) << "the leaked output is sealed";
+
+  const std::string looker =
+      "import sys\n"
+      "for p in ('/tmp/leak.txt', '/dev/shm/leak.txt', 'leak.txt'):\n"
+      "    try:\n"
+      "        sys.stdout.write(open(p).read())\n"
+      "    except OSError:\n"
+      "        pass\n"
+      "def to_int(text):\n    return int(text) if text != '7' else 8\n";
+  // Without the bundle: its visible run fails, and the refusal shows that run's output.
+  auto patch = repo.patch_file(base, "look.patch", {{"textnum.py", looker}});
+  auto look = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--branch", "warden/look",
+                      "--ledger", ledger.string(), "--step-timeout", "240", "--json", "--check",
+                      "python3 -B -m unittest discover -s tests -t . -v"});
+  ASSERT_TRUE(look.exited_with(1)) << describe(look);
+  EXPECT_EQ(look.out.find(kMarker), std::string::npos) << look.out;
+}
+
+TEST_F(HeldOutCli, AProposalMayNotTouchWhereTheBundleIsLaid) {
+  auto patch = repo.patch_file(base, "shadow.patch", {{"textnum.py", kHonest}, {"held_out/test_held.py", "import unittest\n"}});
+  auto r = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--branch", "warden/shadow",
+                   "--ledger", ledger.string(), "--step-timeout", "240", "--json", "--check",
+                   "python3 -B -m unittest discover -s tests -t . -v", "--held-out", held.string(), "--held-out-check",
+                   "python3 -B -m unittest discover -s held_out -v"});
+  ASSERT_TRUE(r.exited_with(1)) << describe(r);
+  EXPECT_NE(stdout_json(r)["refusal"].dump().find("where the held-out checks' files are laid"), std::string::npos) << r.out;
+}
+
+TEST_F(HeldOutCli, ABundleNeedsItsChecksAndAReadableDirectory) {
+  auto patch = repo.patch_file(base, "x.patch", {{"textnum.py", kHonest}});
+  auto no_check = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--ledger", ledger.string(),
+                          "--check", "true", "--held-out", held.string()});
+  EXPECT_TRUE(no_check.exited_with(3)) << describe(no_check);
+  EXPECT_NE(no_check.err.find("--held-out needs --held-out-check"), std::string::npos) << no_check.err;
+  auto missing = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--ledger", ledger.string(),
+                         "--check", "true", "--held-out", (held / "nope").string(), "--held-out-check", "true"});
+  EXPECT_FALSE(missing.exited_with(0)) << describe(missing);
+  EXPECT_NE(missing.err.find("not a directory"), std::string::npos) << missing.err;
+  fs::create_symlink("/etc/passwd", held / "link.py");
+  auto link = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--ledger", ledger.string(),
+                      "--check", "true", "--held-out", held.string(), "--held-out-check", "true"});
+  EXPECT_FALSE(link.exited_with(0)) << describe(link);
+  EXPECT_NE(link.err.find("not a regular file"), std::string::npos) << link.err;
+}
+
+}  // namespace
+}  // namespace warden::test
