@@ -257,6 +257,65 @@ TEST_F(PassToPass, AnApprovedTestFileRunsAsTheProposalWritesItInTheOracleRun) {
       << "only a unit of exactly that file";
 }
 
+// A check judged by its exit status (node --test, make test) that passes with the proposal's
+// test files must pass with the base's too: the oracle run repeats it. A ledger recorded before
+// the oracle run repeated such checks holds none, and its decisions replay as they were made.
+TEST_F(PassToPass, ACheckJudgedByItsExitStatusMustPassWithTheBaseTestFiles) {
+  CheckSpec spec = CheckSpec::shell("check1", "node --test");
+  plan.checks = {spec};
+  policy.required_checks = {"check1"};
+  const std::string old_test = "test('a', () => { assert.equal(f(), 1); });\n";
+  proposal.base["test/a.test.js"] = BaseFileImage{old_test, kModeFile};
+  FileChange weakened;
+  weakened.op = FileOp::modify;
+  weakened.path = "test/a.test.js";
+  weakened.old_mode = weakened.new_mode = kModeFile;
+  weakened.before_sha256 = sha256(old_test);
+  weakened.after_content = old_test + "test('b', () => {});\n";
+  weakened.after_sha256 = sha256(*weakened.after_content);
+  diff.files.push_back(weakened);
+  plan.steps[0].targets.push_back(weakened.path);
+  proposal.diff = diff.to_json();
+  CheckResult passed;
+  passed.name = "check1";
+  passed.verdict = kPassed;
+  passed.spec_sha256 = spec.digest();
+  passed.runs = {CheckRun{}};
+  passed.runs[0].report = "none";
+  run.checks = {passed};
+  run.diff_sha256 = diff.digest();
+  const std::optional<Diff> without = oracle_diff(diff, proposal, policy.oracle);
+  ASSERT_TRUE(without);
+  auto judged = [&](const RunResult* oracle) { return decide(DecisionInput{plan, done, proposal, &run, policy, nullptr, oracle}); };
+  EXPECT_TRUE(judged(nullptr).accepted) << "a ledger from before such oracle runs";
+  RunResult oracle = run;
+  oracle.diff_sha256 = without->digest();
+  EXPECT_TRUE(judged(&oracle).accepted) << judged(&oracle).to_json().dump();
+  oracle.checks[0].verdict = kFailed;
+  Verdict v = judged(&oracle);
+  ASSERT_EQ(v.reason_codes(), Codes{"pass_to_pass_failed"}) << v.to_json().dump();
+  EXPECT_NE(v.reasons[0].detail.find("check1 passes with the proposal's test files but failed with the base's"), std::string::npos)
+      << v.reasons[0].detail;
+  oracle.diff_sha256 = diff.digest();
+  EXPECT_EQ(judged(&oracle).reason_codes(), Codes{"pass_to_pass_failed"}) << "a run of the whole diff is not the oracle run";
+  // Which checks the oracle run repeats: test commands by exit status, never an invariant about
+  // the proposal's own tests, and a check's tests_from comes along.
+  CheckSpec invariant = CheckSpec::shell("invariant:all_functions_have_tests", "true");
+  invariant.proves = {"all_functions_have_tests"};
+  CheckSpec reporting = CheckSpec::shell("tests", "pytest");
+  reporting.report_format = "pytest";
+  CheckSpec reader = CheckSpec::shell("coverage", "true");
+  reader.tests_from = {"tests"};
+  auto names = [](const std::vector<CheckSpec>& checks) {
+    std::vector<std::string> out;
+    for (const CheckSpec& c : checks) out.push_back(c.name);
+    return out;
+  };
+  EXPECT_EQ(names(oracle_checks({spec, invariant, reporting, reader}, false)), Codes{"check1"});
+  EXPECT_EQ(names(oracle_checks({spec, invariant, reporting, reader}, true)),
+            (Codes{"check1", "invariant:all_functions_have_tests", "tests", "coverage"}));
+}
+
 TEST_F(PassToPass, ChecksWithoutReportsAreJudgedByTheirVerdictAlone) {
   for (RunResult* r : {&run, &base}) {
     r->checks[0].runs[0].report = "none";
