@@ -44,7 +44,7 @@ struct OracleRun {
 
 // A held-out run (held_out.h): what may be known of it before the reveal.
 struct HeldOutRun {
-  int64_t failed = 0;  // held_out_failures() of the sealed result
+  bool passed = false;  // every held-out test passed (held_out_failures() of the sealed result is 0)
   uint64_t seq = 0;    // its held_out_run record
 };
 

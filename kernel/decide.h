@@ -37,11 +37,11 @@ struct DecisionInput {
   // The test checks on the proposal without the tests and hooks it adds (oracle_run.h):
   // required, and held to the base's passing tests too, when it adds any.
   const RunResult* oracle_run = nullptr;
-  // The held-out run (held_out.h), when the plan holds held-out checks: how many of its tests
-  // did not pass, as the kernel counted them from the sealed result (held_out_run record).
-  // None: it did not run. decide() sees the count only, as the executor does; replay holds the
-  // count to the result once the bundle is revealed.
-  std::optional<int64_t> held_out_failed = std::nullopt;
+  // The held-out run (held_out.h), when the plan holds held-out checks: whether every held-out
+  // test passed, as the kernel judged the sealed result (held_out_run record). None: it did not
+  // run. decide() sees no more than the executor does; replay holds it to the result once the
+  // bundle is revealed.
+  std::optional<bool> held_out_passed = std::nullopt;
 };
 
 Verdict decide(const DecisionInput& input);

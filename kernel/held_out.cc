@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <set>
 
@@ -26,13 +27,21 @@ bool clean_relative(std::string_view path) {
   return path.find('\0') == std::string_view::npos;
 }
 
+// A segment no checkout writes (.git in any case, anywhere) or that is the kernel's (.warden).
+bool kernel_segment(std::string_view path) {
+  for (size_t start = 0; start <= path.size();) {
+    const size_t end = std::min(path.find('/', start), path.size());
+    std::string seg(path.substr(start, end - start));
+    for (char& ch : seg) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (seg == ".git" || seg == ".warden") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 Status check_at(std::string_view at) {
   if (!clean_relative(at)) return fail(Errc::invalid_argument, "held-out place \"" + std::string(at) + "\": must be a relative path with no \"..\"");
-  for (std::string_view kernel_dir : {".git", ".warden"}) {
-    if (at == kernel_dir || at.starts_with(std::string(kernel_dir) + "/")) {
-      return fail(Errc::invalid_argument, "held-out place \"" + std::string(at) + "\": inside " + std::string(kernel_dir));
-    }
-  }
+  if (kernel_segment(at)) return fail(Errc::invalid_argument, "held-out place \"" + std::string(at) + "\": names .git or .warden");
   return {};
 }
 
@@ -46,7 +55,12 @@ Json HeldOutBundle::listing() const {
   return {{"format", kHeldOutFormat}, {"at", at}, {"files", std::move(files)}, {"salt", salt}};
 }
 
-Digest HeldOutBundle::digest() const { return sha256(canonicalize(listing()).value_or("")); }
+Digest HeldOutBundle::digest() const {
+  // Paths are UTF-8 (read_held_out_dir() and from_json() refuse others), so the listing
+  // always canonicalizes; were it not to, no bundle may share the digest of another.
+  auto text = canonicalize(listing());
+  return text ? sha256(*text) : sha256("warden.held_out/v1 uncanonical " + to_hex(salt));
+}
 
 Json HeldOutBundle::to_json() const {
   Json j = listing();
@@ -75,7 +89,7 @@ Result<HeldOutBundle> HeldOutBundle::from_json(const Json& json) {
       f.integer("mode", mode, 0, 0777777);
       f.digest("sha256", digest);
       f.string("content_base64", encoded);
-      if (f.ok() && !clean_relative(file.path)) f.fail("path", "must be a relative path with no \"..\"");
+      if (f.ok() && (!clean_relative(file.path) || kernel_segment(file.path))) f.fail("path", "must be a relative path with no \"..\", .git or .warden");
       if (f.ok() && mode != 0100644 && mode != 0100755) f.fail("mode", "must be 33188 (0100644) or 33261 (0100755)");
       auto content = f.ok() ? base64_decode(encoded) : Result<std::string>(std::string());
       if (!content) f.fail("content_base64", content.error().message);
@@ -113,7 +127,9 @@ Result<HeldOutBundle> read_held_out_dir(const std::filesystem::path& dir, std::s
     if (!S_ISREG(st.st_mode)) {
       return fail(Errc::invalid_argument, "held-out bundle: " + rel + " is not a regular file (symlinks and special files are refused)");
     }
-    if (!clean_relative(rel)) return fail(Errc::invalid_argument, "held-out bundle: " + rel + ": not a plain relative path");
+    if (!clean_relative(rel) || kernel_segment(rel) || !is_valid_utf8(rel)) {
+      return fail(Errc::invalid_argument, "held-out bundle: " + rel + ": not a plain relative path outside .git and .warden");
+    }
     if (b.files.size() == kMaxHeldOutFiles) {
       return fail(Errc::invalid_argument, "held-out bundle: more than " + std::to_string(kMaxHeldOutFiles) + " files");
     }
@@ -174,10 +190,15 @@ int64_t held_out_failures(const RunResult& run) {
   for (const CheckResult& c : run.checks) {
     int64_t failing_tests = 0;
     for (const TestCase& t : c.tests) {
-      if (t.status == "failed" || t.status == "error") ++failing_tests;
+      // A held-out test the proposal's code skips (unittest.SkipTest for inputs it does not
+      // handle) proves nothing: only a pass counts.
+      if (t.status != "passed") ++failing_tests;
     }
+    // A check that reports tests but reported none ran nothing of the bundle: code that keeps
+    // the held-out tests from being found or from reporting fails them all.
+    const bool reports = std::any_of(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.report != "none"; });
     if (failing_tests > 0) failed += failing_tests;
-    else if (c.verdict != kPassed) failed += 1;
+    else if (c.verdict != kPassed || (reports && c.tests.empty())) failed += 1;
   }
   return failed;
 }

@@ -77,7 +77,8 @@ struct HeldOutSpec {
 };
 
 // How many of a held-out run's tests did not pass: each failing test of a check that reports
-// tests, and each check that did not pass with none reported. 0: every one passed.
+// tests, and each check that did not pass with none failing, or that reports tests and
+// reported none. 0: every one passed.
 int64_t held_out_failures(const RunResult& run);
 
 }  // namespace warden::kernel

@@ -133,6 +133,15 @@ std::optional<HeldOutBundle> HeldOutVault::sealed_like(const HeldOutBundle& bund
   return std::nullopt;
 }
 
+Status HeldOutVault::note_error(const Digest& bundle, std::string_view why) const {
+  const std::filesystem::path file = bundle_dir(bundle) / "errors.log";
+  std::string text;
+  if (auto old = read_file(file)) text = std::move(*old);
+  for (char c : why) text += c == '\n' ? ' ' : c;
+  text += '\n';
+  return write_file_atomic(file, text, 0600);
+}
+
 Status HeldOutVault::mark_revealed(const Digest& bundle) const {
   return write_file_atomic(bundle_dir(bundle) / "revealed", "", 0600);
 }

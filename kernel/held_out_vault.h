@@ -5,6 +5,7 @@
 //   <ledger>/held-out/<hex>/bundle.json       0600  HeldOutBundle::to_json()
 //   <ledger>/held-out/<hex>/runs/<hex>.json   0600  a sealed run: its deterministic result and
 //                                                   the bytes of every blob it names
+//   <ledger>/held-out/<hex>/errors.log        0600  why runs with it could not run
 // The sandbox sees none of it: a check's sandbox binds the tree under test, never the ledger.
 //
 // A HeldOutVault holds only its path; concurrent writers of the same bundle write the same
@@ -48,6 +49,9 @@ class HeldOutVault {
   // aside): the same tests judging another proposal keep one digest, so one reveal covers
   // every decision they made. None when there is none.
   std::optional<HeldOutBundle> sealed_like(const HeldOutBundle& bundle) const;
+  // Keeps why a run with the bundle failed to run (the runner's words may name its files), for
+  // the owner: <hex>/errors.log, one line each.
+  Status note_error(const Digest& bundle, std::string_view why) const;
   // Marks the bundle revealed: sealed_like() no longer offers it (its files are public now).
   Status mark_revealed(const Digest& bundle) const;
 

@@ -360,7 +360,7 @@ Json HeldOutRunRecord::to_json() const {
           {"attempt", attempt},
           {"held_out_sha256", held_out_sha256.str()},
           {"run_result_sha256", run_result_sha256.str()},
-          {"failed", failed}};
+          {"passed", passed}};
 }
 
 Result<HeldOutRunRecord> HeldOutRunRecord::from_json(const Json& json) {
@@ -371,7 +371,7 @@ Result<HeldOutRunRecord> HeldOutRunRecord::from_json(const Json& json) {
   attempt_number(r, h.attempt);
   r.digest("held_out_sha256", h.held_out_sha256);
   r.digest("run_result_sha256", h.run_result_sha256);
-  r.integer("failed", h.failed, 0, INT64_MAX);
+  r.boolean("passed", h.passed);
   return done(r, std::move(h));
 }
 

@@ -240,8 +240,9 @@ struct OracleRunRecord {
 
 // A proposal's run with the held-out bundle (held_out.h) laid over its tree. Its result is
 // sealed in the vault (held_out_vault.h) until the reveal: the record commits to it by digest
-// and holds what decide() and the executor may know before then, how many of its tests did not
-// pass.
+// and holds what decide() and the executor may know before then, whether every held-out test
+// passed. Not how many: the tested program writes the report, and a count it inflates at will
+// would carry bytes of the hidden files out, thousands of values a proposal.
 struct HeldOutRunRecord {
   static constexpr std::string_view kind = record_kind::held_out_run;
   std::string run_id;
@@ -249,7 +250,7 @@ struct HeldOutRunRecord {
   int64_t attempt = 0;
   Digest held_out_sha256;    // the bundle, as the plan commits to it
   Digest run_result_sha256;  // RunResult::deterministic_digest() of the sealed result
-  int64_t failed = 0;        // held_out_failures() of it
+  bool passed = false;       // held_out_failures() of it is 0
 
   Json to_json() const;
   static Result<HeldOutRunRecord> from_json(const Json& json);

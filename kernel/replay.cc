@@ -444,21 +444,21 @@ class Replayer {
       }
       oracle_run = std::move(*oracle);
     }
-    std::optional<int64_t> held_out_failed;
+    std::optional<bool> held_out_passed;
     if (d.held_out_run_seq) {
-      auto failed = held_out_count(d, plan->second, *evidence);
-      if (!failed) {
-        problem(failed.error().message);
+      auto passed = held_out_verdict(d, plan->second, *evidence);
+      if (!passed) {
+        problem(passed.error().message);
         return {};
       }
-      held_out_failed = *failed;
+      held_out_passed = *passed;
     }
     if (Status st = check_pre_images(run, *evidence); !st) {
       problem(st.error().message);
       return {};
     }
     DecisionInput input{plan->second, run.completed, *evidence, run_result ? &*run_result : nullptr, *policy,
-                        base_run ? &*base_run : nullptr, oracle_run ? &*oracle_run : nullptr, held_out_failed};
+                        base_run ? &*base_run : nullptr, oracle_run ? &*oracle_run : nullptr, held_out_passed};
     Verdict again = decide(input);
     if (again != d.verdict) {
       problem("decide() gives " + again.to_json().dump() + " but the ledger records " + d.verdict.to_json().dump());
@@ -468,9 +468,9 @@ class Replayer {
     return {};
   }
 
-  // The count of failing held-out tests a decision used: the held_out_run record's, held to
+  // Whether the held-out tests passed, as a decision used it: the held_out_run record's, held to
   // the revealed result when the bundle is revealed (else the decision is pending reveal).
-  Result<int64_t> held_out_count(const DecisionRecord& d, const BuildPlan& plan, const ProposalEvidence& evidence) {
+  Result<bool> held_out_verdict(const DecisionRecord& d, const BuildPlan& plan, const ProposalEvidence& evidence) {
     auto record = earlier<HeldOutRunRecord>(*d.held_out_run_seq, "held_out_run_seq");
     if (!record) return std::unexpected(record.error());
     const std::string at = "held-out run " + std::to_string(*d.held_out_run_seq);
@@ -483,7 +483,7 @@ class Replayer {
     auto bundle = reveals_.find(record->held_out_sha256);
     if (bundle == reveals_.end()) {
       ++report_.pending_reveal;
-      return record->failed;
+      return record->passed;
     }
     auto result = bundle->second.runs.find(record->run_result_sha256);
     if (result == bundle->second.runs.end()) {
@@ -493,12 +493,12 @@ class Replayer {
     const RunResult& run = result->second;
     auto diff = Diff::from_json(evidence.diff);
     if (!diff || run.diff_sha256 != diff->digest()) return fail(Errc::verification_failed, at + " is of another diff than the proposal's");
-    if (held_out_failures(run) != record->failed) {
-      return fail(Errc::verification_failed, at + " records " + std::to_string(record->failed) + " failing held-out tests, but its revealed result has " +
-                                                 std::to_string(held_out_failures(run)));
+    if ((held_out_failures(run) == 0) != record->passed) {
+      return fail(Errc::verification_failed, at + " records that the held-out tests " + (record->passed ? "passed" : "did not pass") +
+                                                 ", but its revealed result has " + std::to_string(held_out_failures(run)) + " not passing");
     }
     ++report_.revealed;
-    return record->failed;
+    return record->passed;
   }
 
   // decide() judged the proposal against the pre-images the kernel recorded; with the

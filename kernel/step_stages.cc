@@ -195,8 +195,8 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
 
 // The held-out run (held_out.h): the plan's held-out checks on the proposal's tree with the
 // bundle laid over it. Its result is sealed in the vault, never in the blob store, an event or
-// the ledger before the reveal; the held_out_run record commits to it by digest and says how
-// many of its tests did not pass, all the executor hears.
+// the ledger before the reveal; the held_out_run record commits to it by digest and says
+// whether every held-out test passed, all the executor hears.
 Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& proposed, const AppliedDiff& applied) {
   const HeldOutSpec& spec = *ctx.plan.held_out;
   if (!ctx.held_out || !ctx.vault || ctx.held_out->digest() != spec.sha256) {
@@ -214,7 +214,11 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
     return ctx.runner.run(ctx.workspace.repo(), request);
   }();
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the held-out checks ran"));
-  if (!ran) return std::unexpected(stage_error("runner (the held-out run): " + ran.error().message()));
+  // The runner's own words may name a held-out file: only the owner's vault hears them.
+  if (!ran) {
+    (void)ctx.vault->note_error(spec.sha256, ran.error().message());
+    return std::unexpected(stage_error("runner: the held-out run could not run (why is in the bundle's errors.log, sealed beside the ledger)"));
+  }
   if (ran->result.tree != applied.tree.hex()) {
     return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied.tree.hex()));
   }
@@ -232,12 +236,12 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
   record.attempt = proposed.number;
   record.held_out_sha256 = spec.sha256;
   record.run_result_sha256 = sealed.run_result_sha256;
-  record.failed = held_out_failures(ran->result);
+  record.passed = held_out_failures(ran->result) == 0;
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",
-               {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"held_out_run", true}, {"failed", record.failed}});
-  return HeldOutRun{record.failed, rec->seq};
+               {{"step_id", ctx.step.id}, {"attempt", proposed.number}, {"held_out_run", true}, {"passed", record.passed}});
+  return HeldOutRun{record.passed, rec->seq};
 }
 
 }  // namespace
@@ -426,7 +430,7 @@ Result<Verified> verify(const StepContext& ctx, const Proposed& proposed, const 
   DecisionInput input{ctx.plan, ctx.completed, proposed.evidence, tested ? &tested->run : nullptr, ctx.policy,
                       compared ? &compared->run : nullptr,
                       tested && tested->oracle ? &tested->oracle->run : nullptr,
-                      tested && tested->held_out ? std::optional<int64_t>(tested->held_out->failed) : std::nullopt};
+                      tested && tested->held_out ? std::optional<bool>(tested->held_out->passed) : std::nullopt};
   Verified out;
   DecisionRecord record;
   record.run_id = ctx.rec.run_id();

@@ -181,8 +181,10 @@ Checked<LayerStats> write_overlay_files(const std::vector<OverlayFile>& files, c
       ++stats.written;
     }
     p /= segments.back();
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) == 0 && ::unlink(p.c_str()) != 0) return layer_errno("unlink " + p.string(), errno);
+    // Whatever the tree under test has there (a file, a whiteout, a directory) gives way.
+    std::error_code ec;
+    fs::remove_all(p, ec);
+    if (ec) return layer_error(Error{Errc::io_error, "removing " + p.string() + ": " + ec.message()});
     if (auto st = write_new_file(p, f.content, (f.mode & 0111) ? 0755 : 0644, host); !st) return std::unexpected(st.error());
     ++stats.written;
   }

@@ -1,6 +1,6 @@
 // Held-out checks end to end: the real `warden propose --held-out` on a real git repository,
 // the checks in the real sandbox. A change that memorizes the visible tests' answers is refused
-// held_out_failed and hears only how many held-out tests failed; the honest change is accepted.
+// held_out_failed and hears only that held-out tests failed; the honest change is accepted.
 // Nothing of the bundle (a marker in its test file, its test names) reaches the refusal, the
 // events, the plan, the ledger or its blob store before the reveal, nor a later proposal's
 // sandbox; replay says NOT VERIFIED until the reveal and re-derives every decision after it.
@@ -80,7 +80,7 @@ TEST_F(HeldOutCli, AMemorizingChangeIsRefusedHearingOnlyACountAndTheHonestOneAcc
   json refusal = stdout_json(cheat);
   ASSERT_EQ(refusal["decision"], "refused") << refusal.dump();
   EXPECT_EQ(refusal["refusal"]["codes"], json::array({"held_out_failed"})) << refusal.dump();
-  EXPECT_NE(refusal.dump().find("2 held-out tests do not pass"), std::string::npos) << refusal.dump();
+  EXPECT_NE(refusal.dump().find("the held-out tests do not all pass"), std::string::npos) << refusal.dump();
   const std::string digest = refusal["held_out"];
   // What the executor and anyone reading the ledger hear: no name, no output, no file.
   for (const std::string& secret : {std::string(kMarker), std::string("test_secret_large")}) {
@@ -148,7 +148,23 @@ TEST_F(HeldOutCli, WhatTheTestedProgramLeaksStaysSealedAndOutOfTheNextProposalsR
   EXPECT_EQ(look.out.find(kMarker), std::string::npos) << look.out;
 }
 
+// Code that skips the held-out tests it cannot answer is refused: a skip proves nothing.
+TEST_F(HeldOutCli, SkippingWhatItCannotAnswerIsNoPass) {
+  auto skip = propose("skip", "import unittest\n_KNOWN = {'12': 12, '7': 7}\n\n\ndef to_int(text):\n"
+                              "    if text not in _KNOWN:\n        raise unittest.SkipTest('not yet')\n    return _KNOWN[text]\n");
+  ASSERT_TRUE(skip.exited_with(1)) << describe(skip);
+  EXPECT_EQ(stdout_json(skip)["refusal"]["codes"], json::array({"held_out_failed"})) << skip.out;
+}
+
+// A proposal may not write where the bundle is laid; what it puts there (a directory named as
+// a held-out file would be) gives way to the bundle, and no error names a held-out file.
 TEST_F(HeldOutCli, AProposalMayNotTouchWhereTheBundleIsLaid) {
+  auto dirs = repo.patch_file(base, "dirs.patch", {{"textnum.py", kHonest}, {"held_out/test_held.py/x", "1\n"}, {"held_out/test_other.py/x", "1\n"}});
+  auto probe = warden({"propose", dirs.string(), "--repo", repo.repo().string(), "--base", base, "--branch", "warden/dirs", "--ledger",
+                       ledger.string(), "--step-timeout", "240", "--json", "--check", "python3 -B -m unittest discover -s tests -t . -v",
+                       "--held-out", held.string(), "--held-out-check", "python3 -B -m unittest discover -s held_out -v"});
+  ASSERT_TRUE(probe.exited_with(1)) << describe(probe);
+  EXPECT_EQ(stdout_json(probe)["decision"], "refused") << probe.out;
   auto patch = repo.patch_file(base, "shadow.patch", {{"textnum.py", kHonest}, {"held_out/test_held.py", "import unittest\n"}});
   auto r = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--branch", "warden/shadow",
                    "--ledger", ledger.string(), "--step-timeout", "240", "--json", "--check",

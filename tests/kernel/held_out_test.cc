@@ -58,6 +58,7 @@ TEST_F(HeldOut, WhatCannotBeABundleIsRefused) {
   EXPECT_FALSE(read_held_out_dir(tmp / "none", "held_out", random));
   EXPECT_FALSE(read_held_out_dir(tmp / "bundle", "../out", random));
   EXPECT_FALSE(read_held_out_dir(tmp / "bundle", ".git/x", random));
+  EXPECT_FALSE(read_held_out_dir(tmp / "bundle", "x/.GIT/y", random));
   fs::create_symlink("/etc/passwd", tmp / "bundle" / "link");
   auto linked = read_held_out_dir(tmp / "bundle", "held_out", random);
   ASSERT_FALSE(linked);
@@ -143,15 +144,20 @@ TEST(HeldOutFailures, CountsFailingTestsElseFailingChecks) {
   RunResult run;
   CheckResult with_tests;
   with_tests.verdict = kFailed;
-  with_tests.tests = {{"a", "passed"}, {"b", "failed"}, {"c", "error"}};
+  with_tests.tests = {{"a", "passed"}, {"b", "failed"}, {"c", "error"}, {"d", "skipped"}};
   CheckResult without;
   without.verdict = kFailed;
   CheckResult passing;
   passing.verdict = kPassed;
   run.checks = {with_tests, without, passing};
-  EXPECT_EQ(held_out_failures(run), 3);
+  EXPECT_EQ(held_out_failures(run), 4) << "a skipped held-out test (SkipTest for inputs the code does not handle) proves nothing";
   run.checks = {passing};
   EXPECT_EQ(held_out_failures(run), 0);
+  CheckResult found_none = passing;
+  found_none.runs = {CheckRun{}};
+  found_none.runs[0].report = "parsed";
+  run.checks = {found_none};
+  EXPECT_EQ(held_out_failures(run), 1) << "a check that reports tests and reported none ran nothing of the bundle";
 }
 
 }  // namespace
