@@ -71,7 +71,7 @@ struct ProposeOutcome {
   // oracle run hold) or "exit_status" (no report: its exit status alone). Its spec, and so
   // its report format, is in the ledger with the plan or policy.
   std::map<std::string, std::string> oracle;
-  std::optional<Digest> held_out;  // the held-out bundle the proposal was judged by, sealed
+  std::optional<Digest> held_out = std::nullopt;  // the held-out bundle the proposal was judged by, sealed
   bool accepted() const { return summary.status == RunStatus::completed; }
   // A decision that refused it: the run failed because of it, not of an error.
   bool refused() const { return summary.status == RunStatus::failed && verdict() && !verdict()->accepted; }

@@ -45,7 +45,7 @@ struct RunRequest {
   // A held-out run (kernel/held_out.h): files laid over the tree under test that the executor
   // must not see. They never enter the repository's objects; the result is never read from or
   // written to a cache; only this host's sandbox runs it. RunResult::tree stays the git tree's.
-  std::vector<OverlayFile> overlay;
+  std::vector<OverlayFile> overlay = {};
   bool sealed() const { return !overlay.empty(); }
 };
 
