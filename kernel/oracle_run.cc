@@ -55,17 +55,10 @@ bool judged_by_exit_status(const CheckSpec& check) {
 }
 
 std::vector<CheckSpec> oracle_checks(const std::vector<CheckSpec>& checks, bool base_passed_a_test) {
-  std::set<std::string> wanted;
-  for (const CheckSpec& c : checks) {
-    if (judged_by_exit_status(c) || base_passed_a_test) wanted.insert(c.name);
-  }
-  // A check that reads an earlier check's tests (tests_from) brings that check along.
-  for (auto c = checks.rbegin(); c != checks.rend(); ++c) {
-    if (wanted.contains(c->name)) wanted.insert(c->tests_from.begin(), c->tests_from.end());
-  }
+  // What decide() compares, nothing else: an invariant or a lint is judged on the proposal's run.
   std::vector<CheckSpec> out;
   for (const CheckSpec& c : checks) {
-    if (wanted.contains(c.name)) out.push_back(c);
+    if (judged_by_exit_status(c) || (base_passed_a_test && c.report_format != "none")) out.push_back(c);
   }
   return out;
 }

@@ -48,8 +48,9 @@ bool judged_by_exit_status(const CheckSpec& check);
 // The checks the oracle run repeats: every check judged by its exit status alone (decide()
 // holds each one that passed with the proposal's test files to pass with the base's: nothing
 // else tells a test file that was weakened from one that was not), and, when the base passed a
-// test (`base_passed_a_test`), the checks that report tests; and the checks those read their
-// tests from (CheckSpec::tests_from), in the order of `checks`.
+// test (`base_passed_a_test`), the checks that report tests (a check's tests_from names one of
+// those), in the order of `checks`. Invariant checks are not repeated: decide() judges them on
+// the proposal's own run.
 std::vector<CheckSpec> oracle_checks(const std::vector<CheckSpec>& checks, bool base_passed_a_test);
 
 }  // namespace warden::kernel

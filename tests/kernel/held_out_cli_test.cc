@@ -111,6 +111,40 @@ TEST_F(HeldOutCli, AMemorizingChangeIsRefusedHearingOnlyACountAndTheHonestOneAcc
   EXPECT_NE(everything_but_the_vault(ledger).find(kMarker), std::string::npos) << "revealed: the bundle is in the ledger now";
 }
 
+// The vault is evidence until the reveal: a refused proposal's sealed run that goes missing
+// (lost, or removed so no one sees the failure) leaves replay unable to agree with the ledger,
+// and a sealed run swapped for another proposal's (a pass passed off for a failure) is refused
+// at the reveal, since its bytes no longer hash to its name.
+TEST_F(HeldOutCli, ASealedRunLostOrSwappedBeforeTheRevealIsCaught) {
+  auto cheat = propose("cheat", kMemorizing);
+  ASSERT_TRUE(cheat.exited_with(1)) << describe(cheat);
+  const std::string digest = stdout_json(cheat)["held_out"];
+  auto honest = propose("honest", kHonest);
+  ASSERT_TRUE(honest.exited_with(0)) << describe(honest);
+  const fs::path runs = ledger / "held-out" / digest.substr(7) / "runs";
+  std::vector<fs::path> sealed;
+  for (const auto& e : fs::directory_iterator(runs)) sealed.push_back(e.path());
+  ASSERT_EQ(sealed.size(), 2u);
+  // Which one is the cheat's: the run whose result does not pass.
+  const fs::path failing = read_file(sealed[0]).find("\"failed\"") != std::string::npos ? sealed[0] : sealed[1];
+  const fs::path passing = failing == sealed[0] ? sealed[1] : sealed[0];
+
+  const fs::path kept = repo.scratch("kept.json");
+  fs::copy_file(failing, kept);
+  fs::copy_file(passing, failing, fs::copy_options::overwrite_existing);
+  auto swapped = warden({"held-out", "reveal", digest, "--ledger", ledger.string()});
+  EXPECT_FALSE(swapped.exited_with(0)) << describe(swapped);
+
+  fs::remove(failing);
+  auto reveal = warden({"held-out", "reveal", digest, "--ledger", ledger.string()});
+  ASSERT_TRUE(reveal.exited_with(0)) << describe(reveal);
+  auto replayed = warden({"replay", ledger.string(), "--json"});
+  EXPECT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  const json report = stdout_json(replayed);
+  EXPECT_EQ(report["ok"], false) << replayed.out;
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("holds no run"), std::string::npos) << replayed.out;
+}
+
 // The tested program reads the bundle in its held-out run and writes it everywhere it can: to its
 // output (sealed with the run), the workspace, /tmp and /dev/shm. The next proposal's program looks
 // in all of them and finds nothing.
