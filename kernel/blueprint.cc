@@ -117,6 +117,11 @@ void check_references(JsonReader& r, const BlueprintSpec& b) {
       if (r.ok() && !functions.contains(name)) r.fail(where + ".covers", "no function named \"" + name + "\"");
     }
   }
+  if (b.held_out) {
+    for (const auto& name : b.held_out->covers) {
+      if (r.ok() && !functions.contains(name)) r.fail("held_out.covers", "no function named \"" + name + "\"");
+    }
+  }
   for (const auto& [path, where] : created) paths.insert(path);
   for (const auto& d : b.dependencies) paths.insert(d.manifest);
   for (const auto& c : b.changes) paths.insert(c.path);
@@ -208,6 +213,18 @@ Result<BlueprintSpec> BlueprintSpec::from_json(const Json& json, const std::stri
     b.changes.push_back(std::move(change));
   });
   read_checks(r, "checks", b.checks);
+  if (const Json* held_out = r.value("held_out", Json::value_t::object, false)) {
+    JsonReader hr(*held_out, r.path("held_out"));
+    BlueprintHeldOut h;
+    read_path(hr, "dir", h.dir);
+    hr.string("at", h.at, false);
+    read_checks(hr, "checks", h.checks);
+    read_names(hr, "covers", h.covers, false);
+    if (hr.ok() && h.checks.empty()) hr.fail("checks", "must hold at least one check: the ones that run the held-out files");
+    if (hr.ok() && !base_dir.empty()) h.source = (std::filesystem::path(base_dir) / h.dir).string();
+    r.adopt(hr.finish());
+    b.held_out = std::move(h);
+  }
   if (const Json* constraints = r.value("constraints", Json::value_t::object, false)) {
     JsonReader cr(*constraints, r.path("constraints"));
     cr.strings("allowed_paths", b.constraints.allowed_paths, false);
@@ -277,6 +294,11 @@ Json BlueprintSpec::to_json() const {
                            {"max_replans", constraints.max_replans}, {"step_timeout_ms", constraints.step_timeout_ms}}}};
   // Absent unless set: older blueprints keep their digest.
   if (constraints.merge_queue_depth) j["constraints"]["merge_queue_depth"] = *constraints.merge_queue_depth;
+  if (held_out) {
+    Json held_checks = Json::array();
+    for (const auto& c : held_out->checks) held_checks.push_back(c.to_json());
+    j["held_out"] = {{"dir", held_out->dir}, {"at", held_out->at}, {"checks", std::move(held_checks)}, {"covers", held_out->covers}};
+  }
   return j;
 }
 

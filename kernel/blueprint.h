@@ -13,6 +13,8 @@
 //    "dependencies": [{"name": "requests", "manifest": "requirements.txt", "content": "..."}],
 //    "changes":      [{"path": "README.md", "description": "...", "content": "...", "produces": "document"}],
 //    "checks": [CheckSpec...],
+//    "held_out": {"dir": "held_out", "at": "tests/held_out", "checks": [CheckSpec...],
+//                 "covers": ["evaluate"]},   (optional; covers too)
 //    "constraints": {"allowed_paths": ["src/**", "tests/**"], "max_retries": 3, "max_replans": 1,
 //                    "step_timeout_ms": 30000, "merge_queue_depth": 8}}   (the last optional)
 // `repository.seed` is a directory (relative to the blueprint file) whose files make the first
@@ -22,6 +24,9 @@
 // blueprint the kernel commits (and its digest) always carries the bytes themselves.
 // `drafts` are earlier versions the plan executor proposes before `content`: a blueprint can
 // rehearse a refusal and a retry without any AI in the loop.
+// `held_out` names a directory of tests the executor never sees (held_out.h): unlike content
+// files it is not read into the blueprint (the blueprint is recorded, the tests stay sealed
+// until the run ends); the build reads and seals it when the run starts.
 //
 // A BlueprintSpec is a plain value that owns every byte it names (content files are read in
 // by from_json/load, not kept open); safe to share read-only between threads. Nothing here is
@@ -84,6 +89,18 @@ struct BlueprintChange {  // a modify step on an existing file (or a new non-cod
   std::vector<std::string> drafts;
 };
 
+// Held-out checks (held_out.h): the directory's files are laid at `at` in each proposal's own
+// held-out run, which `checks` judge. The blueprint names the directory, never its bytes.
+struct BlueprintHeldOut {
+  std::string dir;               // as written: relative to the blueprint file
+  std::string at = "held_out";   // where the files are laid in the tree under test
+  std::vector<CheckSpec> checks;
+  // The functions the held-out tests call: their proposals are judged from the first step that
+  // defines one on (earlier steps could not pass them). Empty: every step.
+  std::vector<std::string> covers;
+  std::string source;            // `dir` resolved against the blueprint's directory; not recorded
+};
+
 struct Intent {
   std::string name;
   std::vector<std::string> artifacts;  // module | test_suite | document | binary | dependency
@@ -116,6 +133,7 @@ struct BlueprintSpec {
   std::vector<BlueprintDependency> dependencies;
   std::vector<BlueprintChange> changes;
   std::vector<CheckSpec> checks;
+  std::optional<BlueprintHeldOut> held_out;
   Constraints constraints;
 
   // Strict: unknown fields refused, every error names its JSON path ("blueprint.functions[1].path: ...").

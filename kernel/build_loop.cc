@@ -8,6 +8,7 @@
 #include "kernel/build_setup.h"
 #include "kernel/checkout_attributes.h"
 #include "kernel/held_out.h"
+#include "kernel/held_out_reveal.h"
 #include "kernel/held_out_vault.h"
 #include "kernel/ledger_writer.h"
 #include "kernel/merge_queue.h"
@@ -166,9 +167,11 @@ class Build {
     return seal();
   }
 
-  // Flushes everything and signs a checkpoint of the final tree head.
+  // Flushes everything, reveals a held-out bundle that judged this run alone, and signs a
+  // checkpoint of the final tree head.
   Status seal() {
     if (Status st = rec_.flush(); !st) return st;
+    if (Status st = reveal_held_out_at_end(); !st) return st;
     auto cp = kl_.ledger().checkpoint(session_.signer);
     if (!cp) return std::unexpected(cp.error());
     summary_.checkpoint = cp->note;
@@ -265,6 +268,24 @@ class Build {
       workers.push_back(std::move(w));
     }
     return std::make_unique<PrefetchingRunner>(std::move(workers));
+  }
+
+  // The run has ended (its last status is in the ledger): a bundle that judged this run alone
+  // is published now, before anyone else can propose against it. A bundle its owner reveals
+  // (a plan given with --plan may carry one) stays sealed.
+  Status reveal_held_out_at_end() {
+    if (!plan_.held_out) return {};
+    summary_.held_out = plan_.held_out->sha256;
+    if (plan_.held_out->reveal != HeldOutReveal::at_run_end) return {};
+    const HeldOutVault vault(options_.ledger_dir);
+    auto revealed = reveal_held_out(kl_.ledger(), vault, plan_.held_out->sha256);
+    if (!revealed) {
+      return fail(revealed.error().code, "the run ended, but its held-out bundle " + plan_.held_out->sha256.str() +
+                                             " could not be revealed (replay fails its decisions until `warden held-out reveal` does): " +
+                                             revealed.error().message);
+    }
+    summary_.held_out_reveal_seq = revealed->record.seq;
+    return {};
   }
 
   // The plan's held-out bundle (held_out.h) from the vault beside the ledger, when the plan
@@ -520,8 +541,25 @@ class Build {
 Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPlan> given_plan, const Policy& policy,
                            const BuildOptions& options, KernelSession& session, executor::Proposer& proposer) {
   const std::string branch = given_plan ? given_plan->branch : blueprint->branch.value_or("warden/" + blueprint->name);
+  // The blueprint's held-out tests, read before anything is recorded: a directory that cannot
+  // be a bundle is the caller's to fix.
+  std::optional<HeldOutBundle> held_out;
+  if (blueprint && blueprint->held_out) {
+    if (blueprint->held_out->source.empty()) {
+      return fail(Errc::invalid_argument, "blueprint.held_out.dir: needs the blueprint's own file to resolve it (load a file)");
+    }
+    SystemRandomSource system;
+    auto bundle = read_held_out_dir(blueprint->held_out->source, blueprint->held_out->at, session.random ? *session.random : system);
+    if (!bundle) return std::unexpected(bundle.error().with_context("blueprint.held_out.dir " + blueprint->held_out->dir));
+    held_out = std::move(*bundle);
+  }
   auto site = prepare_build(blueprint, branch, policy, options, session);
   if (!site) return std::unexpected(site.error());
+  if (held_out) {
+    if (Status st = HeldOutVault(options.ledger_dir).seal_for_run(*held_out); !st) {
+      return std::unexpected(st.error().with_context("sealing the held-out tests beside the ledger"));
+    }
+  }
   Build b(options, session, proposer, *site);
   // Whatever stops the build from here on, the run still ends in a terminal state, as far
   // as the ledger lets it be recorded.
@@ -532,7 +570,7 @@ Result<BuildSummary> build(const BlueprintSpec* blueprint, std::optional<BuildPl
   if (Status st = b.start(blueprint, policy); !st) return abandon(st.error());
   std::optional<BuildPlan> plan = std::move(given_plan);
   if (!plan) {
-    auto generated = generate_plan(*blueprint, policy);
+    auto generated = generate_plan(*blueprint, policy, held_out ? std::optional<Digest>(held_out->digest()) : std::nullopt);
     if (!generated) {
       if (Status st = b.end(RunStatus::failed, ErrorType::planning_error, generated.error().message); !st) {
         return std::unexpected(st.error());
@@ -586,6 +624,10 @@ Json BuildSummary::to_json() const {
   }
   if (jobs > 0) j["jobs"] = jobs;
   if (!jobs_note.empty()) j["jobs_note"] = jobs_note;
+  if (held_out) {
+    j["held_out"] = {{"sha256", held_out->str()}, {"revealed", held_out_reveal_seq.has_value()}};
+    if (held_out_reveal_seq) j["held_out"]["reveal_seq"] = *held_out_reveal_seq;
+  }
   if (!recovered.empty()) {
     Json list = Json::array();
     for (const RecoveredRun& r : recovered) list.push_back(r.to_json());

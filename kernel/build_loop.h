@@ -69,6 +69,10 @@ struct BuildSummary {
   std::string root_hex;
   std::string checkpoint;  // signed note at ledger_size
   std::vector<RecoveredRun> recovered;  // dead runs of the ledger whose end this build recorded first
+  // The plan's held-out bundle (held_out.h), and the seq of the held_out_reveal record that
+  // published it when the run ended.
+  std::optional<Digest> held_out;
+  std::optional<uint64_t> held_out_reveal_seq;
   // A merge-queue plan's jobs as run, and why fewer than asked (never recorded: the ledger
   // does not depend on them).
   int64_t jobs = 0;

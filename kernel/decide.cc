@@ -539,8 +539,8 @@ void check_oracle_run(const DecisionInput& in, const BuildStep& step, const Diff
 // The held-out checks (held_out.h) must pass on every proposal that reached the runner. What
 // is said is that they did not: a name, an output, an input or a count (which the tested program
 // can inflate at will) would let the executor fit its next proposal to the tests it is not to see.
-void check_held_out(const DecisionInput& in, Reasons& reasons) {
-  if (!in.plan.held_out || !in.run) return;
+void check_held_out(const DecisionInput& in, const BuildStep& step, Reasons& reasons) {
+  if (!in.plan.held_out || !in.run || !in.plan.held_out->judges(step.id)) return;
   if (!in.held_out_passed) {
     reasons.add(reason::held_out_failed, "the held-out checks did not run on the proposal");
   } else if (!*in.held_out_passed) {
@@ -668,7 +668,7 @@ Verdict decide(const DecisionInput& in) {
     if (in.policy.dangerous_operations) check_dangerous(in, *diff, post, reasons);
   }
   check_run(in, *step, diff ? &*diff : nullptr, admitted.tests, reasons);
-  check_held_out(in, reasons);
+  check_held_out(in, *step, reasons);
   return reasons.verdict();
 }
 

@@ -159,7 +159,14 @@ bool under_held_out(std::string_view at, std::string_view path) {
 Json HeldOutSpec::to_json() const {
   Json list = Json::array();
   for (const CheckSpec& c : checks) list.push_back(c.to_json());
-  return {{"sha256", sha256.str()}, {"at", at}, {"checks", std::move(list)}};
+  Json j = {{"sha256", sha256.str()}, {"at", at}, {"checks", std::move(list)}};
+  if (reveal == HeldOutReveal::at_run_end) j["reveal"] = "run_end";
+  if (!steps.empty()) j["steps"] = steps;
+  return j;
+}
+
+bool HeldOutSpec::judges(std::string_view step_id) const {
+  return steps.empty() || std::find(steps.begin(), steps.end(), step_id) != steps.end();
 }
 
 Result<HeldOutSpec> HeldOutSpec::from_json(const Json& json, std::string_view where) {
@@ -180,6 +187,11 @@ Result<HeldOutSpec> HeldOutSpec::from_json(const Json& json, std::string_view wh
     }
     if (r.ok() && s.checks.empty()) r.fail("checks", "must hold at least one check");
   }
+  std::string reveal = "owner";
+  r.string("reveal", reveal, false);
+  if (r.ok() && reveal != "owner" && reveal != "run_end") r.fail("reveal", "must be \"run_end\" or \"owner\" (the default)");
+  s.reveal = reveal == "run_end" ? HeldOutReveal::at_run_end : HeldOutReveal::by_owner;
+  r.strings("steps", s.steps, false);
   if (auto st = r.finish(); !st) return std::unexpected(st.error());
   if (auto st = check_at(s.at); !st) return std::unexpected(Error{Errc::invalid_argument, std::string(where) + ".at: " + st.error().message});
   return s;

@@ -65,12 +65,25 @@ std::string held_out_path(const HeldOutBundle& bundle, const HeldOutFile& file);
 // Whether the tree path `path` is at or under the bundle's place `at`.
 bool under_held_out(std::string_view at, std::string_view path);
 
+// When a bundle is revealed. A build's bundle judges that run alone, and the kernel reveals it
+// when the run ends (replay fails a decision of an ended run with no reveal after its end);
+// one given to `warden propose` may judge many runs, and its owner reveals it.
+enum class HeldOutReveal { by_owner, at_run_end };
+
 // What a plan carries: the commitment and the checks that run the bundle, nothing of its files.
-//   {"sha256": "sha256:...", "at": "held_out", "checks": [CheckSpec...]}
+//   {"sha256": "sha256:...", "at": "held_out", "checks": [CheckSpec...], "reveal": "run_end",
+//    "steps": ["s3", "s4"]}
+// ("reveal" is absent for by_owner, "steps" when every step is judged.)
 struct HeldOutSpec {
   Digest sha256;
   std::string at;
   std::vector<CheckSpec> checks;
+  HeldOutReveal reveal = HeldOutReveal::by_owner;
+  // The steps whose proposals the held-out checks judge; empty: every step. A build from
+  // nothing cannot pass tests of a function before the step that writes it.
+  std::vector<std::string> steps;
+
+  bool judges(std::string_view step_id) const;
 
   Json to_json() const;
   static Result<HeldOutSpec> from_json(const Json& json, std::string_view where = "held_out");

@@ -118,7 +118,7 @@ std::optional<HeldOutBundle> HeldOutVault::sealed_like(const HeldOutBundle& bund
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) dirs.push_back(entry.path());
   std::sort(dirs.begin(), dirs.end());
   for (const auto& d : dirs) {
-    if (std::filesystem::exists(d / "revealed", ec)) continue;
+    if (std::filesystem::exists(d / "revealed", ec) || std::filesystem::exists(d / "one-run", ec)) continue;
     auto digest = Digest::parse("sha256:" + d.filename().string());
     if (!digest) continue;
     auto sealed = open(*digest);
@@ -144,6 +144,19 @@ Status HeldOutVault::note_error(const Digest& bundle, std::string_view why) cons
 
 Status HeldOutVault::mark_revealed(const Digest& bundle) const {
   return write_file_atomic(bundle_dir(bundle) / "revealed", "", 0600);
+}
+
+bool HeldOutVault::revealed(const Digest& bundle) const {
+  std::error_code ec;
+  return std::filesystem::exists(bundle_dir(bundle) / "revealed", ec);
+}
+
+Status HeldOutVault::seal_for_run(const HeldOutBundle& bundle) const {
+  // The marker first: a bundle must never be offered as reusable, even for a moment.
+  if (Status st = private_dir(dir_); !st) return st;
+  if (Status st = private_dir(bundle_dir(bundle.digest())); !st) return st;
+  if (Status st = write_file_atomic(bundle_dir(bundle.digest()) / "one-run", "", 0600); !st) return st;
+  return seal(bundle);
 }
 
 }  // namespace warden::kernel

@@ -6,6 +6,8 @@
 //   <ledger>/held-out/<hex>/runs/<hex>.json   0600  a sealed run: its deterministic result and
 //                                                   the bytes of every blob it names
 //   <ledger>/held-out/<hex>/errors.log        0600  why runs with it could not run
+//   <ledger>/held-out/<hex>/one-run           0600  sealed for one build run (revealed at its end)
+//   <ledger>/held-out/<hex>/revealed          0600  the reveal is in the ledger
 // The sandbox sees none of it: a check's sandbox binds the tree under test, never the ledger.
 //
 // A HeldOutVault holds only its path; concurrent writers of the same bundle write the same
@@ -40,6 +42,8 @@ class HeldOutVault {
   explicit HeldOutVault(const std::filesystem::path& ledger_dir) : dir_(ledger_dir / "held-out") {}
 
   Status seal(const HeldOutBundle& bundle) const;
+  // Seals a bundle that judges one build run alone: sealed_like() never offers it to another.
+  Status seal_for_run(const HeldOutBundle& bundle) const;
   Result<HeldOutBundle> open(const Digest& bundle) const;
   Status seal_run(const Digest& bundle, const SealedRun& run) const;
   // Every run sealed with the bundle, by result digest.
@@ -54,6 +58,7 @@ class HeldOutVault {
   Status note_error(const Digest& bundle, std::string_view why) const;
   // Marks the bundle revealed: sealed_like() no longer offers it (its files are public now).
   Status mark_revealed(const Digest& bundle) const;
+  bool revealed(const Digest& bundle) const;
 
  private:
   std::filesystem::path bundle_dir(const Digest& bundle) const;

@@ -63,7 +63,11 @@ Result<std::string> blueprint_policy(const BlueprintSpec& blueprint) {
   return std::string(name);
 }
 
-Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy) {
+Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy, const std::optional<Digest>& held_out) {
+  if (b.held_out.has_value() != held_out.has_value()) {
+    return fail(Errc::invalid_argument, b.held_out ? "the blueprint's held-out checks need their sealed bundle's digest"
+                                                   : "a held-out digest for a blueprint without held-out checks");
+  }
   BuildPlan plan;
   plan.name = b.name;
   plan.blueprint_sha256 = b.digest();
@@ -77,6 +81,7 @@ Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy) {
   plan.step_timeout_ms = b.constraints.step_timeout_ms;
   plan.merge_queue_depth = b.constraints.merge_queue_depth;
   plan.checks = b.checks;
+  if (b.held_out) plan.held_out = HeldOutSpec{*held_out, b.held_out->at, b.held_out->checks, HeldOutReveal::at_run_end};
 
   StepList steps(plan.steps);
   for (const auto& d : b.dependencies) {
@@ -124,6 +129,16 @@ Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy) {
     }
   }
 
+  if (plan.held_out && !b.held_out->covers.empty()) {
+    // From the first step that defines a covered function on, in the order the steps run.
+    bool judged = false;
+    for (const BuildStep& s : plan.steps) {
+      for (const auto& name : b.held_out->covers) {
+        judged = judged || std::find(s.symbols.begin(), s.symbols.end(), name) != s.symbols.end();
+      }
+      if (judged) plan.held_out->steps.push_back(s.id);
+    }
+  }
   // A plan the kernel could not read back from its own ledger is no plan.
   if (plan.steps.size() > kMaxPlanSteps) {
     return fail(Errc::limit_exceeded, "blueprint " + b.name + " gives " + std::to_string(plan.steps.size()) +

@@ -15,8 +15,12 @@
 // after every step); the checkpoint ones go to the single checkpoint "final", after every
 // step, which also names every check (the plan's and the policy's required ones).
 // Checks: the blueprint's own; the kernel adds the policy's at run time.
+// Held-out checks: the blueprint's, committed to `held_out`, the digest of the bundle the
+// build sealed from the blueprint's directory (its salt is random, so the digest is an input,
+// not derived); revealed when the run ends. Given exactly when the blueprint has them.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -30,6 +34,7 @@ namespace warden::kernel {
 // an error for a language with no default.
 Result<std::string> blueprint_policy(const BlueprintSpec& blueprint);
 
-Result<BuildPlan> generate_plan(const BlueprintSpec& blueprint, const Policy& policy);
+Result<BuildPlan> generate_plan(const BlueprintSpec& blueprint, const Policy& policy,
+                                const std::optional<Digest>& held_out = std::nullopt);
 
 }  // namespace warden::kernel

@@ -26,7 +26,10 @@ void keep_kernel_fields(const BuildPlan& current, BuildPlan& p) {
   p.max_replans = current.max_replans;
   p.step_timeout_ms = current.step_timeout_ms;
   p.merge_queue_depth = current.merge_queue_depth;
-  p.held_out = current.held_out;  // an executor's plan cannot drop the tests it is not to see
+  // An executor's plan cannot drop the tests it is not to see, nor rename the steps they judge
+  // away from them: in a replacement plan they judge every step.
+  p.held_out = current.held_out;
+  if (p.held_out) p.held_out->steps.clear();
   std::vector<std::string> every_step;
   for (const auto& s : p.steps) every_step.push_back(s.id);
   p.verification_checkpoints = current.verification_checkpoints;

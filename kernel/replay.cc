@@ -66,6 +66,8 @@ struct RunFacts {
   std::optional<std::string> start_tree;      // the run's base tree (its run results name it)
   std::map<uint64_t, DecisionRecord> decisions;  // by seq
   std::optional<CommitRecord> intent;            // a commit intent its commit record has not confirmed yet
+  std::optional<uint64_t> ended;                 // its first terminal run_status record
+  std::set<Digest> reveal_at_end;                // held-out bundles its decisions rest on, revealed when it ends
 };
 
 // What the ledger says a branch should hold: the last commit it confirmed, and a later
@@ -101,6 +103,7 @@ class Replayer {
       if (Status st = visit(*payload); !st) return st;
       ++report_.records;
     }
+    if (report_.ok()) check_run_end_reveals();
     if (report_.ok()) check_enrolments();
     if (repo_ && report_.ok()) check_branches();
     return {};
@@ -147,6 +150,7 @@ class Replayer {
         bad_reveals_.emplace(seq, revealed.error().message);
         continue;
       }
+      reveal_seqs_.try_emplace(record->held_out_sha256, seq);
       RevealedBundle& into = reveals_[record->held_out_sha256];
       into.bundle = std::move(revealed->bundle);
       into.runs.merge(revealed->runs);
@@ -157,6 +161,29 @@ class Replayer {
   Status on_reveal(const HeldOutRevealRecord&) {
     if (auto bad = bad_reveals_.find(seq_); bad != bad_reveals_.end()) problem("the held-out reveal does not match: " + bad->second);
     return {};
+  }
+
+  Status on_run_status(const RunStatusRecord& r) {
+    RunFacts& run = facts(r.run_id);
+    if (is_terminal(r.status) && !run.ended) run.ended = seq_;
+    return {};
+  }
+
+  // A bundle that judged one build run is revealed when the run ends: an ended run whose
+  // decisions rest on one with no reveal after its end has decisions no one can check.
+  void check_run_end_reveals() {
+    for (const auto& [id, run] : runs_) {
+      if (!run.ended) continue;
+      for (const Digest& bundle : run.reveal_at_end) {
+        auto revealed = reveal_seqs_.find(bundle);
+        if (revealed == reveal_seqs_.end() || revealed->second < *run.ended) {
+          problem(*run.ended, std::string(record_kind::run_status),
+                  "run " + id + " ended here, and its decisions rest on the held-out bundle " + bundle.str() +
+                      ", but no reveal of it follows the run's end");
+          return;
+        }
+      }
+    }
   }
 
   Status visit(const Json& p) {
@@ -179,7 +206,7 @@ class Replayer {
     if (kind_ == record_kind::run_result) return typed<RunResultRecord>(p, &Replayer::attested<RunResultRecord>);
     if (kind_ == record_kind::base_run) return typed<BaseRunRecord>(p, &Replayer::attested<BaseRunRecord>);
     if (kind_ == record_kind::oracle_run) return typed<OracleRunRecord>(p, &Replayer::attested<OracleRunRecord>);
-    if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::readable<RunStatusRecord>);
+    if (kind_ == record_kind::run_status) return typed<RunStatusRecord>(p, &Replayer::on_run_status);
     if (kind_ == record_kind::run_event) return typed<RunEvent>(p, &Replayer::readable<RunEvent>);
     if (kind_ == record_kind::step_evidence) return typed<StepEvidenceRecord>(p, &Replayer::readable<StepEvidenceRecord>);
     if (kind_ == record_kind::speculation) return typed<SpeculationRecord>(p, &Replayer::readable<SpeculationRecord>);
@@ -288,7 +315,9 @@ class Replayer {
         problem("a generated plan without a recorded blueprint and policy");
         return {};
       }
-      auto again = generate_plan(*run.blueprint, run.policies.rbegin()->second);
+      // The held-out digest is the build's input (a salted bundle), not derived; the rest is.
+      auto again = generate_plan(*run.blueprint, run.policies.rbegin()->second,
+                                 plan->held_out ? std::optional<Digest>(plan->held_out->sha256) : std::nullopt);
       if (!again || again->digest() != plan->digest()) {
         problem("the blueprint generates a different plan than the one recorded");
         return {};
@@ -446,7 +475,7 @@ class Replayer {
     }
     std::optional<bool> held_out_passed;
     if (d.held_out_run_seq) {
-      auto passed = held_out_verdict(d, plan->second, *evidence);
+      auto passed = held_out_verdict(d, plan->second, *policy, run, *evidence);
       if (!passed) {
         problem(passed.error().message);
         return {};
@@ -470,7 +499,8 @@ class Replayer {
 
   // Whether the held-out tests passed, as a decision used it: the held_out_run record's, held to
   // the revealed result when the bundle is revealed (else the decision is pending reveal).
-  Result<bool> held_out_verdict(const DecisionRecord& d, const BuildPlan& plan, const ProposalEvidence& evidence) {
+  Result<bool> held_out_verdict(const DecisionRecord& d, const BuildPlan& plan, const Policy& policy, const RunFacts& facts_of_run,
+                                const ProposalEvidence& evidence) {
     auto record = earlier<HeldOutRunRecord>(*d.held_out_run_seq, "held_out_run_seq");
     if (!record) return std::unexpected(record.error());
     const std::string at = "held-out run " + std::to_string(*d.held_out_run_seq);
@@ -479,6 +509,15 @@ class Replayer {
     }
     if (!plan.held_out || plan.held_out->sha256 != record->held_out_sha256) {
       return fail(Errc::verification_failed, at + " ran a bundle the plan does not commit to");
+    }
+    if (plan.held_out->reveal == HeldOutReveal::at_run_end) {
+      // One run's bundle: public before this decision, a retry could have been fitted to it.
+      if (auto first = reveal_seqs_.find(record->held_out_sha256); first != reveal_seqs_.end() && first->second < seq_) {
+        return fail(Errc::verification_failed, at + " used the bundle " + record->held_out_sha256.str() +
+                                                   " after its reveal at record " + std::to_string(first->second) +
+                                                   ", while its run was still proposing");
+      }
+      facts(d.run_id).reveal_at_end.insert(record->held_out_sha256);
     }
     auto bundle = reveals_.find(record->held_out_sha256);
     if (bundle == reveals_.end()) {
@@ -496,6 +535,11 @@ class Replayer {
     if ((held_out_failures(run) == 0) != record->passed) {
       return fail(Errc::verification_failed, at + " records that the held-out tests " + (record->passed ? "passed" : "did not pass") +
                                                  ", but its revealed result has " + std::to_string(held_out_failures(run)) + " not passing");
+    }
+    if (options_.rerun) {
+      if (Status st = rerun_held_out(plan, policy.name, d.policy_sha256.str(), facts_of_run, evidence, bundle->second.bundle, run); !st) {
+        return std::unexpected(st.error());
+      }
     }
     ++report_.revealed;
     return record->passed;
@@ -592,12 +636,18 @@ class Replayer {
 
   // The runner again, on the same base and diff with the same checks: the deterministic
   // part of its result must be the same bytes.
-  Status rerun(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
-               const std::string& step_id, const RunFacts& run, const ProposalEvidence& evidence,
-               const RunResult& expected) {
+  // What a rerun runs on: the recorded diff on the tree it is re-derived to give (the diff on
+  // the run's last accepted tree, the base before the first commit; never the tree a record
+  // claims), by a runner of the recorded policy.
+  struct RerunSite {
+    Runner* runner = nullptr;
+    Diff diff;
+    ObjectId base, tree;
+  };
+
+  Result<RerunSite> rerun_site(const std::string& policy_name, const std::string& policy_sha256, const RunFacts& run,
+                               const ProposalEvidence& evidence, const RunResult& expected) {
     if (!repo_) return fail(Errc::invalid_argument, "--rerun needs --repo");
-    const BuildStep* step = plan.find(step_id);
-    if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
     // The ledger names the check programs by digest only; their bytes come from the policy
     // of that name here, which must be the very same policy.
     auto policy = Policy::load(policy_name);
@@ -613,8 +663,6 @@ class Replayer {
     if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
     auto base = ObjectId::parse(expected.base_tree.value_or(""));
     if (!base) return fail(Errc::corrupt, "rerun: the recorded run result names no base tree");
-    // The tree under test is re-derived: the diff on the run's last accepted tree (the base,
-    // before the first commit), never the tree the record claims.
     auto parent = ObjectId::parse(run.tip_tree.value_or(base->hex()));
     if (!parent) return fail(Errc::corrupt, "rerun: no parent tree");
     auto parent_tree = repo_->tree(*parent);
@@ -627,18 +675,50 @@ class Replayer {
       return fail(Errc::verification_failed, "rerun: the diff on its parent gives tree " + tree->hex() +
                                                  ", the run result says it tested " + expected.tree);
     }
+    return RerunSite{*runner, std::move(*diff), *base, *tree};
+  }
+
+  // Runs `checks` (with `overlay` laid over the tree) again; the result must be the recorded one.
+  Status rerun_checks(RerunSite& site, std::vector<CheckSpec> checks, std::vector<OverlayFile> overlay, const RunResult& expected) {
     RunRequest request;
-    request.base_tree = *base;
-    request.tree = *tree;
-    request.diff = &*diff;
-    request.checks = checks_for_step(plan, *policy, *step, run.completed);
-    auto again = (*runner)->run(*repo_, request);
+    request.base_tree = site.base;
+    request.tree = site.tree;
+    request.diff = &site.diff;
+    request.checks = std::move(checks);
+    request.overlay = std::move(overlay);
+    auto again = site.runner->run(*repo_, request);
     if (!again) return fail(Errc::verification_failed, "rerun: the runner refused: " + again.error().message());
     ++report_.reruns;
     if (again->result.deterministic_digest() != expected.deterministic_digest()) {
       return fail(Errc::verification_failed, "rerun: the runner's result differs: recorded " +
                                                  expected.deterministic_digest().str() + ", now " +
                                                  again->result.deterministic_digest().str());
+    }
+    return {};
+  }
+
+  Status rerun(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
+               const std::string& step_id, const RunFacts& run, const ProposalEvidence& evidence,
+               const RunResult& expected) {
+    const BuildStep* step = plan.find(step_id);
+    if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
+    auto site = rerun_site(policy_name, policy_sha256, run, evidence, expected);
+    if (!site) return std::unexpected(site.error());
+    auto policy = Policy::load(policy_name);
+    if (!policy) return std::unexpected(policy.error());
+    return rerun_checks(*site, checks_for_step(plan, *policy, *step, run.completed), {}, expected);
+  }
+
+  // The held-out run again, with the revealed bundle laid where it was.
+  Status rerun_held_out(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
+                        const RunFacts& run, const ProposalEvidence& evidence, const HeldOutBundle& bundle,
+                        const RunResult& expected) {
+    auto site = rerun_site(policy_name, policy_sha256, run, evidence, expected);
+    if (!site) return std::unexpected(site.error().with_context("the held-out run"));
+    std::vector<OverlayFile> overlay;
+    for (const HeldOutFile& f : bundle.files) overlay.push_back({held_out_path(bundle, f), f.mode, f.content});
+    if (Status st = rerun_checks(*site, plan.held_out->checks, std::move(overlay), expected); !st) {
+      return std::unexpected(st.error().with_context("the held-out run"));
     }
     return {};
   }
@@ -822,6 +902,7 @@ class Replayer {
   std::map<uint64_t, std::pair<std::string, std::string>> policy_seqs_;  // policy record seq -> run, policy digest
   std::map<std::string, LocalRunner> runners_;
   std::optional<GitRepo> repo_;
+  std::map<Digest, uint64_t> reveal_seqs_;          // each bundle's first reveal that matches its commitment
   std::map<Digest, RevealedBundle> reveals_;        // held-out bundles revealed anywhere in the ledger
   std::map<uint64_t, std::string> bad_reveals_;     // reveals that do not match, by seq
   uint64_t seq_ = 0;

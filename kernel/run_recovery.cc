@@ -1,5 +1,10 @@
 #include "kernel/run_recovery.h"
 
+#include <set>
+
+#include "kernel/build_plan.h"
+#include "kernel/held_out_reveal.h"
+#include "kernel/held_out_vault.h"
 #include "kernel/ledger_writer.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/run_registry.h"
@@ -18,6 +23,8 @@ struct RunTail {
   // Anyone who can append to the ledger can append an intent; recovery moves a branch only
   // for one that stands.
   std::string doubt;
+  // Held-out bundles its plans commit to that are revealed when the run ends (held_out.h).
+  std::set<Digest> reveal_at_end;
 };
 
 // Why `intent` is not an intent the run's kernel wrote, or "" when it stands.
@@ -47,10 +54,19 @@ Result<RunTail> read_tail(LedgerSnapshot& snap, const std::string& run_id) {
     auto record = snap.record_view(seq);
     if (!record) return std::unexpected(record.error());
     const std::string_view kind = record->kind;
-    if (kind != record_kind::run_status && kind != record_kind::commit_intent && kind != record_kind::commit) continue;
+    if (kind != record_kind::run_status && kind != record_kind::commit_intent && kind != record_kind::commit &&
+        kind != record_kind::plan_proposal) {
+      continue;
+    }
     auto payload = parse_json(record->payload);
     if (!payload) return std::unexpected(payload.error().with_context("record " + std::to_string(seq)));
-    if (kind == record_kind::run_status) {
+    if (kind == record_kind::plan_proposal) {
+      auto r = PlanProposalRecord::from_json(*payload);
+      auto plan = r ? BuildPlan::from_json(r->plan) : Result<BuildPlan>(std::unexpected(r.error()));
+      if (plan && r->run_id == run_id && plan->held_out && plan->held_out->reveal == HeldOutReveal::at_run_end) {
+        tail.reveal_at_end.insert(plan->held_out->sha256);
+      }
+    } else if (kind == record_kind::run_status) {
       auto r = RunStatusRecord::from_json(*payload);
       if (r && r->run_id == run_id) tail.status = r->status;
     } else if (kind == record_kind::commit_intent) {
@@ -88,6 +104,22 @@ std::string restore_branch(GitRepo* repo, const CommitRecord& intent) {
   return intent.branch + " moved back from the unconfirmed " + intent.commit + " to " + intent.parent;
 }
 
+// Reveals the ended run's held-out bundles not revealed yet (a run that died before its end,
+// or between recording its end and revealing): the run judges nothing more, and until the
+// reveal replay cannot check what they decided. Says what was done.
+std::string reveal_run_bundles(Ledger& ledger, const std::set<Digest>& bundles) {
+  const HeldOutVault vault(ledger.dir());
+  std::string said;
+  for (const Digest& bundle : bundles) {
+    if (vault.revealed(bundle)) continue;
+    auto revealed = reveal_held_out(ledger, vault, bundle);
+    said += (said.empty() ? "" : "; ") + std::string("held-out bundle ") + bundle.str() +
+            (revealed ? " revealed at record " + std::to_string(revealed->record.seq)
+                      : " could not be revealed: " + revealed.error().message);
+  }
+  return said;
+}
+
 }  // namespace
 
 Json RecoveredRun::to_json() const {
@@ -95,6 +127,7 @@ Json RecoveredRun::to_json() const {
   if (unconfirmed) j["unconfirmed_commit"] = unconfirmed->commit;
   if (!branch.empty()) j["branch"] = branch;
   if (!message.empty()) j["error"] = message;
+  if (!held_out.empty()) j["held_out"] = held_out;
   return j;
 }
 
@@ -123,6 +156,7 @@ Result<std::vector<RecoveredRun>> recover_runs(Ledger& ledger, Clock& clock, IdS
     r.last_status = run_status_name(*tail->status);
     r.unconfirmed = tail->unconfirmed;
     if (is_terminal(*tail->status)) {
+      r.held_out = reveal_run_bundles(ledger, tail->reveal_at_end);
       remove_run_marker(ledger.dir(), run_id);
       out.push_back(std::move(r));
       continue;
@@ -148,6 +182,7 @@ Result<std::vector<RecoveredRun>> recover_runs(Ledger& ledger, Clock& clock, IdS
     event.data = {{"error_type", error_type_name(ErrorType::execution_error)}, {"error", r.message}};
     if (Status st = writer.append(record_kind::run_event, event.to_json(), now); !st) return std::unexpected(st.error());
     if (Status st = writer.flush(); !st) return std::unexpected(st.error());
+    r.held_out = reveal_run_bundles(ledger, tail->reveal_at_end);
     remove_run_marker(ledger.dir(), run_id);
     r.recorded = true;
     out.push_back(std::move(r));

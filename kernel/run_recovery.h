@@ -14,6 +14,9 @@
 // on the run's last confirmed commit: anyone who can append to a ledger can append an intent,
 // and recovery must not become a way to move a branch where no decision put it.
 //
+// Held-out bundles that judged the run alone (HeldOutReveal::at_run_end) are revealed once
+// its end is recorded, as the run itself would have.
+//
 // Which runs: the ones named (even without a marker), or every run whose marker
 // (run_registry.h) outlived its process. A run whose process is alive is never touched, nor
 // is one whose recorded status is already terminal (its marker is just removed).
@@ -45,6 +48,7 @@ struct RecoveredRun {
   std::optional<CommitRecord> unconfirmed;   // a commit intent no commit record confirmed
   std::string branch;                        // what became of the branch, for people
   std::string message;                       // the recorded error
+  std::string held_out;                      // the held-out bundles revealed for it now (held_out.h), for people
 
   Json to_json() const;
 };

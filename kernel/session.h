@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/file.h"
+#include "common/random_source.h"
 #include "kernel/run_lifecycle.h"
 #include "kernel/work_ticker.h"
 #include "ledger/note.h"
@@ -27,6 +28,9 @@ struct KernelSession {
 
   Clock& clock;
   IdSource& ids;
+  // Draws the salts of held-out bundles (held_out.h); none: the kernel's CSPRNG. Golden runs
+  // give a seeded one, so their ledgers repeat byte for byte.
+  RandomSource* random = nullptr;
   const NoteSigner& signer;  // signs the ledger's checkpoints
   // The runner's base checkouts (searchable by the sandbox's uid); see RunnerOptions.
   std::filesystem::path cache_dir;

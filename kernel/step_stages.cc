@@ -416,7 +416,7 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
     if (!oracle) return std::unexpected(oracle.error());
     out.oracle = std::move(*oracle);
   }
-  if (ctx.plan.held_out) {
+  if (ctx.plan.held_out && ctx.plan.held_out->judges(ctx.step.id)) {
     auto held_out = test_held_out(ctx, proposed, out.applied);
     if (!held_out) return std::unexpected(held_out.error());
     out.held_out = *held_out;

@@ -5,15 +5,19 @@
 // events, the plan, the ledger or its blob store before the reveal, nor a later proposal's
 // sandbox; replay says NOT VERIFIED until the reveal and re-derives every decision after it.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <chrono>
 #include <string>
 
 #include "tests/kernel/build_fixture.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
 
 namespace warden::test {
 namespace {
@@ -223,6 +227,122 @@ TEST_F(HeldOutCli, ABundleNeedsItsChecksAndAReadableDirectory) {
                       "--check", "true", "--held-out", held.string(), "--held-out-check", "true"});
   EXPECT_FALSE(link.exited_with(0)) << describe(link);
   EXPECT_NE(link.err.find("not a regular file"), std::string::npos) << link.err;
+}
+
+// A blueprint's held-out tests (examples/calculator/blueprint-held-out.json): sealed when the
+// build starts, judging evaluate()'s step and every step after it, revealed when the run ends.
+class HeldOutBuild : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    example = dir.path() / "calculator";
+    fs::copy(fs::path(WARDEN_SOURCE_DIR) / "examples" / "calculator", example, fs::copy_options::recursive);
+    blueprint = example / "blueprint-held-out.json";
+  }
+
+  // The blueprint with the arithmetic test step replaced by one whose check never ends.
+  fs::path hanging_blueprint() {
+    json b = json::parse(read_file(blueprint));
+    for (json& t : b["tests"]) {
+      if (t["name"] == "test_arithmetic") {
+        t.erase("content_file");
+        t["content"] = "import time\n\nfrom calculator.arithmetic import add\n\n\ndef test_waits():\n    time.sleep(600)\n    assert add(1, 1) == 2\n";
+      }
+    }
+    b["constraints"]["step_timeout_ms"] = 900000;
+    const fs::path out = example / "blueprint-hangs.json";
+    write_file(out, b.dump(2));
+    return out;
+  }
+
+  size_t count(const fs::path& ledger, std::string_view kind) {
+    auto r = warden({"ledger", "show", ledger.string(), "--kind", std::string(kind), "--json"});
+    if (!r.exited_with(0)) return 0;
+    size_t n = 0;
+    for (const json& line : stdout_json_lines(r)) n += line.value("type", "") == "record" ? 1 : 0;
+    return n;
+  }
+
+  TempDir dir;
+  fs::path example, blueprint;
+};
+
+TEST_F(HeldOutBuild, TheMemorizingDraftIsRefusedAndTheBundleRevealedWhenTheRunEnds) {
+  const fs::path out = dir.path() / "out";
+  auto built = warden({"build", blueprint.string(), "--out", out.string(), "--json"});
+  ASSERT_TRUE(built.exited_with(0)) << describe(built);
+  const json summary = stdout_json(built);
+  EXPECT_EQ(summary["status"], "completed") << built.out;
+  std::vector<std::string> outcomes;
+  for (const json& v : summary["verdicts"]) {
+    outcomes.push_back(v["step_id"].get<std::string>() + (v["accepted"] ? "=accepted" : "=" + v["reasons"].dump()));
+  }
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"s1=accepted", "s2=accepted", "s3=[\"held_out_failed\"]", "s3=accepted",
+                                                "s4=accepted", "s5=accepted"}));
+  ASSERT_EQ(summary["held_out"]["revealed"], true) << built.out;
+  const std::string digest = summary["held_out"]["sha256"];
+
+  const auto records = ledger_records(out / "ledger");
+  // The plan commits to the bundle by digest and judges evaluate()'s step on; the reveal comes
+  // after the run's last status.
+  const auto plans = payloads(records, "plan_proposal");
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0]["plan"]["held_out"]["sha256"], digest);
+  EXPECT_EQ(plans[0]["plan"]["held_out"]["steps"], json::array({"s3", "s4", "s5"}));
+  EXPECT_EQ(payloads(records, "held_out_run").size(), 4u) << "s3 twice, s4, s5; not s1 or s2";
+  size_t last_status = 0, reveal = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i]["kind"] == "run_status") last_status = i;
+    if (records[i]["kind"] == "held_out_reveal") reveal = i;
+  }
+  EXPECT_GT(reveal, last_status);
+
+  auto replayed = warden({"replay", (out / "ledger").string(), "--repo", (out / "repo").string(), "--rerun", "--json"});
+  ASSERT_TRUE(replayed.exited_with(0)) << describe(replayed);
+  const json report = stdout_json(replayed);
+  EXPECT_EQ(report["revealed"], 4) << replayed.out;
+  EXPECT_EQ(report["pending_reveal"], 0) << replayed.out;
+  EXPECT_EQ(report["reruns"], 10) << "6 proposal runs and 4 held-out runs executed again: " << replayed.out;
+}
+
+TEST_F(HeldOutBuild, AKilledRunIsRevealedAtRecoveryAndOneWhoseBundleIsLostFailsReplay) {
+  const fs::path out = dir.path() / "out", ledger = out / "ledger";
+  Child build = Child::spawn({warden_binary(), "build", hanging_blueprint().string(), "--out", out.string(), "--run-id", "hangs"});
+  // s1..s3 committed; s4's check sleeps.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+  while (count(ledger, "commit") < 3 && std::chrono::steady_clock::now() < deadline) {
+    build.pump(std::chrono::steady_clock::now() + std::chrono::milliseconds(300));
+  }
+  ASSERT_EQ(count(ledger, "commit"), 3u) << build.out() << build.err();
+  build.kill(SIGKILL);
+  (void)build.wait();
+
+  // The run never ended: its held-out decisions are pending, not failed.
+  auto live = warden({"replay", ledger.string(), "--json"});
+  EXPECT_TRUE(live.exited_with(1)) << describe(live);
+  EXPECT_EQ(stdout_json(live)["ok"], true) << live.out;
+  EXPECT_EQ(stdout_json(live)["pending_reveal"], 2) << live.out;
+
+  // A copy whose vault lost the bundle: recovery ends the run but cannot reveal, and replay
+  // fails at the run's end.
+  const fs::path lost = dir.path() / "lost";
+  fs::copy(ledger, lost, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(lost / "held-out")) fs::remove(e.path() / "bundle.json");
+  auto recovered_lost = warden({"run", "recover", "hangs", "--ledger", lost.string(), "--json"});
+  ASSERT_TRUE(recovered_lost.exited_with(0)) << describe(recovered_lost);
+  EXPECT_NE(recovered_lost.out.find("could not be revealed"), std::string::npos) << recovered_lost.out;
+  auto failed = warden({"replay", lost.string(), "--json"});
+  EXPECT_TRUE(failed.exited_with(1)) << describe(failed);
+  EXPECT_EQ(stdout_json(failed)["ok"], false) << failed.out;
+  EXPECT_NE(stdout_json(failed)["problem"]["message"].get<std::string>().find("no reveal of it follows the run's end"),
+            std::string::npos) << failed.out;
+
+  // The ledger itself: recovery records the end, then the reveal; replay checks every decision.
+  auto recovered = warden({"run", "recover", "hangs", "--ledger", ledger.string(), "--repo", (out / "repo").string(), "--json"});
+  ASSERT_TRUE(recovered.exited_with(0)) << describe(recovered);
+  EXPECT_NE(recovered.out.find("revealed at record"), std::string::npos) << recovered.out;
+  auto replayed = warden({"replay", ledger.string(), "--repo", (out / "repo").string(), "--json"});
+  EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
+  EXPECT_EQ(stdout_json(replayed)["revealed"], 2) << replayed.out;
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ int run(const BuildArgs& a) {
   CancelOnSignal cancel;
   std::optional<kernel::RunRegistration> registration;
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
+  session.random = sources->random.get();
   if (runner_channel) session.runner_channel = std::move(*runner_channel);
   if (!a.runner_quorum.empty()) {
     if (!a.runner_channel) {

@@ -78,9 +78,12 @@ int run(ProposeArgs a) {
     if (!json) return report_error(json.error().with_context("--approval " + file), a.json);
     request.approvals.push_back(std::move(*json));
   }
+  auto sources = make_sources(a.clock);
+  if (!sources) return report_error(sources.error(), a.json);
   if (!a.held_out.empty()) {
-    SystemRandomSource random;  // the salt: unguessable, so the digest tells nothing of a small bundle
-    auto bundle = kernel::read_held_out_dir(a.held_out, a.held_out_at, random);
+    // The salt: unguessable (seeded only under --clock logical), so the digest tells nothing
+    // of a small bundle.
+    auto bundle = kernel::read_held_out_dir(a.held_out, a.held_out_at, *sources->random);
     if (!bundle) return report_error(bundle.error().with_context("--held-out " + a.held_out), a.json);
     request.held_out = std::move(*bundle);
   }
@@ -100,8 +103,6 @@ int run(ProposeArgs a) {
 
   auto signer = signer_for_ledger(*ledger, a.key, "warden.local/propose", "--key");
   if (!signer) return report_error(signer.error(), a.json);
-  auto sources = make_sources(a.clock);
-  if (!sources) return report_error(sources.error(), a.json);
 
   CancelOnSignal cancel;
   std::optional<kernel::RunRegistration> registration;

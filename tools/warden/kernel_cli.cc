@@ -21,6 +21,7 @@ namespace warden::cli {
 void print_recovered(const std::vector<kernel::RecoveredRun>& runs) {
   for (const auto& r : runs) {
     if (r.recorded) std::cerr << "warden: run " << r.run_id << " recorded as interrupted: " << r.message << "\n";
+    if (!r.held_out.empty()) std::cerr << "warden: run " << r.run_id << ": " << r.held_out << "\n";
   }
 }
 
@@ -38,9 +39,11 @@ Result<Sources> make_sources(const std::string& kind) {
     // reading is distinct.
     s.clock = std::make_unique<LogicalClock>(1'700'000'000'000, 1000);
     s.ids = std::make_unique<SequentialIdSource>();
+    s.random = std::make_unique<SeededRandomSource>(1);
   } else if (kind == "system") {
     s.clock = std::make_unique<SystemClock>();
     s.ids = std::make_unique<RandomIdSource>();
+    s.random = std::make_unique<SystemRandomSource>();
   } else {
     return fail(Errc::invalid_argument, "--clock must be system or logical, not " + kind);
   }

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/command_launcher.h"
 #include "common/error.h"
+#include "common/random_source.h"
 #include "common/signal_waiter.h"
 #include "executor/proposer.h"
 #include "kernel/run_lifecycle.h"
@@ -30,8 +31,10 @@ std::string default_cache_dir();
 struct Sources {
   std::unique_ptr<Clock> clock;
   std::unique_ptr<IdSource> ids;
+  std::unique_ptr<RandomSource> random;
 };
-// "system" (wall clock, random ids) or "logical" (fixed timestamps, sequential ids).
+// "system" (wall clock, random ids, the CSPRNG) or "logical" (fixed timestamps, sequential
+// ids, a seeded draw).
 Result<Sources> make_sources(const std::string& kind);
 
 // How executors' programs are confined: a sandbox profile (a built-in name, "executor" by

@@ -128,6 +128,12 @@ void print_build_summary(const Json& s, const std::string& repository, const std
   std::cout << "\nrepository " << repository << "  " << s.value("branch", "");
   std::cout << "\ncommit     " << s.value("commit", "") << "\ntree       " << s.value("tree", "");
   std::cout << "\nplan       " << s.value("plan_sha256", "") << "\npolicy     " << s.value("policy_sha256", "");
+  if (s.contains("held_out")) {
+    const Json& h = s["held_out"];
+    std::cout << "\nheld-out   " << h.value("sha256", "")
+              << (h.value("revealed", false) ? "  revealed at record " + std::to_string(h.value("reveal_seq", uint64_t{0}))
+                                             : std::string("  sealed, not revealed"));
+  }
   std::cout << "\nledger     " << ledger << "  " << s.value("ledger_size", uint64_t{0}) << " records  root " << s.value("root", "");
   std::cout << "\ncheckpoint\n" << s.value("checkpoint", "");
 }
