@@ -92,6 +92,31 @@ Result<BundledLedger> read_bundled_ledger(const Json& json) {
   return out;
 }
 
+// A bundled held_out_reveal record ({"record", "inclusion_proof"}): of `bundle`, and in the
+// tree the checkpoint signs. Its seq.
+Result<uint64_t> verify_bundled_reveal(const Json& json, const Digest& bundle, const Checkpoint& checkpoint) {
+  JsonReader r(json, "held_out_reveal");
+  const Json* record_json = r.value("record", Json::value_t::object);
+  const Json* proof_json = r.value("inclusion_proof", Json::value_t::array);
+  if (Status st = r.finish(); !st) return refuse_receipt("held-out reveal", st.error().message);
+  auto proof = parse_proof_hashes(*proof_json);
+  if (!proof) return refuse_receipt("held-out reveal", "inclusion_proof: " + proof.error().message);
+  auto bytes = canonicalize(*record_json);
+  auto record = bytes ? Record::from_canonical(*bytes) : Result<Record>(std::unexpected(bytes.error()));
+  if (!record) return refuse_receipt("held-out reveal", record.error().message);
+  if (record->kind != record_kind::held_out_reveal) return refuse_receipt("held-out reveal", "kind is \"" + record->kind + "\"");
+  auto payload = parse_json(record->payload);
+  auto reveal = payload ? HeldOutRevealRecord::from_json(*payload) : Result<HeldOutRevealRecord>(std::unexpected(payload.error()));
+  if (!reveal) return refuse_receipt("held-out reveal", reveal.error().message);
+  if (reveal->held_out_sha256 != bundle) {
+    return refuse_receipt("held-out reveal", "reveals " + reveal->held_out_sha256.str() + ", the commit names " + bundle.str());
+  }
+  if (record->seq >= checkpoint.size || !verify_inclusion(record->hash(), record->seq, checkpoint.size, *proof, checkpoint.root)) {
+    return refuse_receipt("held-out reveal", "record " + std::to_string(record->seq) + " does not lead to the checkpoint's root");
+  }
+  return record->seq;
+}
+
 // Anyone who can write the ledger can append a "commit" record, so one speaks for an
 // acceptance only through the decision it names: an earlier "decision" record that accepted
 // this run, step and attempt under this plan and policy.
@@ -121,7 +146,33 @@ Status check_accepting_decision(LedgerSnapshot& snapshot, const LocatedCommit& l
     if (got == payload->end()) return refuse("a decision without " + key);
     if (*got != value) return refuse("a decision whose " + key + " is " + got->dump() + ", not " + value.dump());
   }
+  // The held-out bundle the commit names must be the one the decision's held-out run used.
+  std::optional<Digest> held_out;
+  if (auto run_seq = payload->find("held_out_run_seq"); run_seq != payload->end()) {
+    const uint64_t at = run_seq->is_number_unsigned() ? run_seq->get<uint64_t>() : UINT64_MAX;
+    auto ran = at < c.decision_seq ? snapshot.record(at) : Result<Record>(fail(Errc::not_found, ""));
+    auto ran_payload = ran && ran->kind == record_kind::held_out_run ? parse_json(ran->payload) : Result<Json>(fail(Errc::not_found, ""));
+    auto ran_record = ran_payload ? HeldOutRunRecord::from_json(*ran_payload) : Result<HeldOutRunRecord>(std::unexpected(ran_payload.error()));
+    if (!ran_record) return refuse("a decision whose held_out_run_seq names no earlier held-out run");
+    held_out = ran_record->held_out_sha256;
+  }
+  if (held_out != c.held_out_sha256) return refuse("a decision on other held-out checks than the commit record names");
   return {};
+}
+
+// The first held_out_reveal record of `bundle` at or after `from`, if any.
+Result<std::optional<Record>> find_reveal(LedgerSnapshot& snapshot, const Digest& bundle, uint64_t from) {
+  for (uint64_t seq = from; seq < snapshot.size(); ++seq) {
+    auto view = snapshot.record_view(seq);
+    if (!view) return std::unexpected(view.error());
+    if (view->kind != record_kind::held_out_reveal) continue;
+    auto record = snapshot.record(seq);
+    if (!record) return std::unexpected(record.error());
+    auto payload = parse_json(record->payload);
+    auto reveal = payload ? HeldOutRevealRecord::from_json(*payload) : Result<HeldOutRevealRecord>(std::unexpected(payload.error()));
+    if (reveal && reveal->held_out_sha256 == bundle) return std::optional<Record>(std::move(*record));
+  }
+  return std::optional<Record>();
 }
 
 }  // namespace
@@ -155,6 +206,7 @@ Json acceptance_statement(const CommitRecord& c, uint64_t seq, const Digest& rec
                     {"run_result_sha256", c.run_result_sha256.str()},
                     {"policy_sha256", c.policy_sha256.str()},
                     {"ledger", {{"seq", seq}, {"record_hash", record_hash.hex()}}}};
+  if (c.held_out_sha256) predicate["held_out_sha256"] = c.held_out_sha256->str();
   return {{"_type", kStatementType},
           {"subject", subject},
           {"predicateType", kAcceptancePredicateType},
@@ -173,7 +225,16 @@ Result<Json> make_receipt(Ledger& ledger, const LocatedCommit& located, const No
     if (!snap) return std::unexpected(snap.error());
     if (Status st = check_accepting_decision(*snap, located); !st) return std::unexpected(st.error());
   }
-  auto checkpoint = covering_checkpoint(ledger, seq, signer);
+  // A held-out bundle's reveal, when the ledger holds it, is proven under the same checkpoint.
+  std::optional<Record> reveal;
+  if (located.commit.held_out_sha256) {
+    auto snap = ledger.snapshot();
+    if (!snap) return std::unexpected(snap.error());
+    auto found = find_reveal(*snap, *located.commit.held_out_sha256, located.commit.decision_seq);
+    if (!found) return std::unexpected(found.error());
+    reveal = std::move(*found);
+  }
+  auto checkpoint = covering_checkpoint(ledger, reveal ? std::max(seq, reveal->seq) : seq, signer);
   if (!checkpoint) return std::unexpected(checkpoint.error());
   auto snap = ledger.snapshot();
   if (!snap) return std::unexpected(snap.error());
@@ -195,14 +256,22 @@ Result<Json> make_receipt(Ledger& ledger, const LocatedCommit& located, const No
   if (!envelope) return std::unexpected(envelope.error());
   Json hashes = Json::array();
   for (const auto& d : *proof) hashes.push_back(d.hex());
-  return Json{{"format", kReceiptFormat},
-              {"envelope", envelope->to_json()},
-              {"ledger",
-               {{"record", located.record.to_json()},
-                {"seq", seq},
-                {"tree_size", checkpoint->size},
-                {"inclusion_proof", hashes},
-                {"checkpoint", checkpoint->note}}}};
+  Json receipt = {{"format", kReceiptFormat},
+                  {"envelope", envelope->to_json()},
+                  {"ledger",
+                   {{"record", located.record.to_json()},
+                    {"seq", seq},
+                    {"tree_size", checkpoint->size},
+                    {"inclusion_proof", hashes},
+                    {"checkpoint", checkpoint->note}}}};
+  if (reveal) {
+    auto reveal_proof = snap->inclusion_proof(reveal->seq, checkpoint->size);
+    if (!reveal_proof) return std::unexpected(reveal_proof.error());
+    Json reveal_hashes = Json::array();
+    for (const auto& d : *reveal_proof) reveal_hashes.push_back(d.hex());
+    receipt["held_out_reveal"] = {{"record", reveal->to_json()}, {"inclusion_proof", reveal_hashes}};
+  }
+  return receipt;
 }
 
 Result<VerifiedReceipt> verify_receipt(const Json& bundle, const NoteVerifier& key) {
@@ -211,6 +280,7 @@ Result<VerifiedReceipt> verify_receipt(const Json& bundle, const NoteVerifier& k
   top.string("format", format);
   const Json* envelope_json = top.value("envelope", Json::value_t::object);
   const Json* ledger_json = top.value("ledger", Json::value_t::object);
+  const Json* reveal_json = top.value("held_out_reveal", Json::value_t::object, false);
   if (Status st = top.finish(); !st) return refuse_receipt("shape", st.error().message);
   if (format != kReceiptFormat) return refuse_receipt("format", "is \"" + format + "\", expected " + std::string(kReceiptFormat));
 
@@ -263,7 +333,14 @@ Result<VerifiedReceipt> verify_receipt(const Json& bundle, const NoteVerifier& k
     return refuse_receipt("inclusion proof", "record " + std::to_string(record.seq) + " (hash " + leaf.hex() +
                                                  ") does not lead to the checkpoint's root " + checkpoint->root.hex());
   }
-  return VerifiedReceipt{std::move(*commit), record.seq, checkpoint->size, checkpoint->root, checkpoint->origin};
+  VerifiedReceipt out{std::move(*commit), record.seq, checkpoint->size, checkpoint->root, checkpoint->origin, std::nullopt};
+  if (reveal_json) {
+    if (!out.commit.held_out_sha256) return refuse_receipt("held-out reveal", "is bundled for a commit that names no held-out checks");
+    auto revealed = verify_bundled_reveal(*reveal_json, *out.commit.held_out_sha256, *checkpoint);
+    if (!revealed) return std::unexpected(revealed.error());
+    out.held_out_reveal_seq = *revealed;
+  }
+  return out;
 }
 
 }  // namespace warden::kernel

@@ -13,7 +13,11 @@
 //   {"format": "warden.receipt/v1",
 //    "envelope": {DSSE, payloadType application/vnd.in-toto+json},
 //    "ledger": {"record": {...}, "seq": N, "tree_size": M, "inclusion_proof": [hex...],
-//               "checkpoint": "<signed note for size M>"}}
+//               "checkpoint": "<signed note for size M>"},
+//    "held_out_reveal": {"record": {...}, "inclusion_proof": [hex...]}}   (when there is one)
+// A commit accepted on held-out checks (held_out.h) names their bundle's digest in its record
+// and so in the statement; the bundle's reveal record, once in the ledger, is bundled with
+// its inclusion proof under the same checkpoint.
 //
 // Ownership and durability: find_commit_record() borrows a snapshot; make_receipt() borrows
 // the Ledger and the signer, and the returned JSON is the caller's. make_receipt() writes to
@@ -28,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -72,6 +77,9 @@ struct VerifiedReceipt {
   uint64_t tree_size = 0;
   Digest root;
   std::string origin;  // the checkpoint's log origin
+  // With commit.held_out_sha256: the seq of the bundle's reveal, when the receipt proves one
+  // (none: the held-out tests were not revealed when the receipt was made).
+  std::optional<uint64_t> held_out_reveal_seq;
 };
 
 // Offline: the DSSE signature, the statement's shape and every field against the bundled

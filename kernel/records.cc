@@ -499,7 +499,7 @@ Result<DecisionRecord> DecisionRecord::from_json(const Json& json) {
 // --- commit ---
 
 Json CommitRecord::to_json() const {
-  return {{"run_id", run_id},
+  Json j = {{"run_id", run_id},
           {"step_id", step_id},
           {"attempt", attempt},
           {"commit", commit},
@@ -511,6 +511,8 @@ Json CommitRecord::to_json() const {
           {"run_result_sha256", run_result_sha256.str()},
           {"policy_sha256", policy_sha256.str()},
           {"decision_seq", decision_seq}};
+  if (held_out_sha256) j["held_out_sha256"] = held_out_sha256->str();
+  return j;
 }
 
 Result<CommitRecord> CommitRecord::from_json(const Json& json, std::string_view where) {
@@ -531,6 +533,7 @@ Result<CommitRecord> CommitRecord::from_json(const Json& json, std::string_view 
   r.digest("run_result_sha256", c.run_result_sha256);
   r.digest("policy_sha256", c.policy_sha256);
   r.unsigned_integer("decision_seq", c.decision_seq, 0, kMaxSeq);
+  r.optional_digest("held_out_sha256", c.held_out_sha256);
   return done(r, std::move(c));
 }
 

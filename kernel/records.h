@@ -341,6 +341,8 @@ struct CommitRecord {
   Digest run_result_sha256;
   Digest policy_sha256;
   uint64_t decision_seq = 0;  // ledger seq of the decision record
+  // The held-out bundle (held_out.h) whose run the decision rested on; written only when set.
+  std::optional<Digest> held_out_sha256;
 
   Json to_json() const;
   static Result<CommitRecord> from_json(const Json& json, std::string_view where = "commit record");

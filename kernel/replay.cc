@@ -815,6 +815,15 @@ class Replayer {
       problem("commits a proposal that never ran");
       return false;
     }
+    std::optional<Digest> held_out;
+    if (decision.held_out_run_seq) {
+      auto ran = earlier<HeldOutRunRecord>(*decision.held_out_run_seq, "held_out_run_seq");
+      if (ran) held_out = ran->held_out_sha256;
+    }
+    if (held_out != c.held_out_sha256) {
+      problem("held_out_sha256 is not the bundle of the decision's held-out run");
+      return false;
+    }
     auto rr = recorded_run_result(*decision.run_result_seq, c.step_id);
     if (!rr || rr->deterministic_digest() != c.run_result_sha256) {
       problem("run_result_sha256 is not the decided run result's digest");

@@ -502,6 +502,7 @@ Result<Committed> commit(const StepContext& ctx, const Attempt& attempt) {
   record.run_result_sha256 = attempt.tested->run.deterministic_digest();
   record.policy_sha256 = ctx.policy_sha256;
   record.decision_seq = attempt.decided->record.seq;
+  if (attempt.tested->held_out) record.held_out_sha256 = ctx.plan.held_out->sha256;
 
   // Write-ahead: the intent is durable before the branch moves, so the branch never holds a
   // commit the ledger does not justify; the commit record confirms the move after it.

@@ -302,6 +302,28 @@ TEST_F(HeldOutBuild, TheMemorizingDraftIsRefusedAndTheBundleRevealedWhenTheRunEn
   EXPECT_EQ(report["revealed"], 4) << replayed.out;
   EXPECT_EQ(report["pending_reveal"], 0) << replayed.out;
   EXPECT_EQ(report["reruns"], 10) << "6 proposal runs and 4 held-out runs executed again: " << replayed.out;
+
+  // The last step's receipt names the bundle and proves its reveal under the same checkpoint.
+  const std::string tip = git_in(out / "repo", {"rev-parse", "refs/heads/warden/calculator-held-out"}).substr(0, 40);
+  const fs::path receipt = dir.path() / "receipt.json";
+  auto made = warden({"receipt", tip, "--ledger", (out / "ledger").string(), "-o", receipt.string()});
+  ASSERT_TRUE(made.exited_with(0)) << describe(made);
+  const std::string key = (out / "ledger" / "signer.pub").string();
+  auto verified = warden({"receipt", "verify", receipt.string(), "--key", key, "--json"});
+  ASSERT_TRUE(verified.exited_with(0)) << describe(verified);
+  EXPECT_EQ(stdout_json(verified)["held_out"]["sha256"], digest) << verified.out;
+  EXPECT_EQ(stdout_json(verified)["held_out"]["revealed"], true) << verified.out;
+  // Another record passed off as the reveal, or the reveal dropped from a receipt made after it:
+  // the first fails, the second says not revealed.
+  json forged = json::parse(read_file(receipt));
+  forged["held_out_reveal"]["record"] = forged["ledger"]["record"];
+  write_file(receipt, forged.dump());
+  EXPECT_TRUE(warden({"receipt", "verify", receipt.string(), "--key", key}).exited_with(1));
+  forged.erase("held_out_reveal");
+  write_file(receipt, forged.dump());
+  auto dropped = warden({"receipt", "verify", receipt.string(), "--key", key, "--json"});
+  ASSERT_TRUE(dropped.exited_with(0)) << describe(dropped);
+  EXPECT_EQ(stdout_json(dropped)["held_out"]["revealed"], false) << dropped.out;
 }
 
 TEST_F(HeldOutBuild, AKilledRunIsRevealedAtRecoveryAndOneWhoseBundleIsLostFailsReplay) {

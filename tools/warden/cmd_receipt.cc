@@ -102,7 +102,7 @@ int run_verify(const VerifyOptions& o) {
   }
   const kernel::CommitRecord& c = verified->commit;
   if (o.json) {
-    print_json({{"ok", true},
+    Json out = {{"ok", true},
                 {"commit", c.commit},
                 {"tree", c.tree},
                 {"branch", c.branch},
@@ -112,12 +112,23 @@ int run_verify(const VerifyOptions& o) {
                 {"seq", verified->seq},
                 {"tree_size", verified->tree_size},
                 {"root", verified->root.hex()},
-                {"origin", verified->origin}});
+                {"origin", verified->origin}};
+    if (c.held_out_sha256) {
+      out["held_out"] = {{"sha256", c.held_out_sha256->str()}, {"revealed", verified->held_out_reveal_seq.has_value()}};
+      if (verified->held_out_reveal_seq) out["held_out"]["reveal_seq"] = *verified->held_out_reveal_seq;
+    }
+    print_json(out);
   } else {
     std::cout << "OK: commit " << c.commit << " (tree " << c.tree << ") on " << c.branch << "\naccepted in run "
               << c.run_id << ", step " << c.step_id << ", attempt " << c.attempt << "\nledger " << verified->origin
               << ": record " << verified->seq << " in a tree of " << verified->tree_size << " records, root "
               << verified->root.hex() << "\n";
+    if (c.held_out_sha256) {
+      std::cout << "held-out checks " << c.held_out_sha256->str()
+                << (verified->held_out_reveal_seq ? ": revealed at record " + std::to_string(*verified->held_out_reveal_seq)
+                                                  : std::string(": not revealed when this receipt was made"))
+                << "\n";
+    }
   }
   return kOk;
 }
