@@ -32,7 +32,7 @@ class Build {
  public:
   Build(const BuildOptions& options, KernelSession& session, executor::Proposer& proposer, BuildSite& site)
       : options_(options), session_(session), proposer_(proposer), kl_(site.ledger), workspace_(site.repo.workspace),
-        runner_(*site.runner), another_runner_(std::move(site.another_runner)), one_job_why_(std::move(site.one_job_why)), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
+        runner_(*site.runner), another_runner_(std::move(site.another_runner)), one_job_why_(std::move(site.one_job_why)), make_held_out_runner_(std::move(site.held_out_runner)), rec_(kl_, session.clock, session.ids, session.on_event, site.run_id), life_(site.run_id) {
     summary_.run_id = site.run_id;
     summary_.recovered = std::move(site.recovered);
   }
@@ -216,7 +216,8 @@ class Build {
                      .jobs = std::max(options_.jobs, 1),
                      .on_working = session_.on_working,
                      .held_out = held_out_ ? &*held_out_ : nullptr,
-                     .vault = vault_ ? &*vault_ : nullptr};
+                     .vault = vault_ ? &*vault_ : nullptr,
+                     .held_out_runner = held_out_runner_.get()};
       auto out = run_merge_queue(site);
       if (!out) return std::unexpected(out.error());
       current_index_ = out->step_index;
@@ -297,6 +298,11 @@ class Build {
     auto bundle = vault_->open(plan_.held_out->sha256);
     if (!bundle) return std::unexpected(bundle.error().with_context("the plan's held-out checks"));
     held_out_ = std::move(*bundle);
+    if (make_held_out_runner_) {
+      auto made = make_held_out_runner_();
+      if (!made) return std::unexpected(made.error().with_context("a sandbox on this host for the held-out checks"));
+      held_out_runner_ = std::move(*made);
+    }
     return {};
   }
 
@@ -341,7 +347,8 @@ class Build {
                           .time_left = [&watchdog] { return watchdog.remaining(); },
                           .on_working = session_.on_working,
                           .held_out = held_out_ ? &*held_out_ : nullptr,
-                          .vault = vault_ ? &*vault_ : nullptr};
+                          .vault = vault_ ? &*vault_ : nullptr,
+                          .held_out_runner = held_out_runner_.get()};
 
     auto config = step_pipeline_config(plan_.max_retries);
     if (!config) return std::unexpected(config.error());
@@ -521,6 +528,8 @@ class Build {
   Runner& runner_;
   std::function<Result<std::unique_ptr<Runner>>()> another_runner_;  // for a merge queue's jobs
   std::string one_job_why_;
+  std::function<Result<std::unique_ptr<Runner>>()> make_held_out_runner_;  // BuildSite::held_out_runner
+  std::unique_ptr<Runner> held_out_runner_;  // made with held_out_ when the factory is set
   RunRecorder rec_;
   RunLifecycle life_;
   BuildSummary summary_;

@@ -73,8 +73,20 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   }
 
   std::unique_ptr<Runner> local;
-  std::function<Result<std::unique_ptr<Runner>>()> another;
+  std::function<Result<std::unique_ptr<Runner>>()> another, held_out_runner;
   std::string one_job_why;
+  // This host's sandbox under the policy's profile.
+  auto local_runner = [&policy, cache = session.cache_dir, independent = session.host_independent]() -> Result<LocalRunner> {
+    auto profile = policy.sandbox_profile_with_programs();
+    if (!profile) return std::unexpected(profile.error());
+    RunnerOptions runner_options;
+    runner_options.cache_dir = cache;
+    // Results are not reused across builds: a cached result would name output blobs this
+    // ledger does not hold, and a golden run must record the same bytes cold or warm.
+    runner_options.use_cache = false;
+    runner_options.kernel_release_in_toolchain = !independent;
+    return LocalRunner::create(std::move(*profile), runner_options);
+  };
   if (!session.runner && session.runner_channel) {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
@@ -83,16 +95,13 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
     if (policy.runner_quorum && policy.runner_quorum->k > quorum.k) quorum = *policy.runner_quorum;
     local = std::make_unique<ChannelRunner>(std::move(session.runner_channel), std::move(*profile), session.host_independent,
                                             quorum);
+    held_out_runner = [local_runner]() -> Result<std::unique_ptr<Runner>> {
+      auto made = local_runner();
+      if (!made) return std::unexpected(made.error());
+      return std::make_unique<LocalRunner>(std::move(*made));
+    };
   } else if (!session.runner) {
-    auto profile = policy.sandbox_profile_with_programs();
-    if (!profile) return std::unexpected(profile.error());
-    RunnerOptions runner_options;
-    runner_options.cache_dir = session.cache_dir;
-    // Results are not reused across builds: a cached result would name output blobs this
-    // ledger does not hold, and a golden run must record the same bytes cold or warm.
-    runner_options.use_cache = false;
-    runner_options.kernel_release_in_toolchain = !session.host_independent;
-    auto runner = LocalRunner::create(std::move(*profile), runner_options);
+    auto runner = local_runner();
     if (!runner) return std::unexpected(runner.error());
     auto first = std::make_unique<LocalRunner>(std::move(*runner));
     // Concurrent runs only where each has a pids cgroup: otherwise they would share one
@@ -118,8 +127,10 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   }
   Runner* runner = session.runner ? session.runner : local.get();
   if (!another && !runner->concurrent() && one_job_why.empty()) one_job_why = "the runner takes one run at a time";
-  return BuildSite{std::move(*ledger), std::move(*repo), *base,           std::move(local),  runner, std::move(another),
-                   std::move(one_job_why), std::move(run_id), std::move(*recovered)};
+  return BuildSite{std::move(*ledger),      std::move(*repo),        *base,
+                   std::move(local),        runner,                  std::move(another),
+                   std::move(one_job_why),  std::move(held_out_runner), std::move(run_id),
+                   std::move(*recovered)};
 }
 
 }  // namespace warden::kernel

@@ -30,6 +30,9 @@ struct BuildSite {
   std::function<Result<std::unique_ptr<Runner>>()> another_runner;
   // Why a merge queue gets one job whatever --jobs says (none: it gets them).
   std::string one_job_why;
+  // When the checks run on remote runners: a runner on this host's sandbox for held-out runs
+  // (held_out.h), made when a plan holds them. Remote runners are never given a bundle.
+  std::function<Result<std::unique_ptr<Runner>>()> held_out_runner;
   std::string run_id;
   std::vector<RecoveredRun> recovered;  // dead runs of this ledger whose end was recorded now
 };

@@ -123,7 +123,8 @@ class MergeQueue {
                        .time_left = std::move(time_left),
                        .on_working = s_.on_working,
                        .held_out = s_.held_out,
-                       .vault = s_.vault};
+                       .vault = s_.vault,
+                       .held_out_runner = s_.held_out_runner};
   }
 
   std::chrono::milliseconds budget() const { return std::chrono::milliseconds(s_.step_budget_ms); }

@@ -71,6 +71,7 @@ struct QueueSite {
   const WorkingListener& on_working;
   const HeldOutBundle* held_out = nullptr;  // the plan's held-out bundle, open (step_stages.h)
   const HeldOutVault* vault = nullptr;
+  Runner* held_out_runner = nullptr;  // StepContext::held_out_runner
 };
 
 enum class QueueEnd { done, exhausted, timeout, cancelled, failed };

@@ -81,7 +81,7 @@ Result<BuildPlan> generate_plan(const BlueprintSpec& b, const Policy& policy, co
   plan.step_timeout_ms = b.constraints.step_timeout_ms;
   plan.merge_queue_depth = b.constraints.merge_queue_depth;
   plan.checks = b.checks;
-  if (b.held_out) plan.held_out = HeldOutSpec{*held_out, b.held_out->at, b.held_out->checks, HeldOutReveal::at_run_end};
+  if (b.held_out) plan.held_out = HeldOutSpec{*held_out, b.held_out->at, b.held_out->checks, HeldOutReveal::at_run_end, {}};
 
   StepList steps(plan.steps);
   for (const auto& d : b.dependencies) {

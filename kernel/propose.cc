@@ -109,7 +109,7 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
   // A queue of one: its runs (base, proposal, oracle) are prefetched together, as many at once
   // as there are jobs, and the ledger is that of one job.
   plan.merge_queue_depth = 1;
-  if (held_out) plan.held_out = HeldOutSpec{held_out->digest(), held_out->at, r.held_out_checks};
+  if (held_out) plan.held_out = HeldOutSpec{held_out->digest(), held_out->at, r.held_out_checks, HeldOutReveal::by_owner, {}};
   return plan;
 }
 

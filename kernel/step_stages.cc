@@ -211,7 +211,8 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
   for (const HeldOutFile& f : ctx.held_out->files) request.overlay.push_back({held_out_path(*ctx.held_out, f), f.mode, f.content});
   auto ran = [&] {
     WorkTicker ticker(ctx.on_working, working(ctx, "held-out checks"));
-    return ctx.runner.run(ctx.workspace.repo(), request);
+    Runner& runner = ctx.held_out_runner ? *ctx.held_out_runner : ctx.runner;
+    return runner.run(ctx.workspace.repo(), request);
   }();
   if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the held-out checks ran"));
   // The runner's own words may name a held-out file: only the owner's vault hears them.

@@ -56,6 +56,9 @@ struct StepContext {
   // held-out checks (held_out.h); each proposal that runs is also run with it laid over it.
   const HeldOutBundle* held_out = nullptr;
   const HeldOutVault* vault = nullptr;
+  // Runs the held-out run instead of `runner` when set (the checks run on remote runners,
+  // which are never given the bundle).
+  Runner* held_out_runner = nullptr;
 };
 
 Result<Proposed> propose(const StepContext& ctx, int64_t number);

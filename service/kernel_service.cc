@@ -105,8 +105,8 @@ grpc::Status check_branch(const std::string& branch, const std::string& field) {
   return invalid(field, "\"" + branch + "\": a client's build commits on a branch named warden/...");
 }
 
-// A self-contained blueprint sent by a client, checked: refused are a seed directory (its
-// files would be read on this host), a policy that is not built-in, a branch outside
+// A self-contained blueprint sent by a client, checked: refused are a seed directory and a
+// held-out directory (their files would be read on this host), a policy that is not built-in, a branch outside
 // warden/, and a name that is not a plain name. Sets `name` to the blueprint's name.
 grpc::Status check_inline_blueprint(const std::string& text, std::string& name) {
   if (text.size() > kMaxBlueprintBytes) {
@@ -125,6 +125,11 @@ grpc::Status check_inline_blueprint(const std::string& text, std::string& name) 
       if (!branch->is_string()) return invalid("blueprint_json.repository.branch", "not a string");
       if (grpc::Status st = check_branch(branch->get<std::string>(), "blueprint_json.repository.branch"); !st.ok()) return st;
     }
+  }
+  if (parsed->contains("held_out")) {
+    return invalid("blueprint_json.held_out",
+                   "an inline blueprint cannot name held-out tests on the server (a client that sends them has shown them); "
+                   "serve the blueprint and its held-out directory with `warden serve --blueprints DIR` and start it by name");
   }
   if (grpc::Status st = check_policy_name(*parsed, "blueprint_json.policy"); !st.ok()) return st;
   name = parsed->value("name", std::string());

@@ -313,6 +313,40 @@ TEST_F(RemoteChecks, AMergeQueueSpreadsItsChecksOverTheRunnersAndDecidesAsALocal
   EXPECT_GE(most, 2u) << "the queue's runs went to the runners one at a time";
 }
 
+// Held-out checks (examples/calculator/blueprint-held-out.json) with the checks on a runner:
+// the proposals' runs go to the runner, the held-out runs stay on the server's own sandbox,
+// and nothing of the bundle reaches the runner's state before or after the reveal.
+TEST_F(RemoteChecks, HeldOutRunsStayOnTheServersSandboxAndTheRunnerNeverHoldsTheBundle) {
+  const fs::path example = fs::path(WARDEN_SOURCE_DIR) / "examples" / "calculator";
+  const fs::path served = blueprints / "calculator-held-out";
+  fs::create_directories(served);
+  fs::copy_file(example / "blueprint-held-out.json", served / "blueprint.json");
+  for (const char* d : {"files", "seed", "held_out"}) fs::create_directory_symlink(example / d, served / d);
+  Child server = serve();
+  Child a = runner("runner-a");
+  wait_connected({"runner-a"});
+
+  ProcessResult built = warden(build_argv("calculator-held-out", "held"));
+  ASSERT_TRUE(built.exited_with(0)) << describe(built) << read_file_or_empty(state / "runs" / "children.log");
+  const nlohmann::json summary = stdout_json(built);
+  const std::string run_id = summary.value("run_id", "");
+  EXPECT_EQ(decisions(run_id), (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted",
+                                                          "s4#1=accepted", "s5#1=accepted"}));
+  for (const auto& r : results(run_id)) expect_signed(r, {"runner-a"});
+  EXPECT_EQ(recorded(ledger, "held_out_run", run_id).size(), 4u);
+  ProcessResult reveals = warden({"ledger", "show", ledger.string(), "--kind", "held_out_reveal", "--json"});
+  ASSERT_TRUE(reveals.exited_with(0)) << describe(reveals);
+  EXPECT_NE(reveals.out.find(summary["held_out"].value("sha256", "")), std::string::npos) << "revealed when the run ended";
+  stop(server);
+  a.kill(SIGTERM);
+  (void)a.wait();
+  for (const auto& e : fs::recursive_directory_iterator(tmp / "runner-a")) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_EQ(read_file_or_empty(e.path()).find("test_nested_parentheses"), std::string::npos) << e.path();
+  }
+  expect_replays("held");
+}
+
 TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecidesOnce) {
   // Every test run sleeps in the package's import: the checks of the later steps take seconds.
   const fs::path slow = tmp / "slowcalc";

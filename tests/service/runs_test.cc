@@ -118,6 +118,9 @@ TEST_F(ServeRuns, RequestsThatReachOutsideTheStateAreRefused) {
       {"an inline blueprint with a seed on the server",
        [](auto& r) { r.set_blueprint_json(R"({"name": "x", "repository": {"seed": "/etc"}})"); },
        grpc::StatusCode::INVALID_ARGUMENT},
+      {"an inline blueprint with held-out tests on the server",
+       [](auto& r) { r.set_blueprint_json(R"({"name": "x", "held_out": {"dir": "secrets", "checks": []}})"); },
+       grpc::StatusCode::INVALID_ARGUMENT},
       {"a repository path",
        [](auto& r) {
          r.set_blueprint("calculator");
