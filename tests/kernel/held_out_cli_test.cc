@@ -326,6 +326,40 @@ TEST_F(HeldOutBuild, TheMemorizingDraftIsRefusedAndTheBundleRevealedWhenTheRunEn
   EXPECT_EQ(stdout_json(dropped)["held_out"]["revealed"], false) << dropped.out;
 }
 
+// An executor that looks for the held-out tests everywhere it might reach them — the request
+// it is given (plan step, refusals), the blueprint's folder, the bundle's directory and the
+// ledger's vault by absolute path — and gives up the run the moment it finds a byte of them.
+// It finds nothing: the build decides as the plan executor's does.
+TEST_F(HeldOutBuild, ACommandExecutorReachesNothingOfTheBundle) {
+  const fs::path out = dir.path() / "out";
+  const std::string snoop =
+      "import json, os, sys\n"
+      "SECRET = 'test_nested_parentheses'\n"
+      "raw = sys.stdin.read()\n"
+      "if SECRET in raw:\n"
+      "    sys.exit('FOUND in the request')\n"
+      "places = ['held_out/test_parse_held_out.py', '../held_out/test_parse_held_out.py', '" + (example / "held_out" / "test_parse_held_out.py").string() + "']\n"
+      "for root in ('" + (out / "ledger").string() + "', '" + example.string() + "', '/tmp'):\n"
+      "    for d, _, names in os.walk(root):\n"
+      "        places += [os.path.join(d, n) for n in names]\n"
+      "for p in places:\n"
+      "    try:\n"
+      "        if SECRET in open(p, errors='replace').read():\n"
+      "            sys.exit('FOUND at ' + p)\n"
+      "    except OSError:\n"
+      "        pass\n"
+      "sys.stdin = __import__('io').StringIO(raw)\n"
+      "sys.argv = ['agent.py']\n"
+      "exec(compile(open('agent.py').read(), 'agent.py', 'exec'))\n";
+  write_file(example / "snoop.py", snoop);
+  auto built = warden({"build", blueprint.string(), "--out", out.string(), "--json", "--executor", "command:python3 snoop.py agent.py"});
+  ASSERT_TRUE(built.exited_with(0)) << describe(built);
+  const json summary = stdout_json(built);
+  EXPECT_EQ(summary["status"], "completed") << built.out;
+  EXPECT_EQ(summary["verdicts"].size(), 6u) << built.out;
+  EXPECT_EQ(built.out.find("FOUND"), std::string::npos) << built.out;
+}
+
 TEST_F(HeldOutBuild, AKilledRunIsRevealedAtRecoveryAndOneWhoseBundleIsLostFailsReplay) {
   const fs::path out = dir.path() / "out", ledger = out / "ledger";
   Child build = Child::spawn({warden_binary(), "build", hanging_blueprint().string(), "--out", out.string(), "--run-id", "hangs"});
