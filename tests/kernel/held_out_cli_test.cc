@@ -104,6 +104,7 @@ TEST_F(HeldOutCli, AMemorizingChangeIsRefusedHearingOnlyACountAndTheHonestOneAcc
   EXPECT_TRUE(before.exited_with(1)) << describe(before);
   EXPECT_EQ(stdout_json(before)["pending_reveal"], 2) << before.out;
   EXPECT_EQ(stdout_json(before)["ok"], true) << before.out;
+  EXPECT_EQ(stdout_json(before)["verified"], false) << before.out;
 
   auto reveal = warden({"held-out", "reveal", digest, "--ledger", ledger.string(), "--json"});
   ASSERT_TRUE(reveal.exited_with(0)) << describe(reveal);

@@ -21,46 +21,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/subprocess.h"
+#include "tools/bench/bench_process.h"
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using warden::bench::timed;
 
 namespace {
 
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
-}
-
-std::vector<std::string> environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  return env;
-}
-
-// Runs argv in `cwd`; returns its wall time in ms. Status 2 on a failure to start, or on an
-// exit status other than `want`.
-double timed(const std::vector<std::string>& argv, const fs::path& cwd, int want = 0, std::string* out = nullptr) {
-  warden::SubprocessSpec spec;
-  spec.argv = argv;
-  spec.env = environment();
-  spec.cwd = cwd;
-  spec.timeout = std::chrono::minutes(5);
-  const auto start = Clock::now();
-  auto r = warden::run_subprocess(spec);
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  if (!r) {
-    std::cerr << "propose_bench: " << argv[0] << ": " << r.error().message << "\n";
-    std::exit(2);
-  }
-  if (r->exit_code != want) {
-    std::cerr << "propose_bench: " << argv[0] << " " << argv[1] << " exited " << r->exit_code << ", wanted " << want << "\n"
-              << r->out << r->err;
-    std::exit(2);
-  }
-  if (out) *out = r->out;
-  return ms;
 }
 
 // The project: mathlib.ops with a unittest suite whose one slow test sleeps `seconds`.

@@ -30,7 +30,10 @@ int run(const ReplayArgs& a) {
   // Warnings are about the audit, not its result: stderr, as `warden ledger verify` prints them.
   for (const auto& w : report->warnings) std::cerr << "warden: warning: " << w << "\n";
   if (a.json) {
+    // "ok": nothing replayed otherwise than recorded; "verified": that, and no decision rests
+    // on held-out results not revealed yet (the exit status).
     Json j = {{"ok", report->ok()},
+              {"verified", report->ok() && report->pending_reveal == 0},
               {"records", report->records},
               {"runs", report->runs},
               {"plans", report->plans},
