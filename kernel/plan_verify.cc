@@ -162,6 +162,14 @@ std::vector<Reason> verify_plan(const BuildPlan& plan, const Policy& policy) {
     }
     check_invariants(cp.invariants, "checkpoint " + cp.id, policy, out);
   }
+  // Held-out checks judge the steps they name: a name that is no step would judge nothing.
+  if (plan.held_out) {
+    for (const std::string& id : plan.held_out->steps) {
+      if (!by_id.contains(id)) {
+        out.add("plan_held_out_step_missing:" + id, "the held-out checks judge step \"" + id + "\", which is not a step");
+      }
+    }
+  }
   return out.sorted();
 }
 

@@ -130,6 +130,43 @@ TEST(PlanGenerate, ExamplesGenerateValidPlans) {
   EXPECT_GT(found, 0);
 }
 
+// Held-out checks: the plan commits to the sealed bundle's digest (an input: its salt is
+// random), judges from the first step that defines a covered function on, and reveals at the
+// run's end; the blueprint records the directory's name, never its files.
+TEST(PlanGenerate, HeldOutChecksJudgeFromTheFirstCoveredStepOn) {
+  Json json = small_blueprint().to_json();
+  json["held_out"] = Json::parse(R"({"dir": "secret", "at": "tests/held", "covers": ["mul"],
+                                     "checks": [{"name": "held", "argv": ["true"]}]})");
+  auto blueprint = BlueprintSpec::from_json(json);
+  ASSERT_TRUE(blueprint) << blueprint.error().message;
+  EXPECT_EQ(blueprint->to_json()["held_out"]["dir"], "secret");
+  EXPECT_FALSE(generate_plan(*blueprint, python_policy())) << "the digest of the sealed bundle is needed";
+  const Digest bundle = sha256("bundle");
+  auto plan = generate_plan(*blueprint, python_policy(), bundle);
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_TRUE(plan->held_out);
+  EXPECT_EQ(plan->held_out->sha256, bundle);
+  EXPECT_EQ(plan->held_out->reveal, HeldOutReveal::at_run_end);
+  std::vector<std::string> after_mul;
+  bool seen = false;
+  for (const BuildStep& s : plan->steps) {
+    seen = seen || s.symbols == std::vector<std::string>{"mul"};
+    if (seen) after_mul.push_back(s.id);
+  }
+  EXPECT_EQ(plan->held_out->steps, after_mul);
+  EXPECT_FALSE(plan->held_out->judges(plan->steps.front().id));
+  EXPECT_TRUE(verify_plan(*plan, python_policy()).empty());
+  auto again = BuildPlan::from_json(plan->to_json());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->digest(), plan->digest());
+
+  json["held_out"]["covers"] = Json::array({"div"});
+  EXPECT_FALSE(BlueprintSpec::from_json(json)) << "covers a function the blueprint does not define";
+  json["held_out"]["covers"] = Json::array();
+  json["held_out"]["checks"] = Json::array();
+  EXPECT_FALSE(BlueprintSpec::from_json(json)) << "held-out tests with nothing to run them";
+}
+
 TEST(PlanGenerate, RefusesMoreStepsThanAPlanMayHave) {
   BlueprintSpec blueprint = small_blueprint();  // 8 steps
   auto add_change = [&](std::string path) {
@@ -190,6 +227,10 @@ TEST(PlanVerify, EachReasonCode) {
   EXPECT_EQ(reasons_of([](BuildPlan& p) { p.steps[1].id = "s1"; p.steps[1].dependencies.clear(); p.verification_checkpoints.clear(); }),
             V{"plan_duplicate_step:s1"});
   EXPECT_EQ(reasons_of([](BuildPlan& p) { p.steps[1].dependencies = {"s9"}; }), V{"plan_dependency_missing:s2->s9"});
+  EXPECT_EQ(reasons_of([](BuildPlan& p) {
+              p.held_out = HeldOutSpec{sha256("bundle"), "held_out", {}, HeldOutReveal::at_run_end, {"s9"}};
+            }),
+            V{"plan_held_out_step_missing:s9"});
   EXPECT_EQ(reasons_of([](BuildPlan& p) { p.steps[0].dependencies = {"s2"}; }), V{"plan_dependency_cycle:s1->s2->s1"});
   EXPECT_EQ(reasons_of([](BuildPlan& p) { p.steps[1].dependencies = {"s2"}; }), V{"plan_dependency_cycle:s2->s2"});
   EXPECT_EQ(reasons_of([](BuildPlan& p) { p.steps[1].targets = {"src/../etc/passwd"}; }),
