@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "common/canonical_json.h"
 #include "common/clock.h"
@@ -34,6 +35,23 @@ std::vector<std::string> goldens() {
     if (e.is_directory() && fs::exists(e.path() / "ledger.json")) out.push_back(e.path().filename().string());
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every example blueprint by golden name: examples/<dir>/blueprint.json is "<dir>", and
+// examples/<dir>/blueprint-<variant>.json "<dir>-<variant>" (tools/refresh-goldens names them so).
+std::map<std::string, fs::path> example_blueprints() {
+  std::map<std::string, fs::path> out;
+  for (const auto& dir : fs::directory_iterator(kSource / "examples")) {
+    if (!dir.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(dir.path())) {
+      const std::string name = f.path().filename().string();
+      if (name == "blueprint.json") out[dir.path().filename().string()] = f.path();
+      if (name.starts_with("blueprint-") && name.ends_with(".json")) {
+        out[dir.path().filename().string() + "-" + name.substr(10, name.size() - 15)] = f.path();
+      }
+    }
+  }
   return out;
 }
 
@@ -120,7 +138,7 @@ class Golden : public ::testing::TestWithParam<std::string> {
 
 TEST_P(Golden, RebuildGivesTheSameBytes) {
   TempDir tmp;
-  auto built = warden({"build", (kSource / "examples" / GetParam() / "blueprint.json").string(), "--clock", "logical",
+  auto built = warden({"build", example_blueprints().at(GetParam()).string(), "--clock", "logical",
                        "--key", (kGolden / "signer.key").string(), "--out", (tmp / "out").string()});
   ASSERT_TRUE(built.exited_with(0)) << describe(built);
   auto exported = warden({"ledger", "export", (tmp / "out" / "ledger").string(), (tmp / "export").string()});
@@ -272,15 +290,89 @@ TEST(GoldenRepository, ReplayChecksPreImagesAgainstTheRepository) {
       << report.dump();
 }
 
+// The held-out golden (examples/calculator/blueprint-held-out.json) rewritten by someone
+// holding the key: a reveal whose salt or file does not hash to the commitment fails at the
+// reveal; a ledger whose reveal is gone fails at the run's end; a held-out run said to pass
+// fails at the decision that used it.
+class GoldenHeldOut : public ::testing::Test {
+ protected:
+  fs::path golden() const { return kGolden / "calculator-held-out"; }
+
+  Json replay_forged(const std::vector<RecordLine>& records, std::vector<std::string> blobs) {
+    TempDir tmp;
+    write_signed_ledger(tmp / "forged", records, blobs);
+    auto replayed = warden({"replay", (tmp / "forged").string(), "--key", (kGolden / "verifier.key").string(), "--json"});
+    EXPECT_TRUE(replayed.exited_with(1)) << describe(replayed);
+    return test::stdout_json(replayed);
+  }
+
+  static size_t index_of(const std::vector<RecordLine>& records, std::string_view kind, bool last = false) {
+    size_t at = records.size();
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (records[i].kind == kind && (last || at == records.size())) at = i;
+    }
+    return at;
+  }
+};
+
+TEST_F(GoldenHeldOut, ARevealThatDoesNotHashToTheCommitmentFailsAtTheReveal) {
+  auto records = read_records(golden());
+  const size_t reveal = index_of(records, "held_out_reveal");
+  ASSERT_LT(reveal, records.size());
+  auto salted = records;
+  salted[reveal].payload["salt"] = std::string(64, 'a');
+  Json report = replay_forged(salted, blobs_of(golden()));
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), records[reveal].seq) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("not to the committed"), std::string::npos) << report.dump();
+
+  // The held-out file swapped for an easier one after the decisions.
+  auto swapped = records;
+  auto blobs = blobs_of(golden());
+  const std::string easier = "def test_nothing():\n    pass\n";
+  blobs.push_back(easier);
+  swapped[reveal].payload["files"][0]["blob"] = sha256(easier).str();
+  report = replay_forged(swapped, blobs);
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), records[reveal].seq) << report.dump();
+}
+
+TEST_F(GoldenHeldOut, ARunThatEndedWithoutItsRevealFailsAtItsEnd) {
+  auto records = read_records(golden());
+  const size_t reveal = index_of(records, "held_out_reveal");
+  ASSERT_LT(reveal, records.size());
+  records.erase(records.begin() + static_cast<std::ptrdiff_t>(reveal));
+  const size_t end = index_of(records, "run_status", true);
+  Json report = replay_forged(records, blobs_of(golden()));
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), end) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("no reveal of it follows"), std::string::npos) << report.dump();
+}
+
+TEST_F(GoldenHeldOut, AHeldOutRunSaidToPassFailsAtItsDecision) {
+  auto records = read_records(golden());
+  auto failed = std::find_if(records.begin(), records.end(), [](const RecordLine& r) {
+    return r.kind == "held_out_run" && !r.payload["passed"].get<bool>();
+  });
+  ASSERT_NE(failed, records.end());
+  failed->payload["passed"] = true;
+  const uint64_t run_seq = failed->seq;
+  auto decision = std::find_if(records.begin(), records.end(), [&](const RecordLine& r) {
+    return r.kind == "decision" && r.payload.value("held_out_run_seq", uint64_t{0}) == run_seq;
+  });
+  ASSERT_NE(decision, records.end());
+  Json report = replay_forged(records, blobs_of(golden()));
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), decision->seq) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("revealed result"), std::string::npos) << report.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, Golden, ::testing::ValuesIn(goldens()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(GoldenSet, EveryExampleHasAGolden) {
   std::vector<std::string> examples;
-  for (const auto& e : fs::directory_iterator(kSource / "examples")) {
-    if (fs::exists(e.path() / "blueprint.json")) examples.push_back(e.path().filename().string());
-  }
-  std::sort(examples.begin(), examples.end());
+  for (const auto& [name, path] : example_blueprints()) examples.push_back(name);
   EXPECT_EQ(examples, goldens()) << "run tools/refresh-goldens";
 }
 
