@@ -241,6 +241,32 @@ TEST(RemoteExecutor, BuildsTheCalculatorAndRecordsTheSameDecisionsAsTheCommandEx
   }
 }
 
+// Held-out checks with a remote executor: everything it is sent (each request, each refusal
+// it learns of) and everything an observer of the run's events sees holds nothing of the
+// held-out tests; the memorizing draft is refused held_out_failed and the run decides as the
+// plan executor's.
+TEST(RemoteExecutor, HeldOutTestsReachNeitherTheExecutorNorTheRunsEvents) {
+  TempDir tmp;
+  const fs::path out = tmp / "remote";
+  std::vector<json> lines;
+  {
+    RemoteBuild build({"build", (kExamples / "calculator" / "blueprint-held-out.json").string(), "--out", out.string(),
+                       "--executor", "remote:calc", "--json"},
+                      tmp / "remote.log");
+    lines = serve(build, "alice");
+    ASSERT_EQ(build.wait(), 0) << log_of(tmp / "remote.log");
+  }
+  const std::string sent = json(lines).dump(), events = log_of(tmp / "remote.log");
+  for (const char* secret : {"test_nested_parentheses", "test_parse_held_out", "2 * (3 + (4 - 1))"}) {
+    EXPECT_EQ(sent.find(secret), std::string::npos) << secret << " was sent to the executor";
+    EXPECT_EQ(events.find(secret), std::string::npos) << secret << " is in the run's events";
+  }
+  EXPECT_NE(sent.find("held_out_failed"), std::string::npos) << "the executor learns that the held-out tests failed";
+  auto decisions = payloads(ledger_records(out / "ledger"), "decision");
+  ASSERT_EQ(decisions.size(), 6u);
+  EXPECT_EQ(reason_codes(decisions[2]), std::vector<std::string>{"held_out_failed"});
+}
+
 // The kernel's fd 3 flags, from /proc: the channel must be close-on-exec while the build
 // runs, so no sandbox, check or git process inherits it.
 bool close_on_exec(pid_t pid) {
