@@ -282,6 +282,11 @@ Status Ledger::create(const std::filesystem::path& dir, const LedgerCreateOption
   if (options.origin.empty() || options.origin.find('\n') != std::string::npos) {
     return fail(Errc::invalid_argument, "ledger origin must be a non-empty single line");
   }
+  if (options.max_payload_bytes < kMinMaxPayloadBytes) {
+    return fail(Errc::invalid_argument, "the largest payload a record may carry must be at least " +
+                                            std::to_string(kMinMaxPayloadBytes) + " bytes, not " +
+                                            std::to_string(options.max_payload_bytes));
+  }
   auto verifier = NoteVerifier::parse(options.verifier_key);
   if (!verifier) return std::unexpected(verifier.error());
   if (options.signer && options.signer->verifier().encoded() != verifier->encoded()) {

@@ -47,10 +47,14 @@ namespace warden {
 
 inline constexpr std::string_view kLedgerFormat = "warden-ledger/1";
 
+// The smallest payload limit a ledger may have. Below it a ledger takes no record worth
+// keeping (the kernel's smallest, a run's status, is over 100 bytes; 0 refuses every append).
+inline constexpr uint64_t kMinMaxPayloadBytes = 64;
+
 struct LedgerCreateOptions {
   std::string origin;        // checkpoint origin line, e.g. "example.com/warden/ci"
   std::string verifier_key;  // note verifier key whose signer signs this ledger's checkpoints
-  uint64_t max_payload_bytes = uint64_t{1} << 20;
+  uint64_t max_payload_bytes = uint64_t{1} << 20;  // at least kMinMaxPayloadBytes
   // Kept in DIR/signer.key (ledger_keys.h) when set; must be verifier_key's signer. Not
   // owned; read during create() only.
   const NoteSigner* signer = nullptr;

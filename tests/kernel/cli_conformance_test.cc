@@ -296,6 +296,23 @@ TEST(CliConformance, AnUnknownFlagUnderJsonIsAUsageErrorLine) {
   }
 }
 
+// A mistyped command or flag is a usage error that names the word meant: even with --help,
+// which would otherwise print the general help and succeed.
+TEST(CliConformance, AMistypedCommandOrFlagNamesTheOneMeant) {
+  ProcessResult command = warden({"porpose", "x.patch"});
+  EXPECT_TRUE(command.exited_with(2)) << describe(command);
+  EXPECT_NE(command.err.find("unknown command \"porpose\" (did you mean propose?)"), std::string::npos) << command.err;
+  ProcessResult help = warden({"nosuch", "--help"});
+  EXPECT_TRUE(help.exited_with(2)) << describe(help);
+  EXPECT_NE(help.err.find("unknown command \"nosuch\""), std::string::npos) << help.err;
+  ProcessResult flag = warden({"propose", "x.patch", "--repo", ".", "--base", "main", "--chek", "true"});
+  EXPECT_TRUE(flag.exited_with(2)) << describe(flag);
+  EXPECT_NE(flag.err.find("(did you mean --check?)"), std::string::npos) << flag.err;
+  ProcessResult far = warden({"ledger", "verify", "x", "--zzzzzzzz"});
+  EXPECT_TRUE(far.exited_with(2)) << describe(far);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing is close to --zzzzzzzz: " << far.err;
+}
+
 // ------------------------------------------------------------------ typical successes
 
 constexpr const char* kLeaves =

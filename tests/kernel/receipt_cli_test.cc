@@ -103,7 +103,10 @@ TEST_F(ReceiptCliTest, TamperedReceiptOrOtherKeyRefused) {
   EXPECT_NE(refused.out.find("FAILED: receipt ledger record"), std::string::npos) << refused.out;
 
   write_file(repo.scratch("truncated.json"), read_file(receipt).substr(0, 100));
-  EXPECT_TRUE(verify(repo.scratch("truncated.json"), verifier_key).exited_with(1));
+  // A file that is not JSON at all is malformed input, not a receipt that failed.
+  EXPECT_TRUE(verify(repo.scratch("truncated.json"), verifier_key).exited_with(kExitInvalidInput));
+  write_file(repo.scratch("empty.json"), "");
+  EXPECT_TRUE(verify(repo.scratch("empty.json"), verifier_key).exited_with(kExitInvalidInput));
 
   std::string other_key = init_ledger(repo.scratch("other"));
   auto wrong_key = verify(receipt, other_key);

@@ -105,6 +105,11 @@ TEST_F(BadInput, DuplicateKeysAreRefused) {
 TEST_F(BadInput, PayloadOverTheInitLimitIsRefusedAndTheLimitIsExact) {
   // {"a":"<n chars>"} is 8 + n canonical bytes; the ledger was created with a 64-byte limit.
   expect_payload_refused(R"({"a":")" + std::string(57, 'x') + R"("})", kInvalidInput, {"65 bytes", "limit is 64"});
+  // A limit no record could fit under is refused when the ledger is made.
+  auto zero = warden({"ledger", "init", (tmp_ / "zero").string(), "--max-payload-bytes", "0"});
+  EXPECT_TRUE(zero.exited_with(kInvalidInput)) << describe(zero);
+  EXPECT_NE(zero.err.find("at least 64 bytes"), std::string::npos) << zero.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp_ / "zero" / "data.mdb"));
   // Whitespace is not counted: the limit applies to the canonical form.
   write_file(tmp_ / "at_limit.json", "{ \"a\" :  \"" + std::string(56, 'x') + "\" }\n");
   auto at_limit = warden({"ledger", "append", dir_.string(), "--kind", "run_event", "--payload", path("at_limit.json")});

@@ -91,9 +91,10 @@ int run_verify(const VerifyOptions& o) {
   if (!key) return report_error(key.error(), o.json);
   auto text = read_file(o.file, kMaxReceiptBytes);
   if (!text) return report_error(text.error(), o.json);
-  // A receipt that does not even parse is an invalid receipt, not a usage error.
+  // A file that is not JSON at all is malformed input (exit 3); JSON that is no valid receipt
+  // fails verification (exit 1).
   auto bundle = parse_json(*text, "receipt " + o.file);
-  if (!bundle) return report_error(Error{Errc::verification_failed, bundle.error().message}, o.json);
+  if (!bundle) return report_error(Error{Errc::invalid_argument, bundle.error().message}, o.json);
   auto verified = kernel::verify_receipt(*bundle, *key);
   if (!verified) {
     if (o.json) return report_error(verified.error(), true);

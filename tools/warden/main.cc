@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "tools/warden/cli.h"
+#include "tools/warden/suggest.h"
 #include "tools/warden/warden_grpc_exec.h"
 
 namespace {
@@ -63,6 +64,29 @@ constexpr CommandGroup kGroups[] = {
 #endif
 }
 
+// The long options of the deepest subcommand the parse reached: where a mistyped flag was
+// looked for.
+std::vector<std::string> long_options_reached(const CLI::App& app) {
+  const CLI::App* at = &app;
+  while (!at->get_subcommands().empty()) at = at->get_subcommands().back();
+  std::vector<std::string> out;
+  for (const CLI::Option* o : at->get_options()) {
+    for (const std::string& name : o->get_lnames()) out.push_back("--" + name);
+  }
+  return out;
+}
+
+// " (did you mean --check?)" for the first word the parse could not place that is close to one
+// of the reached subcommand's options; "" when none is.
+std::string flag_suggestion(const CLI::App& app, const std::vector<std::string>& extras) {
+  const std::vector<std::string> options = long_options_reached(app);
+  for (const std::string& extra : extras) {
+    if (!extra.starts_with("--")) continue;
+    if (auto close = warden::cli::closest_word(extra.substr(0, extra.find('=')), options)) return " (did you mean " + *close + "?)";
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +120,16 @@ int main(int argc, char** argv) {
   for (const auto& group : kGroups) {
     if (group.name == first) named = &group;
   }
+  if (!named && !first.empty() && !first.starts_with("-")) {
+    // Before --help can turn an unknown command into the general help and exit 0.
+    std::vector<std::string> names;
+    for (const auto& group : kGroups) names.emplace_back(group.name);
+    auto close = warden::cli::closest_word(first, names);
+    const std::string message = "unknown command \"" + std::string(first) + "\"" + (close ? " (did you mean " + *close + "?)" : "");
+    std::cerr << "warden: error: " << message << " (see warden --help)\n";
+    if (json) warden::cli::print_error_line("usage", message, warden::kUsage);
+    return warden::kUsage;
+  }
   if (named) {
     named->add(app, action);
   } else if (first != "--version") {
@@ -113,6 +147,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    const std::string message = e.what() + flag_suggestion(app, app.remaining(true));
+    std::cerr << "warden: error: " << message << " (see --help)\n";
+    if (json) warden::cli::print_error_line("usage", message, warden::kUsage);
+    return warden::kUsage;
   } catch (const CLI::ParseError& e) {
     // The failure message above goes to stderr; a --json stream still ends in its error line.
     app.exit(e);
