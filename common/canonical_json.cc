@@ -408,9 +408,11 @@ Result<Json> parse_json(std::string_view text, std::string_view what) {
     return fail(Errc::invalid_argument, std::string(what) + " is not acceptable JSON: " + e.what());
   }
   if (builder.syntax_) {
-    // nlohmann's message carries "line L, column C" and the reason.
-    auto pos = builder.syntax_->find("syntax error");
-    return fail(Errc::invalid_argument, std::string(what) + " is not valid JSON: " +
+    // nlohmann's message carries "line L, column C" and the reason: kept from "line" on, so the
+    // error says where, without the library's "[json.exception...] parse error at" prefix.
+    auto pos = builder.syntax_->find("line ");
+    if (pos == std::string::npos) pos = builder.syntax_->find("syntax error");
+    return fail(Errc::invalid_argument, std::string(what) + " is not valid JSON at " +
                                             (pos == std::string::npos ? *builder.syntax_ : builder.syntax_->substr(pos)));
   }
   if (builder.number_out_of_range_) {

@@ -49,11 +49,11 @@ std::vector<RecordKindDigests> make_table() {
       // A plan that was not even a plan keeps its text as a blob; a proposal refusal's
       // evidence are record hashes.
       {record_kind::refusal, {{"plan_blob"}}, {"plan_sha256", "report.evidence[]", "report.seed_sha256"}},
-      {record_kind::commit_intent, {}, {"plan_sha256", "policy_sha256", "proposal_sha256", "run_result_sha256"}},
-      {record_kind::commit, {}, {"plan_sha256", "policy_sha256", "proposal_sha256", "run_result_sha256"}},
+      {record_kind::commit_intent, {}, {"plan_sha256", "policy_sha256", "proposal_sha256", "run_result_sha256", "held_out_sha256"}},
+      {record_kind::commit, {}, {"plan_sha256", "policy_sha256", "proposal_sha256", "run_result_sha256", "held_out_sha256"}},
       {record_kind::step_evidence, {{"artifacts[].digest"}}, {"input.step_sha256"}},
       {record_kind::speculation, {}, {"diff_sha256"}},
-      {record_kind::held_out_run, {}, {"held_out_sha256", "run_result_sha256"}},
+      {record_kind::held_out_run, {}, {"held_out_sha256", "result_commitment"}},
       {record_kind::held_out_reveal, {{"files[].blob"}, {"runs[].blob"}, {"runs[].bodies[]"}}, {"held_out_sha256", "runs[].run_result_sha256"}},
       // The executor's: large values live in the blob store under `<key>_blob`.
       {exec::run, {{"config"}, {"envelope_blob"}}, {"envelope.*", "launch.*"}},

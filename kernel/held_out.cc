@@ -107,6 +107,31 @@ Result<HeldOutBundle> HeldOutBundle::from_json(const Json& json) {
   return b;
 }
 
+namespace {
+
+// The first line of `content` that marks a test as skipped or expected to fail, as "LINE: text";
+// "" when none does. Only a pass counts in a held-out run (held_out_failures()), so such a test
+// would refuse every proposal, the honest one too, and the executor could never learn why.
+std::string skip_mark(std::string_view content) {
+  static constexpr std::string_view kMarks[] = {
+      "@unittest.skip", "@skip(", "@skipIf(", "@skipUnless(", "@unittest.expectedFailure", "@expectedFailure",
+      ".skipTest(",     "SkipTest(", "@pytest.mark.skip", "@pytest.mark.xfail", "pytest.skip(", "pytest.xfail(",
+      "it.skip(",       "test.skip(", "describe.skip(", "it.todo(", "test.todo(", "xit(", "xdescribe("};
+  size_t line = 1, start = 0;
+  while (start <= content.size()) {
+    const size_t end = std::min(content.find('\n', start), content.size());
+    const std::string_view text = content.substr(start, end - start);
+    for (std::string_view mark : kMarks) {
+      if (text.find(mark) != std::string_view::npos) return std::to_string(line) + ": " + std::string(text.substr(0, 120));
+    }
+    start = end + 1;
+    ++line;
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<HeldOutBundle> read_held_out_dir(const std::filesystem::path& dir, std::string at, RandomSource& random) {
   while (at.ends_with("/")) at.pop_back();
   if (auto st = check_at(at); !st) return std::unexpected(st.error());
@@ -137,6 +162,11 @@ Result<HeldOutBundle> read_held_out_dir(const std::filesystem::path& dir, std::s
     if (!content) return std::unexpected(content.error());
     total += content->size();
     if (total > kMaxHeldOutBytes) return fail(Errc::invalid_argument, "held-out bundle: more than 64 MiB");
+    if (std::string mark = skip_mark(*content); !mark.empty()) {
+      return fail(Errc::invalid_argument, "held-out bundle: " + rel + " line " + mark +
+                                              ": marks a test as skipped or expected to fail, but only a pass counts in a held-out "
+                                              "run, so it would refuse every proposal; leave such tests out of the bundle");
+    }
     b.files.push_back({rel, (st.st_mode & 0111) ? 0100755u : 0100644u, std::move(*content)});
   }
   if (b.files.empty()) return fail(Errc::invalid_argument, "held-out bundle " + dir.string() + ": no files");
@@ -197,7 +227,32 @@ Result<HeldOutSpec> HeldOutSpec::from_json(const Json& json, std::string_view wh
   return s;
 }
 
-int64_t held_out_failures(const RunResult& run) {
+Digest sealed_result_commitment(std::string_view salt, const Digest& run_result_sha256) {
+  const Json j = {{"format", "warden.held_out_run/v1"}, {"salt", std::string(salt)}, {"run_result_sha256", run_result_sha256.str()}};
+  return sha256(canonicalize(j).value());
+}
+
+// A test id names a file of the bundle by its path (without extension) as a path or a dotted
+// module, or by its stem when that is long enough not to match by accident.
+bool reports_the_bundle(const CheckResult& check, const HeldOutBundle& bundle) {
+  std::vector<std::string> names;
+  for (const HeldOutFile& f : bundle.files) {
+    std::string path = f.path;
+    const size_t slash = path.rfind('/'), dot = path.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1)) path.resize(dot);
+    std::string dotted = path;
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    const std::string stem = path.substr(path.rfind('/') + 1);
+    names.push_back(path);
+    names.push_back(dotted);
+    if (stem.size() >= 4) names.push_back(stem);
+  }
+  return std::any_of(check.tests.begin(), check.tests.end(), [&](const TestCase& t) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return !n.empty() && t.id.find(n) != std::string::npos; });
+  });
+}
+
+int64_t held_out_failures(const RunResult& run, const HeldOutBundle& bundle) {
   int64_t failed = 0;
   for (const CheckResult& c : run.checks) {
     int64_t failing_tests = 0;
@@ -206,11 +261,12 @@ int64_t held_out_failures(const RunResult& run) {
       // handle) proves nothing: only a pass counts.
       if (t.status != "passed") ++failing_tests;
     }
-    // A check that reports tests but reported none ran nothing of the bundle: code that keeps
-    // the held-out tests from being found or from reporting fails them all.
+    // A check that reports tests but reported none of the bundle's ran nothing of it: code that
+    // keeps the held-out tests from being found or from reporting fails them all, and so does
+    // a check that never reaches the place they are laid.
     const bool reports = std::any_of(c.runs.begin(), c.runs.end(), [](const CheckRun& r) { return r.report != "none"; });
     if (failing_tests > 0) failed += failing_tests;
-    else if (c.verdict != kPassed || (reports && c.tests.empty())) failed += 1;
+    else if (c.verdict != kPassed || (reports && !reports_the_bundle(c, bundle))) failed += 1;
   }
   return failed;
 }

@@ -89,9 +89,25 @@ struct HeldOutSpec {
   static Result<HeldOutSpec> from_json(const Json& json, std::string_view where = "held_out");
 };
 
+// What a held_out_run record commits to instead of the sealed result's digest: SHA-256 over the
+// canonical {"format": "warden.held_out_run/v1", "salt": <the bundle's salt>,
+// "run_result_sha256": <the result's deterministic digest>}. The tested program can make its
+// result predictable (its output is in it), so a bare digest would let an executor test
+// guesses of what it printed — bytes of the bundle — offline; salted, it tells nothing until
+// the reveal publishes the salt.
+Digest sealed_result_commitment(std::string_view salt, const Digest& run_result_sha256);
+
 // How many of a held-out run's tests did not pass: each failing test of a check that reports
 // tests, and each check that did not pass with none failing, or that reports tests and
-// reported none. 0: every one passed.
-int64_t held_out_failures(const RunResult& run);
+// reported none of the bundle's. 0: every one passed.
+// A check that reports tests must report one of the bundle's: a test whose id names a bundle
+// file (its path or its stem: "tests/held_out/test_x.py::...", "test_x.TestX.test_y"); one
+// that reports only others never ran the bundle (a command that does not reach where it is
+// laid) and counts as a failure, so a mistaken check cannot pass everything. A check judged
+// by its exit status alone is taken at its word.
+int64_t held_out_failures(const RunResult& run, const HeldOutBundle& bundle);
+
+// Whether a check that reports tests reported one of the bundle's (as held_out_failures() asks).
+bool reports_the_bundle(const CheckResult& check, const HeldOutBundle& bundle);
 
 }  // namespace warden::kernel

@@ -50,6 +50,20 @@ Result<RevealOutcome> reveal_held_out(Ledger& ledger, const HeldOutVault& vault,
   return out;
 }
 
+Result<std::optional<Record>> find_reveal(LedgerSnapshot& snapshot, const Digest& bundle, uint64_t from) {
+  for (uint64_t seq = from; seq < snapshot.size(); ++seq) {
+    auto view = snapshot.record_view(seq);
+    if (!view) return std::unexpected(view.error());
+    if (view->kind != record_kind::held_out_reveal) continue;
+    auto record = snapshot.record(seq);
+    if (!record) return std::unexpected(record.error());
+    auto payload = parse_json(record->payload);
+    auto reveal = payload ? HeldOutRevealRecord::from_json(*payload) : Result<HeldOutRevealRecord>(std::unexpected(payload.error()));
+    if (reveal && reveal->held_out_sha256 == bundle) return std::optional<Record>(std::move(*record));
+  }
+  return std::optional<Record>();
+}
+
 Result<RevealedBundle> read_reveal(const HeldOutRevealRecord& record, const std::function<Result<std::string>(const Digest&)>& blob) {
   RevealedBundle out;
   out.bundle.at = record.at;
@@ -83,7 +97,7 @@ Result<RevealedBundle> read_reveal(const HeldOutRevealRecord& record, const std:
         return fail(Errc::verification_failed, "the sealed run " + r.run_result_sha256.str() + " names blob " + named.str() + ", which is not revealed");
       }
     }
-    out.runs.emplace(r.run_result_sha256, std::move(*run));
+    out.runs.emplace(sealed_result_commitment(record.salt, r.run_result_sha256), std::move(*run));
   }
   return out;
 }

@@ -29,9 +29,13 @@ Result<RevealOutcome> reveal_held_out(Ledger& ledger, const HeldOutVault& vault,
 // store (`blob` gives a blob's bytes) and held to the commitment: the files and salt must hash
 // to `held_out_sha256`, each run's result to its digest, and every blob a result names must be
 // there. A difference is Errc::verification_failed naming it.
+// The first held_out_reveal record of `bundle` at or after `from`, if any (a scan: the ledger
+// keeps no index by payload).
+Result<std::optional<Record>> find_reveal(LedgerSnapshot& snapshot, const Digest& bundle, uint64_t from = 0);
+
 struct RevealedBundle {
   HeldOutBundle bundle;
-  std::map<Digest, RunResult> runs;  // by run_result_sha256
+  std::map<Digest, RunResult> runs;  // by sealed_result_commitment(): what held_out_run records name
 };
 Result<RevealedBundle> read_reveal(const HeldOutRevealRecord& record, const std::function<Result<std::string>(const Digest&)>& blob);
 

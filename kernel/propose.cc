@@ -6,7 +6,10 @@
 #include "diff/diff.h"
 #include "diff/patch.h"
 #include "kernel/approval.h"
+#include "common/clock.h"
+#include "kernel/held_out_reveal.h"
 #include "kernel/held_out_vault.h"
+#include "ledger/ledger.h"
 #include "ledger/note.h"
 #include "executor/proposer.h"
 #include "runner/workspace.h"
@@ -85,6 +88,17 @@ Policy permissive_policy(const std::vector<CheckSpec>& checks) {
   for (const auto& c : checks) p.required_checks.push_back(c.name);
   p.protected_paths = {".git/**", ".warden/**"};
   return p;
+}
+
+// Whether the ledger at `dir` (when there is one) holds a reveal of `bundle`.
+bool revealed_in_ledger(const std::filesystem::path& dir, const Digest& bundle) {
+  LogicalClock clock;
+  auto ledger = Ledger::open(dir, Ledger::Mode::read_only, clock);
+  if (!ledger) return false;
+  auto snap = ledger->snapshot();
+  if (!snap) return false;
+  auto found = find_reveal(*snap, bundle);
+  return found && found->has_value();
 }
 
 BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const Policy& policy, const HeldOutBundle* held_out) {
@@ -242,6 +256,12 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   if (r.held_out) {
     const HeldOutVault vault(*ledger);
     held_out = vault.sealed_like(*r.held_out);
+    // Revealed in the ledger but not marked in the vault (a crash between the two): public
+    // tests judge nothing, so the proposal gets a fresh salt.
+    if (held_out && revealed_in_ledger(*ledger, held_out->digest())) {
+      (void)vault.mark_revealed(held_out->digest());
+      held_out.reset();
+    }
     if (!held_out) {
       held_out = *r.held_out;
       if (Status st = vault.seal(*held_out); !st) return std::unexpected(st.error().with_context("sealing the held-out bundle"));

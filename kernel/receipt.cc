@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "kernel/held_out_reveal.h"
 #include "kernel/records.h"
 #include "kernel/dsse.h"
 #include "ledger/checkpoint.h"
@@ -160,20 +161,6 @@ Status check_accepting_decision(LedgerSnapshot& snapshot, const LocatedCommit& l
   return {};
 }
 
-// The first held_out_reveal record of `bundle` at or after `from`, if any.
-Result<std::optional<Record>> find_reveal(LedgerSnapshot& snapshot, const Digest& bundle, uint64_t from) {
-  for (uint64_t seq = from; seq < snapshot.size(); ++seq) {
-    auto view = snapshot.record_view(seq);
-    if (!view) return std::unexpected(view.error());
-    if (view->kind != record_kind::held_out_reveal) continue;
-    auto record = snapshot.record(seq);
-    if (!record) return std::unexpected(record.error());
-    auto payload = parse_json(record->payload);
-    auto reveal = payload ? HeldOutRevealRecord::from_json(*payload) : Result<HeldOutRevealRecord>(std::unexpected(payload.error()));
-    if (reveal && reveal->held_out_sha256 == bundle) return std::optional<Record>(std::move(*record));
-  }
-  return std::optional<Record>();
-}
 
 }  // namespace
 

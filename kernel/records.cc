@@ -359,7 +359,7 @@ Json HeldOutRunRecord::to_json() const {
           {"step_id", step_id},
           {"attempt", attempt},
           {"held_out_sha256", held_out_sha256.str()},
-          {"run_result_sha256", run_result_sha256.str()},
+          {"result_commitment", result_commitment.str()},
           {"passed", passed}};
 }
 
@@ -370,7 +370,7 @@ Result<HeldOutRunRecord> HeldOutRunRecord::from_json(const Json& json) {
   non_empty(r, "step_id", h.step_id);
   attempt_number(r, h.attempt);
   r.digest("held_out_sha256", h.held_out_sha256);
-  r.digest("run_result_sha256", h.run_result_sha256);
+  r.digest("result_commitment", h.result_commitment);
   r.boolean("passed", h.passed);
   return done(r, std::move(h));
 }

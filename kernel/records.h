@@ -249,7 +249,9 @@ struct HeldOutRunRecord {
   std::string step_id;
   int64_t attempt = 0;
   Digest held_out_sha256;    // the bundle, as the plan commits to it
-  Digest run_result_sha256;  // RunResult::deterministic_digest() of the sealed result
+  // sealed_result_commitment() of the sealed result (held_out.h): its digest salted with the
+  // bundle's salt, so nothing of what the tested program printed can be guessed from it.
+  Digest result_commitment;
   bool passed = false;       // held_out_failures() of it is 0
 
   Json to_json() const;

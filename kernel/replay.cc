@@ -16,7 +16,9 @@
 #include "kernel/decide.h"
 #include "kernel/fleet_record.h"
 #include "kernel/held_out.h"
+#include "kernel/approval.h"
 #include "kernel/held_out_reveal.h"
+#include "kernel/oracle_run.h"
 #include "kernel/plan_generate.h"
 #include "kernel/plan_commit.h"
 #include "kernel/plan_verify.h"
@@ -510,34 +512,42 @@ class Replayer {
     if (!plan.held_out || plan.held_out->sha256 != record->held_out_sha256) {
       return fail(Errc::verification_failed, at + " ran a bundle the plan does not commit to");
     }
-    if (plan.held_out->reveal == HeldOutReveal::at_run_end) {
-      // One run's bundle: public before this decision, a retry could have been fitted to it.
-      if (auto first = reveal_seqs_.find(record->held_out_sha256); first != reveal_seqs_.end() && first->second < seq_) {
-        return fail(Errc::verification_failed, at + " used the bundle " + record->held_out_sha256.str() +
-                                                   " after its reveal at record " + std::to_string(first->second) +
-                                                   ", while its run was still proposing");
-      }
-      facts(d.run_id).reveal_at_end.insert(record->held_out_sha256);
+    // Public before this decision, the tests judged nothing: a retry could have been fitted to them.
+    if (auto first = reveal_seqs_.find(record->held_out_sha256); first != reveal_seqs_.end() && first->second < seq_) {
+      return fail(Errc::verification_failed, at + " used the bundle " + record->held_out_sha256.str() +
+                                                 " after its reveal at record " + std::to_string(first->second));
     }
+    if (plan.held_out->reveal == HeldOutReveal::at_run_end) facts(d.run_id).reveal_at_end.insert(record->held_out_sha256);
     auto bundle = reveals_.find(record->held_out_sha256);
     if (bundle == reveals_.end()) {
       ++report_.pending_reveal;
       return record->passed;
     }
-    auto result = bundle->second.runs.find(record->run_result_sha256);
+    auto result = bundle->second.runs.find(record->result_commitment);
     if (result == bundle->second.runs.end()) {
       return fail(Errc::verification_failed, at + ": the reveal of " + record->held_out_sha256.str() + " holds no run " +
-                                                 record->run_result_sha256.str());
+                                                 record->result_commitment.str() + " commits to");
     }
     const RunResult& run = result->second;
+    // The held-out run tests the proposal without its changes to tests and hooks (a new test
+    // module could rebind what the held-out tests call), as the oracle run does.
     auto diff = Diff::from_json(evidence.diff);
-    if (!diff || run.diff_sha256 != diff->digest()) return fail(Errc::verification_failed, at + " is of another diff than the proposal's");
-    if ((held_out_failures(run) == 0) != record->passed) {
+    if (!diff) return fail(Errc::verification_failed, at + ": the proposal's diff does not parse");
+    const BuildStep* step = plan.find(d.step_id);
+    std::set<std::string> approved;
+    if (step && !step->approvals.empty()) approved = admitted_tests(step->approvals, diff->digest(), policy.approvers).tests;
+    const std::optional<Diff> without_tests = oracle_diff(*diff, evidence, policy.oracle, approved);
+    const Diff& tested = without_tests ? *without_tests : *diff;
+    if (run.diff_sha256 != tested.digest()) {
+      return fail(Errc::verification_failed, at + " is of another diff than the proposal's without its test changes");
+    }
+    const int64_t failures = held_out_failures(run, bundle->second.bundle);
+    if ((failures == 0) != record->passed) {
       return fail(Errc::verification_failed, at + " records that the held-out tests " + (record->passed ? "passed" : "did not pass") +
-                                                 ", but its revealed result has " + std::to_string(held_out_failures(run)) + " not passing");
+                                                 ", but its revealed result has " + std::to_string(failures) + " not passing");
     }
     if (options_.rerun) {
-      if (Status st = rerun_held_out(plan, policy.name, d.policy_sha256.str(), facts_of_run, evidence, bundle->second.bundle, run); !st) {
+      if (Status st = rerun_held_out(plan, policy.name, d.policy_sha256.str(), facts_of_run, tested, bundle->second.bundle, run); !st) {
         return std::unexpected(st.error());
       }
     }
@@ -646,7 +656,7 @@ class Replayer {
   };
 
   Result<RerunSite> rerun_site(const std::string& policy_name, const std::string& policy_sha256, const RunFacts& run,
-                               const ProposalEvidence& evidence, const RunResult& expected) {
+                               const Diff& tested, const RunResult& expected) {
     if (!repo_) return fail(Errc::invalid_argument, "--rerun needs --repo");
     // The ledger names the check programs by digest only; their bytes come from the policy
     // of that name here, which must be the very same policy.
@@ -659,15 +669,13 @@ class Replayer {
     const bool with_release = std::count(kernel.begin(), kernel.end(), ' ') >= 2;
     auto runner = runner_for(*policy, with_release);
     if (!runner) return std::unexpected(runner.error());
-    auto diff = Diff::from_json(evidence.diff);
-    if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
     auto base = ObjectId::parse(expected.base_tree.value_or(""));
     if (!base) return fail(Errc::corrupt, "rerun: the recorded run result names no base tree");
     auto parent = ObjectId::parse(run.tip_tree.value_or(base->hex()));
     if (!parent) return fail(Errc::corrupt, "rerun: no parent tree");
     auto parent_tree = repo_->tree(*parent);
     if (!parent_tree) return fail(Errc::not_found, "rerun: tree " + parent->hex() + " is not in the repository");
-    auto files = resolve_diff(*diff, *parent_tree);
+    auto files = resolve_diff(tested, *parent_tree);
     if (!files) return fail(Errc::verification_failed, "rerun: the diff does not apply to its parent: " + files.error().message());
     auto tree = repo_->write_tree(*parent, *files);
     if (!tree) return fail(Errc::io_error, "rerun: " + tree.error().message());
@@ -675,7 +683,7 @@ class Replayer {
       return fail(Errc::verification_failed, "rerun: the diff on its parent gives tree " + tree->hex() +
                                                  ", the run result says it tested " + expected.tree);
     }
-    return RerunSite{*runner, std::move(*diff), *base, *tree};
+    return RerunSite{*runner, tested, *base, *tree};
   }
 
   // Runs `checks` (with `overlay` laid over the tree) again; the result must be the recorded one.
@@ -702,7 +710,9 @@ class Replayer {
                const RunResult& expected) {
     const BuildStep* step = plan.find(step_id);
     if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
-    auto site = rerun_site(policy_name, policy_sha256, run, evidence, expected);
+    auto diff = Diff::from_json(evidence.diff);
+    if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
+    auto site = rerun_site(policy_name, policy_sha256, run, *diff, expected);
     if (!site) return std::unexpected(site.error());
     auto policy = Policy::load(policy_name);
     if (!policy) return std::unexpected(policy.error());
@@ -711,9 +721,8 @@ class Replayer {
 
   // The held-out run again, with the revealed bundle laid where it was.
   Status rerun_held_out(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
-                        const RunFacts& run, const ProposalEvidence& evidence, const HeldOutBundle& bundle,
-                        const RunResult& expected) {
-    auto site = rerun_site(policy_name, policy_sha256, run, evidence, expected);
+                        const RunFacts& run, const Diff& tested, const HeldOutBundle& bundle, const RunResult& expected) {
+    auto site = rerun_site(policy_name, policy_sha256, run, tested, expected);
     if (!site) return std::unexpected(site.error().with_context("the held-out run"));
     std::vector<OverlayFile> overlay;
     for (const HeldOutFile& f : bundle.files) overlay.push_back({held_out_path(bundle, f), f.mode, f.content});

@@ -151,12 +151,18 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   return std::optional<BaseRun>(BaseRun{*tree, std::move(ran->result), rec->seq});
 }
 
+// The proposal's diff without its changes to tests and hooks (oracle_run.h), those its step's
+// approvals admit aside; none when it changes none.
+std::optional<Diff> without_test_changes(const StepContext& ctx, const Proposed& proposed) {
+  return oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle,
+                     admitted_tests(ctx.step.approvals, proposed.diff->digest(), ctx.policy.approvers).tests);
+}
+
 // The oracle run (oracle_run.h): when the proposal adds tests or hooks or changes a test file,
 // its test checks again on its diff without those changes, recorded.
 Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Proposed& proposed, const std::vector<CheckSpec>& checks) {
   if (checks.empty()) return std::optional<OracleRun>();
-  std::optional<Diff> diff = oracle_diff(*proposed.diff, proposed.evidence, ctx.policy.oracle,
-                                        admitted_tests(ctx.step.approvals, proposed.diff->digest(), ctx.policy.approvers).tests);
+  std::optional<Diff> diff = without_test_changes(ctx, proposed);
   if (!diff) return std::optional<OracleRun>();
   auto applied = ctx.workspace.apply(*diff, ctx.head.hex());
   if (!applied) return std::unexpected(stage_error("applying the diff without its new tests: " + applied.error().message()));
@@ -194,7 +200,8 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
 }
 
 // The held-out run (held_out.h): the plan's held-out checks on the proposal's tree with the
-// bundle laid over it. Its result is sealed in the vault, never in the blob store, an event or
+// bundle laid over it — without the proposal's changes to tests and hooks, as in the oracle
+// run: a new test module imported beside the held-out ones could rebind the code they test. Its result is sealed in the vault, never in the blob store, an event or
 // the ledger before the reveal; the held_out_run record commits to it by digest and says
 // whether every held-out test passed, all the executor hears.
 Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& proposed, const AppliedDiff& applied) {
@@ -202,10 +209,17 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
   if (!ctx.held_out || !ctx.vault || ctx.held_out->digest() != spec.sha256) {
     return std::unexpected(stage_error("the plan holds held-out checks, but their bundle " + spec.sha256.str() + " is not open"));
   }
+  const std::optional<Diff> without_tests = without_test_changes(ctx, proposed);
+  ObjectId tree = applied.tree;
+  if (without_tests) {
+    auto stripped = ctx.workspace.apply(*without_tests, ctx.head.hex());
+    if (!stripped) return std::unexpected(stage_error("applying the diff without its test changes: " + stripped.error().message()));
+    tree = stripped->tree;
+  }
   RunRequest request;
   request.base_tree = ctx.start_tree;
-  request.tree = applied.tree;
-  request.diff = &*proposed.diff;
+  request.tree = tree;
+  request.diff = without_tests ? &*without_tests : &*proposed.diff;
   request.checks = spec.checks;
   request.stop = ctx.stop;
   for (const HeldOutFile& f : ctx.held_out->files) request.overlay.push_back({held_out_path(*ctx.held_out, f), f.mode, f.content});
@@ -220,8 +234,8 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
     (void)ctx.vault->note_error(spec.sha256, ran.error().message());
     return std::unexpected(stage_error("runner: the held-out run could not run (why is in the bundle's errors.log, sealed beside the ledger)"));
   }
-  if (ran->result.tree != applied.tree.hex()) {
-    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied.tree.hex()));
+  if (ran->result.tree != tree.hex()) {
+    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + tree.hex()));
   }
   SealedRun sealed{ran->result.deterministic_digest(), ran->result.deterministic_json(), {}};
   for (const Digest& d : ran->result.named_blobs()) {
@@ -236,8 +250,16 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
   record.step_id = ctx.step.id;
   record.attempt = proposed.number;
   record.held_out_sha256 = spec.sha256;
-  record.run_result_sha256 = sealed.run_result_sha256;
-  record.passed = held_out_failures(ran->result) == 0;
+  record.result_commitment = sealed_result_commitment(ctx.held_out->salt, sealed.run_result_sha256);
+  record.passed = held_out_failures(ran->result, *ctx.held_out) == 0;
+  // A check that never reaches where the bundle is laid fails every proposal, the honest one
+  // too; its owner reads why in the vault (the executor hears only that it failed).
+  for (const CheckResult& c : ran->result.checks) {
+    if (!c.tests.empty() && !reports_the_bundle(c, *ctx.held_out)) {
+      (void)ctx.vault->note_error(spec.sha256, "held-out check " + c.name + " reported no test of the bundle (does its command reach " +
+                                                   ctx.held_out->at + "?): it fails every proposal");
+    }
+  }
   auto rec = ctx.rec.record_now(record);
   if (!rec) return std::unexpected(rec.error());
   ctx.rec.emit(RunEventType::tool_output, ctx.index, "runner",

@@ -346,6 +346,11 @@ Status Ledger::create(const std::filesystem::path& dir, const LedgerCreateOption
 Result<Ledger> Ledger::open(const std::filesystem::path& dir, Mode mode, Clock& clock) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
+    // Something else at that path: `ledger init` would fail there too, so it is not offered.
+    if (std::filesystem::exists(dir, ec)) {
+      return fail(Errc::invalid_argument, "no ledger at " + dir.string() + ": it is a file, not a directory (a ledger is a "
+                                          "directory: name one, or a path where `warden ledger init` can make one)");
+    }
     return fail(Errc::not_found, "no ledger at " + dir.string() + ": the directory does not exist (`warden ledger init " +
                                      dir.string() + "` creates one)");
   }

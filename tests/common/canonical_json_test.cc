@@ -65,6 +65,11 @@ TEST(CanonicalJson, ParseRefusesDuplicateKeysBadUtf8AndGarbage) {
   auto garbage = parse_json("{\"a\":", "payload file x.json");
   ASSERT_FALSE(garbage);
   EXPECT_NE(garbage.error().message.find("payload file x.json"), std::string::npos);
+  // A syntax error says where: line and column.
+  auto broken = parse_json("{\n  \"a\": 1,\n}", "config.json");
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("config.json is not valid JSON at line 3, column 1"), std::string::npos)
+      << broken.error().message;
   EXPECT_FALSE(parse_json(""));
   EXPECT_FALSE(parse_json("[1] [2]"));
   // A duplicate after a nested value, and at the top level, where the first is an object.

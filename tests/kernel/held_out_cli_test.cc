@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <chrono>
 #include <string>
 
+#include "kernel/held_out.h"
 #include "tests/kernel/build_fixture.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -64,14 +66,24 @@ class HeldOutCli : public ::testing::Test {
   }
 
   ProcessResult propose(const std::string& name, const std::string& code, std::vector<std::string> extra = {}) {
-    auto patch = repo.patch_file(base, name + ".patch", {{"textnum.py", code}});
+    extra.insert(extra.begin(), {"--held-out-check", "python3 -B -m unittest discover -s held_out -v"});
+    return propose_files(name, {{"textnum.py", code}}, extra);
+  }
+
+  // `files` as one patch on the base, judged by the visible tests and the bundle with `held_out_args`.
+  ProcessResult propose_files(const std::string& name, const std::map<std::string, std::string>& files,
+                              const std::vector<std::string>& held_out_args) {
+    auto patch = repo.patch_file(base, name + ".patch", files);
     std::vector<std::string> argv = {"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--branch",
                                      "warden/" + name, "--ledger", ledger.string(), "--step-timeout", "240", "--json",
-                                     "--check", "python3 -B -m unittest discover -s tests -t . -v",
-                                     "--held-out", held.string(), "--held-out-check", "python3 -B -m unittest discover -s held_out -v"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+                                     "--check", "python3 -B -m unittest discover -s tests -t . -v", "--held-out", held.string()};
+    argv.insert(argv.end(), held_out_args.begin(), held_out_args.end());
     return warden(argv);
   }
+
+  // The bundle laid in the visible test directory, run by the visible test command.
+  const std::vector<std::string> beside_the_tests = {"--held-out-at", "tests/held_out", "--held-out-check",
+                                                     "python3 -B -m unittest discover -s tests -t . -v"};
 
   GitRepoFixture repo;
   std::string base;
@@ -185,6 +197,47 @@ TEST_F(HeldOutCli, WhatTheTestedProgramLeaksStaysSealedAndOutOfTheNextProposalsR
                       "python3 -B -m unittest discover -s tests -t . -v"});
   ASSERT_TRUE(look.exited_with(1)) << describe(look);
   EXPECT_EQ(look.out.find(kMarker), std::string::npos) << look.out;
+}
+
+// A new test package that rebinds the function under test when discovery imports it, before
+// the held-out tests laid in tests/held_out (unittest walks the directory in name order): the
+// held-out run tests the proposal without its test changes, so the memorizing code faces the
+// held-out tests alone.
+TEST_F(HeldOutCli, ANewTestPackageCannotRebindWhatTheHeldOutTestsCall) {
+  write_file(held / "__init__.py", "");
+  auto r = propose_files("rebind",
+                         {{"textnum.py", kMemorizing},
+                          {"tests/a_helpers/__init__.py", "import textnum\ntextnum.to_int = lambda text: int(text)\n"},
+                          {"tests/a_helpers/test_more.py", "import unittest\n\n\nclass More(unittest.TestCase):\n"
+                                                           "    def test_seven(self):\n        self.assertTrue(True)\n"}},
+                         beside_the_tests);
+  ASSERT_TRUE(r.exited_with(1)) << describe(r);
+  EXPECT_EQ(stdout_json(r)["refusal"]["codes"], json::array({"held_out_failed"})) << r.out;
+}
+
+// A held-out check that never reaches the bundle (unittest does not enter a directory without
+// __init__.py) reports the visible tests only: that is no pass, and the owner reads why in the
+// vault. What the ledger commits to for the run is salted: its result's digest is not in it.
+TEST_F(HeldOutCli, ACheckThatNeverRunsTheBundlePassesNothingAndTheRunsDigestIsSalted) {
+  auto r = propose_files("vacuous", {{"textnum.py", kHonest}}, beside_the_tests);
+  ASSERT_TRUE(r.exited_with(1)) << describe(r);
+  EXPECT_EQ(stdout_json(r)["refusal"]["codes"], json::array({"held_out_failed"})) << r.out;
+  const std::string digest = stdout_json(r)["held_out"];
+  const fs::path vault = ledger / "held-out" / digest.substr(7);
+  EXPECT_NE(read_file(vault / "errors.log").find("reported no test of the bundle"), std::string::npos);
+
+  auto reveal = warden({"held-out", "reveal", digest, "--ledger", ledger.string(), "--json"});
+  ASSERT_TRUE(reveal.exited_with(0)) << describe(reveal);
+  const json revealed = stdout_json(reveal)["record"];
+  const auto runs = payloads(ledger_records(ledger), "held_out_run");
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(revealed["runs"].size(), 1u);
+  const auto result = Digest::parse(revealed["runs"][0]["run_result_sha256"].get<std::string>());
+  ASSERT_TRUE(result);
+  EXPECT_NE(runs[0]["result_commitment"], revealed["runs"][0]["run_result_sha256"]);
+  EXPECT_EQ(runs[0]["result_commitment"], kernel::sealed_result_commitment(revealed["salt"].get<std::string>(), *result).str());
+  auto replayed = warden({"replay", ledger.string(), "--json"});
+  EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
 }
 
 // Code that skips the held-out tests it cannot answer is refused: a skip proves nothing.

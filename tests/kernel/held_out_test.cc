@@ -63,6 +63,14 @@ TEST_F(HeldOut, WhatCannotBeABundleIsRefused) {
   auto linked = read_held_out_dir(tmp / "bundle", "held_out", random);
   ASSERT_FALSE(linked);
   EXPECT_NE(linked.error().message.find("not a regular file"), std::string::npos) << linked.error().message;
+  fs::remove(tmp / "bundle" / "link");
+  // A test marked as an expected failure (or skipped) would refuse every proposal, the honest
+  // one too: the owner hears it when sealing, with the line.
+  test::write_file(tmp / "bundle" / "test_xfail.py", "import unittest\n\nclass T(unittest.TestCase):\n    @unittest.expectedFailure\n"
+                                                      "    def test_known_bug(self):\n        self.fail()\n");
+  auto marked = read_held_out_dir(tmp / "bundle", "held_out", random);
+  ASSERT_FALSE(marked);
+  EXPECT_NE(marked.error().message.find("test_xfail.py line 4: "), std::string::npos) << marked.error().message;
 }
 
 TEST_F(HeldOut, TheVaultIsWardensAloneAndHoldsItsBundlesToTheirDigests) {
@@ -141,23 +149,36 @@ TEST_F(HeldOut, ARevealIsHeldToItsCommitmentFileBySaltAndRun) {
 }
 
 TEST(HeldOutFailures, CountsFailingTestsElseFailingChecks) {
+  HeldOutBundle bundle;
+  bundle.files = {{"test_secret.py", 0100644, "x"}, {"data/cases.json", 0100644, "{}"}};
   RunResult run;
   CheckResult with_tests;
   with_tests.verdict = kFailed;
-  with_tests.tests = {{"a", "passed"}, {"b", "failed"}, {"c", "error"}, {"d", "skipped"}};
+  with_tests.tests = {{"test_secret.T.a", "passed"}, {"b", "failed"}, {"c", "error"}, {"d", "skipped"}};
   CheckResult without;
   without.verdict = kFailed;
   CheckResult passing;
   passing.verdict = kPassed;
   run.checks = {with_tests, without, passing};
-  EXPECT_EQ(held_out_failures(run), 4) << "a skipped held-out test (SkipTest for inputs the code does not handle) proves nothing";
+  EXPECT_EQ(held_out_failures(run, bundle), 4) << "a skipped held-out test (SkipTest for inputs the code does not handle) proves nothing";
   run.checks = {passing};
-  EXPECT_EQ(held_out_failures(run), 0);
+  EXPECT_EQ(held_out_failures(run, bundle), 0) << "a check judged by its exit status is taken at its word";
   CheckResult found_none = passing;
   found_none.runs = {CheckRun{}};
   found_none.runs[0].report = "parsed";
   run.checks = {found_none};
-  EXPECT_EQ(held_out_failures(run), 1) << "a check that reports tests and reported none ran nothing of the bundle";
+  EXPECT_EQ(held_out_failures(run, bundle), 1) << "a check that reports tests and reported none ran nothing of the bundle";
+  // A check that reports only tests of other files never reached the bundle.
+  CheckResult elsewhere = found_none;
+  elsewhere.tests = {{"tests.test_visible.T.test_one", "passed"}};
+  run.checks = {elsewhere};
+  EXPECT_EQ(held_out_failures(run, bundle), 1) << "passing visible tests is not passing the held-out ones";
+  for (const char* id : {"held_out/test_secret.py::test_one", "test_secret.T.test_one", "data.cases::case_1", "data/cases::2"}) {
+    CheckResult ran = found_none;
+    ran.tests = {{id, "passed"}};
+    run.checks = {ran};
+    EXPECT_EQ(held_out_failures(run, bundle), 0) << id << " names a bundle file";
+  }
 }
 
 }  // namespace

@@ -105,6 +105,13 @@ TEST_F(BadInput, DuplicateKeysAreRefused) {
 TEST_F(BadInput, PayloadOverTheInitLimitIsRefusedAndTheLimitIsExact) {
   // {"a":"<n chars>"} is 8 + n canonical bytes; the ledger was created with a 64-byte limit.
   expect_payload_refused(R"({"a":")" + std::string(57, 'x') + R"("})", kInvalidInput, {"65 bytes", "limit is 64"});
+  // A file where a ledger directory should be is named as such, not as a missing directory
+  // `ledger init` would create.
+  write_file(tmp_ / "afile", "x");
+  auto file = warden({"ledger", "show", path("afile")});
+  EXPECT_TRUE(file.exited_with(kInvalidInput)) << describe(file);
+  EXPECT_NE(file.err.find("it is a file, not a directory"), std::string::npos) << file.err;
+  EXPECT_EQ(file.err.find("creates one"), std::string::npos) << file.err;
   // A limit no record could fit under is refused when the ledger is made.
   auto zero = warden({"ledger", "init", (tmp_ / "zero").string(), "--max-payload-bytes", "0"});
   EXPECT_TRUE(zero.exited_with(kInvalidInput)) << describe(zero);

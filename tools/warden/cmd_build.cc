@@ -102,6 +102,7 @@ int run(const BuildArgs& a) {
   }
 
   auto sources = make_sources(a.clock);
+  if (target->blueprint && target->blueprint->held_out) warn_logical_held_out(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
   // Close-on-exec before any process starts.
   std::optional<UniqueFd> runner_channel;

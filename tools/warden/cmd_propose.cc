@@ -79,6 +79,7 @@ int run(ProposeArgs a) {
     request.approvals.push_back(std::move(*json));
   }
   auto sources = make_sources(a.clock);
+  if (!a.held_out.empty()) warn_logical_held_out(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
   if (!a.held_out.empty()) {
     // The salt: unguessable (seeded only under --clock logical), so the digest tells nothing

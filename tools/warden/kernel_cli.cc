@@ -32,6 +32,12 @@ std::string default_cache_dir() {
   return "/tmp/warden-cache-" + std::to_string(::getuid());
 }
 
+void warn_logical_held_out(const std::string& clock_kind) {
+  if (clock_kind != "logical") return;
+  std::cerr << "warden: warning: --clock logical draws the held-out salt from a fixed seed, so the bundle's digest "
+               "can be checked against a guessed bundle: use it for golden runs, never for tests that must stay unseen\n";
+}
+
 Result<Sources> make_sources(const std::string& kind) {
   Sources s;
   if (kind == "logical") {

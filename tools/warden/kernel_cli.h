@@ -36,6 +36,9 @@ struct Sources {
 // "system" (wall clock, random ids, the CSPRNG) or "logical" (fixed timestamps, sequential
 // ids, a seeded draw).
 Result<Sources> make_sources(const std::string& kind);
+// Under the logical clock a held-out bundle's salt is drawn from a fixed seed, so its digest
+// can be checked against a guessed bundle: said on stderr, for golden runs only.
+void warn_logical_held_out(const std::string& clock_kind);
 
 // How executors' programs are confined: a sandbox profile (a built-in name, "executor" by
 // default, or a profile file) and whether they get the host's network. Both are recorded.
