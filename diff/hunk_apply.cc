@@ -1,5 +1,7 @@
 #include "diff/hunk_apply.h"
 
+#include "common/canonical_json.h"
+
 namespace warden {
 namespace {
 
@@ -14,6 +16,14 @@ std::vector<std::string_view> split_lines(std::string_view text) {
     at = end;
   }
   return lines;
+}
+
+// A line for a message: JSON-quoted (so a tab or a stray \r shows), at most 80 bytes of it.
+std::string quoted(std::string_view line) {
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  const bool cut = line.size() > 80;
+  const std::string shown = Json(std::string(line.substr(0, 80))).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return cut ? shown + "..." : shown;
 }
 
 }  // namespace
@@ -41,10 +51,15 @@ Checked<std::string> apply_hunks(std::string_view pre_image, const std::vector<H
       bool terminated = !content.empty() && content.back() == '\n';
       if (op != '+') {
         if (old_ended) return refuse(RefusalCode::hunk_mismatch, path, where + " continues after a line with no newline");
-        if (at + old_seen >= pre.size() || pre[at + old_seen] != content) {
+        if (at + old_seen >= pre.size()) {
+          return refuse(RefusalCode::hunk_mismatch, path, where + ": the file ends before line " + std::to_string(at + old_seen + 1) +
+                                                   ", where the hunk expects " + quoted(content));
+        }
+        if (pre[at + old_seen] != content) {
           return refuse(RefusalCode::hunk_mismatch, path, where + ": line " + std::to_string(at + old_seen + 1) +
                                                    " does not match the hunk's " + (op == '-' ? "removed" : "context") +
-                                                   " line");
+                                                   " line: the file has " + quoted(pre[at + old_seen]) + ", the hunk expects " +
+                                                   quoted(content));
         }
         ++old_seen;
         old_ended = !terminated;

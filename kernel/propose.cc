@@ -106,7 +106,7 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
   plan.name = "propose";
   plan.language = policy.language;
   plan.policy = policy.name;
-  plan.branch = r.branch;
+  plan.branch = propose_branch(r);
   plan.allowed_paths = {"**"};
   BuildStep step;
   step.id = !r.step_id.empty() ? r.step_id : !touched.diff_step_id.empty() ? touched.diff_step_id : "propose";
@@ -127,9 +127,15 @@ BuildPlan one_step_plan(const ProposeRequest& r, const Touched& touched, const P
   return plan;
 }
 
+// A branch past the base is a precondition that does not hold (exit 1, as `warden build` says
+// it), the rest about the repository is not found or invalid input.
 Error branch_refusal(const Refusal& r) {
-  Errc code = r.code == RefusalCode::revision_not_found || r.code == RefusalCode::repository_not_found ? Errc::not_found : Errc::invalid_argument;
-  std::string hint = r.code == RefusalCode::branch_moved ? " (propose on top of it with --base, or name another --branch)" : "";
+  Errc code = r.code == RefusalCode::revision_not_found || r.code == RefusalCode::repository_not_found ? Errc::not_found
+              : r.code == RefusalCode::branch_moved                                                    ? Errc::failed_precondition
+                                                                                                        : Errc::invalid_argument;
+  std::string hint = r.code == RefusalCode::branch_moved
+                         ? " (name another --branch, or give none: each proposal then gets a branch of its own)"
+                         : "";
   return Error{code, r.message() + hint};
 }
 
@@ -139,12 +145,13 @@ Status check_branch(const ProposeRequest& r) {
   if (!workspace) return std::unexpected(branch_refusal(workspace.error()));
   auto base = workspace->repo().resolve_commit(r.base);
   if (!base) return std::unexpected(branch_refusal(base.error()));
-  if (auto ok = workspace->check_branch(r.branch, r.base); !ok) return std::unexpected(branch_refusal(ok.error()));
+  const std::string branch = propose_branch(r);
+  if (auto ok = workspace->check_branch(branch, r.base); !ok) return std::unexpected(branch_refusal(ok.error()));
   // check_branch lets a tip whose parent is the base through (it may be this very commit,
   // made again); a second proposal on the same base would be a different commit.
-  if (auto tip = workspace->repo().resolve_commit("refs/heads/" + r.branch); tip && !(*tip == *base)) {
+  if (auto tip = workspace->repo().resolve_commit("refs/heads/" + branch); tip && !(*tip == *base)) {
     return std::unexpected(
-        branch_refusal(Refusal{RefusalCode::branch_moved, r.branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()}));
+        branch_refusal(Refusal{RefusalCode::branch_moved, branch, "the branch is at " + tip->hex() + ", not at the base " + base->hex()}));
   }
   return {};
 }
@@ -161,6 +168,10 @@ Result<std::pair<std::string, std::string>> resolve_base(const ProposeRequest& r
 }
 
 }  // namespace
+
+std::string propose_branch(const ProposeRequest& r) {
+  return r.branch.empty() ? "warden/propose-" + sha256(r.proposal).hex().substr(0, 12) : r.branch;
+}
 
 Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& r) {
   if (!r.ledger.empty()) return r.ledger;

@@ -53,7 +53,9 @@ struct ProposeRequest {
   std::optional<HeldOutBundle> held_out;
   std::vector<CheckSpec> held_out_checks;
   std::filesystem::path ledger;     // empty: <repo>/.git/warden-ledger
-  std::string branch = "warden/propose";
+  // Where the accepted commit goes; empty: propose_branch(), a branch of the proposal's own,
+  // so each proposal on a repository lands beside the others instead of on top of the last.
+  std::string branch;
   std::string step_id;              // empty: the Diff's own step id, else "propose"
   std::optional<int64_t> step_timeout_ms;
   std::string run_id;
@@ -88,6 +90,11 @@ struct ProposeOutcome {
 };
 
 // The ledger a proposal is recorded in: `request.ledger`, else <repo>/.git/warden-ledger.
+// The request's branch, or when none is given "warden/propose-" and the first 12 hex of the
+// SHA-256 of the proposal's bytes: the same proposal again finds its own branch, another gets
+// one of its own.
+std::string propose_branch(const ProposeRequest& r);
+
 Result<std::filesystem::path> propose_ledger_dir(const ProposeRequest& request);
 
 // Everything propose() refuses before it records anything: the proposal is neither a Diff

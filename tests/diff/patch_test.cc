@@ -282,7 +282,11 @@ TEST(HunkApply, IsExactWithNoOffsetOrFuzz) {
   Hunk h{3, 1, 3, 1, {"-c\n", "+C\n"}};
   EXPECT_EQ(*apply_hunks("a\nb\nc\nd\n", {h}, "f"), "a\nb\nC\nd\n");
   // The same change one line lower in the file: git would find it at an offset; Warden refuses.
-  EXPECT_EQ(apply_hunks("a\nb\nx\nc\nd\n", {h}, "f").error().code, RefusalCode::hunk_mismatch);
+  auto lower = apply_hunks("a\nb\nx\nc\nd\n", {h}, "f");
+  ASSERT_FALSE(lower);
+  EXPECT_EQ(lower.error().code, RefusalCode::hunk_mismatch);
+  // The refusal shows both sides of the line that differs.
+  EXPECT_EQ(lower.error().detail, "hunk 1 (@@ -3,1): line 3 does not match the hunk's removed line: the file has \"x\", the hunk expects \"c\"");
   Hunk insert_front{0, 0, 1, 1, {"+first\n"}};
   EXPECT_EQ(*apply_hunks("a\n", {insert_front}, "f"), "first\na\n");
   Hunk past_end{5, 1, 5, 1, {"-z\n", "+Z\n"}};

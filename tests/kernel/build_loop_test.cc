@@ -78,6 +78,7 @@ class BuildLoopTest : public ::testing::Test {
 +    return b + a
 )";
     r.source = "swap.patch";
+    r.branch = "warden/propose";
     r.repo = repo_.repo();
     r.base = base_;
     r.checks = {CheckSpec::shell("check1", "python3 -m unittest")};

@@ -31,7 +31,7 @@ class GitAttributesCli : public ::testing::Test {
 
   ProcessResult propose(const std::filesystem::path& proposal) {
     return warden({"propose", proposal.string(), "--repo", repo.repo().string(), "--base", base, "--check", kCheck, "--cache",
-                   repo.scratch("cache").string()});
+                   repo.scratch("cache").string(), "--branch", "warden/propose"});
   }
 
   GitRepoFixture repo;

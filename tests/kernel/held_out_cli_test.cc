@@ -270,7 +270,7 @@ TEST_F(HeldOutCli, ABundleNeedsItsChecksAndAReadableDirectory) {
   auto patch = repo.patch_file(base, "x.patch", {{"textnum.py", kHonest}});
   auto no_check = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--ledger", ledger.string(),
                           "--check", "true", "--held-out", held.string()});
-  EXPECT_TRUE(no_check.exited_with(3)) << describe(no_check);
+  EXPECT_TRUE(no_check.exited_with(2)) << describe(no_check) << "a missing flag is a usage error";
   EXPECT_NE(no_check.err.find("--held-out needs --held-out-check"), std::string::npos) << no_check.err;
   auto missing = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--ledger", ledger.string(),
                          "--check", "true", "--held-out", (held / "nope").string(), "--held-out-check", "true"});
@@ -425,6 +425,12 @@ TEST_F(HeldOutBuild, AKilledRunIsRevealedAtRecoveryAndOneWhoseBundleIsLostFailsR
   ASSERT_EQ(count(ledger, "commit"), 3u) << build.out() << build.err();
   build.kill(SIGKILL);
   (void)build.wait();
+
+  // Dead, its end not recorded yet: listed with its last status, in a column of the width
+  // that takes, the start time after.
+  auto listed = warden({"runs", "list", ledger.string()});
+  ASSERT_TRUE(listed.exited_with(0)) << describe(listed);
+  EXPECT_NE(listed.out.find("interrupted (running)  20"), std::string::npos) << listed.out;
 
   // The run never ended: its held-out decisions are pending, not failed.
   auto live = warden({"replay", ledger.string(), "--json"});

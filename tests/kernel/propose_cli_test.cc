@@ -30,7 +30,7 @@ class ProposeCliTest : public ::testing::Test {
 
   ProcessResult propose(const std::filesystem::path& proposal, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"propose", proposal.string(), "--repo", repo.repo().string(), "--base", base,
-                                     "--check", kCheck};
+                                     "--check", kCheck, "--branch", "warden/propose"};
     args.insert(args.end(), extra.begin(), extra.end());
     return warden(args);
   }
@@ -117,8 +117,8 @@ TEST_F(ProposeCliTest, DiffJsonOnTopOfAnAcceptedOneAndADangerousOne) {
 
   // On the old base the branch cannot take another commit: refused before anything runs.
   auto moved = propose(first);
-  EXPECT_TRUE(moved.exited_with(kExitInvalidInput)) << describe(moved);
-  EXPECT_NE(moved.err.find("--base"), std::string::npos) << moved.err;
+  EXPECT_TRUE(moved.exited_with(1)) << describe(moved) << "a branch past the base is a precondition, as for build";
+  EXPECT_NE(moved.err.find("name another --branch, or give none"), std::string::npos) << moved.err;
 
   repo.reset_hard(tip);
   repo.write("calc.py", "def add(a, b):\n    return eval(f\"{a} + {b}\")\n");
@@ -149,6 +149,24 @@ TEST_F(ProposeCliTest, DiffJsonOnTopOfAnAcceptedOneAndADangerousOne) {
   expect_ledger_verifies(ledger(), verifier());
 }
 
+// Without --branch, each proposal gets a branch of its own: two in a row on one repository
+// and one base are both accepted, each on its branch, into the one ledger.
+TEST_F(ProposeCliTest, TwoProposalsInARowEachGetABranchOfTheirOwn) {
+  auto mul = patch("mul.patch", {{"calc.py", "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"}});
+  auto sub = patch("sub.patch", {{"calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"}});
+  std::vector<std::string> branches;
+  for (const auto& p : {mul, sub}) {
+    auto r = warden({"propose", p.string(), "--repo", repo.repo().string(), "--base", base, "--check", kCheck, "--json"});
+    ASSERT_TRUE(r.exited_with(0)) << describe(r);
+    branches.push_back(stdout_json(r)["branch"]);
+  }
+  EXPECT_NE(branches[0], branches[1]);
+  for (const std::string& b : branches) {
+    EXPECT_TRUE(b.starts_with("refs/heads/warden/propose-")) << b;
+    EXPECT_EQ(repo.git_line({"rev-parse", b + "^"}), base) << b;
+  }
+}
+
 TEST_F(ProposeCliTest, BadInputRecordsNothing) {
   std::filesystem::path garbage = repo.scratch("garbage.txt");
   write_file(garbage, "this is neither a diff nor a patch\n");
@@ -158,7 +176,7 @@ TEST_F(ProposeCliTest, BadInputRecordsNothing) {
 
   auto good = patch("p.patch", {{"calc.py", "def add(a, b):\n    return b + a\n"}});
   auto no_check = warden({"propose", good.string(), "--repo", repo.repo().string(), "--base", base});
-  EXPECT_TRUE(no_check.exited_with(kExitInvalidInput)) << describe(no_check);
+  EXPECT_TRUE(no_check.exited_with(2)) << describe(no_check) << "nothing to judge by is a missing flag: a usage error";
   auto no_base = warden({"propose", good.string(), "--repo", repo.repo().string(), "--base", "no-such-branch", "--check", kCheck});
   EXPECT_TRUE(no_base.exited_with(kExitNotFound)) << describe(no_base);
   EXPECT_FALSE(std::filesystem::exists(ledger()));

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <random>
+#include <algorithm>
 #include <string>
 
 #include "tests/kernel/build_fixture.h"
@@ -63,6 +64,7 @@ class ProposeReasonsTest : public ::testing::Test {
     std::vector<std::string> args = {"propose", proposal.string(), "--repo", repo.repo().string(), "--base", base,
                                      "--check", check};
     args.insert(args.end(), extra.begin(), extra.end());
+    if (std::find(extra.begin(), extra.end(), "--branch") == extra.end()) args.insert(args.end(), {"--branch", "warden/propose"});
     return warden(args);
   }
 

@@ -18,7 +18,7 @@ namespace warden::cli {
 namespace {
 
 struct ProposeArgs {
-  std::string patch, repo, base, policy, ledger, key, branch = "warden/propose", step_id, clock = "system", cache, run_id;
+  std::string patch, repo, base, policy, ledger, key, branch, step_id, clock = "system", cache, run_id;
   std::vector<std::string> checks, reports, oracle, approvers, approvals, held_out_checks;
   std::string held_out, held_out_at = "held_out";
   double step_timeout_s = 0;
@@ -56,6 +56,16 @@ int run(ProposeArgs a) {
   request.source = a.patch;
   request.repo = a.repo;
   request.base = a.base;
+  // Flags that leave nothing to judge the proposal, or give half of a pair, are usage errors
+  // (exit 2); what the kernel refuses about their values is invalid input (3).
+  if (a.checks.empty() && a.policy.empty()) {
+    return report_error(Error{Errc::invalid_argument, "nothing would judge the proposal: give --check 'CMD' or --policy"}, a.json, kUsage);
+  }
+  if (a.held_out.empty() != a.held_out_checks.empty()) {
+    return report_error(Error{Errc::invalid_argument, a.held_out.empty() ? "--held-out-check needs --held-out DIR: the bundle it runs"
+                                                                         : "--held-out needs --held-out-check 'CMD': the checks that run the bundle"},
+                        a.json, kUsage);
+  }
   auto checks = command_checks(a.checks, a.reports, "check");
   if (!checks) return report_error(checks.error(), a.json);
   request.checks = std::move(*checks);
@@ -193,7 +203,9 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--key", a->key,
                   "Signer key file (default: the ledger's LEDGER/signer.key, generated with a new ledger; a new ledger "
                   "keeps a copy of a given key there, and LEDGER/signer.pub either way)");
-  cmd->add_option("--branch", a->branch, "Branch the accepted commit goes on (new, or at --base)")->capture_default_str();
+  cmd->add_option("--branch", a->branch,
+                  "Branch the accepted commit goes on (new, or at --base; default warden/propose-<12 hex of the "
+                  "proposal's SHA-256>: each proposal gets its own)");
   cmd->add_option("--step-id", a->step_id, "The step's id (default: a Diff's own step_id, else \"propose\")");
   cmd->add_option("--clock", a->clock, "system, or logical (fixed timestamps and sequential ids)")
       ->check(CLI::IsMember({"system", "logical"}));

@@ -36,18 +36,22 @@ int run_list(const RunsArgs& a) {
     std::cout << "no runs in " << a.ledger << "\n";
     return kOk;
   }
-  size_t id_width = 6;
-  for (const auto& e : *runs) id_width = std::max(id_width, e.run_id.size());
+  // Columns as wide as their widest value ("interrupted (running)"), two spaces apart.
+  auto status_of = [](const kernel::RunEntry& e) { return e.phase.empty() ? e.status : e.status + " (" + e.phase + ")"; };
+  size_t id_width = 6, status_width = 6;
+  for (const auto& e : *runs) {
+    id_width = std::max(id_width, e.run_id.size());
+    status_width = std::max(status_width, status_of(e).size());
+  }
   auto row = [&](std::string_view id, std::string_view kind, std::string_view status, std::string_view started,
                  std::string_view steps) {
-    std::cout << std::left << std::setw(static_cast<int>(id_width) + 2) << id << std::setw(10) << kind << std::setw(13)
-              << status << std::setw(22) << started << steps;
+    std::cout << std::left << std::setw(static_cast<int>(id_width) + 2) << id << std::setw(10) << kind
+              << std::setw(static_cast<int>(status_width) + 2) << status << std::setw(22) << started << steps;
   };
   row("RUN", "KIND", "STATUS", "STARTED (UTC)", "STEPS");
   std::cout << "\n";
   for (const auto& e : *runs) {
-    std::string status = e.phase.empty() ? e.status : e.status + " (" + e.phase + ")";
-    row(e.run_id, e.kind, status, utc(e.started_ms), steps(e));
+    row(e.run_id, e.kind, status_of(e), utc(e.started_ms), steps(e));
     if (!e.detail.empty()) std::cout << "  " << e.detail;
     std::cout << "\n";
   }
