@@ -414,6 +414,20 @@ TEST_F(HeldOutBuild, ACommandExecutorReachesNothingOfTheBundle) {
   EXPECT_EQ(built.out.find("FOUND"), std::string::npos) << built.out;
 }
 
+// What a person reads: each run's line says which run it is, a held-out run says only whether
+// it passed, and an acceptance says which checks it did not hold against the proposal.
+TEST_F(HeldOutBuild, EachRunLineSaysWhichRunItIs) {
+  auto built = warden({"build", blueprint.string(), "--out", (dir.path() / "out").string()});
+  ASSERT_TRUE(built.exited_with(0)) << describe(built);
+  for (const char* line : {"s1, base run: tests=failed", "s1 attempt 1: accepted (not held against it: tests=failed",
+                           "s3 attempt 1, held-out run: did not pass", "s3 attempt 1: refused: held_out_failed",
+                           "s3 attempt 2, held-out run: passed", "s5 attempt 1, oracle run (its test changes left out): tests=passed",
+                           "held-out   sha256:"}) {
+    EXPECT_NE(built.out.find(line), std::string::npos) << line << "\n" << built.out;
+  }
+  EXPECT_EQ(built.out.find("attempt 0"), std::string::npos) << built.out;
+}
+
 TEST_F(HeldOutBuild, AKilledRunIsRevealedAtRecoveryAndOneWhoseBundleIsLostFailsReplay) {
   const fs::path out = dir.path() / "out", ledger = out / "ledger";
   Child build = Child::spawn({warden_binary(), "build", hanging_blueprint().string(), "--out", out.string(), "--run-id", "hangs"});

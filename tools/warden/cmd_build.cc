@@ -145,6 +145,7 @@ int run(const BuildArgs& a) {
   session.stop = cancel.token();
   session.host_independent = a.clock == "logical";
   if (!a.json) session.on_working = working_lines();
+  BuildProgress progress;
   session.on_event = [&](const kernel::RunEvent& ev) {
     if (ev.type == kernel::RunEventType::run_started && !registration) {
       if (auto r = kernel::RunRegistration::create(ledger, ev.run_id)) registration.emplace(std::move(*r));
@@ -157,7 +158,7 @@ int run(const BuildArgs& a) {
       }
       print_build_header(header);
     }
-    print_build_event(ev, a.json);
+    print_build_event(ev, a.json, progress);
   };
   auto summary = target->plan ? kernel::run_plan(*target->plan, *plan_policy, options, session, **proposer)
                               : kernel::run_build(*target->blueprint, options, session, **proposer);

@@ -143,9 +143,12 @@ int run(ProposeArgs a) {
                 << b.value("reason", "") << std::endl;
     }
     if (!a.json && ev.type == kernel::RunEventType::tool_output && ev.data.contains("checks")) {
-      std::cout << "  checks:";
+      std::cout << "  " << run_label(ev.data) << ":";
       for (const auto& [name, verdict] : ev.data["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();
       std::cout << std::endl;
+    }
+    if (!a.json && ev.type == kernel::RunEventType::tool_output && ev.data.value("held_out_run", false)) {
+      std::cout << "  held-out run: " << (ev.data.value("passed", false) ? "passed" : "did not pass") << std::endl;
     }
   };
   auto outcome = kernel::propose(request, session);

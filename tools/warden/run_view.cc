@@ -32,7 +32,14 @@ void print_build_header(const BuildHeader& h) {
   std::cout << "\n  repository " << h.repository << "\n  ledger     " << h.ledger << std::endl;
 }
 
-void print_build_progress(const kernel::RunEvent& ev) {
+std::string run_label(const Json& d) {
+  if (d.contains("base_tree")) return "base run";
+  if (d.value("oracle_run", false)) return "oracle run (its test changes left out)";
+  if (d.value("held_out_run", false)) return "held-out run";
+  return "proposal";
+}
+
+void print_build_progress(const kernel::RunEvent& ev, BuildProgress& progress) {
   using kernel::RunEventType;
   const Json& d = ev.data;
   switch (ev.type) {
@@ -53,6 +60,14 @@ void print_build_progress(const kernel::RunEvent& ev) {
         std::cout << "      " << d.value("step_id", "") << " attempt " << d.value("attempt", 0) << ": ";
         if (d.value("accepted", false)) {
           std::cout << "accepted";
+          // Accepted with a check that did not pass: a reporting check that ran no tests while
+          // the project has none yet, or a check the plan does not require.
+          const auto& not_passed = progress.not_passed[d.value("step_id", "") + "#" + std::to_string(d.value("attempt", 0))];
+          if (!not_passed.empty()) {
+            std::cout << " (not held against it:";
+            for (const std::string& c : not_passed) std::cout << " " << c;
+            std::cout << " — no tests yet in a project being built, or not required)";
+          }
         } else {
           std::cout << "refused:";
           for (const auto& r : d.value("reasons", Json::array())) std::cout << " " << r.get<std::string>();
@@ -63,9 +78,20 @@ void print_build_progress(const kernel::RunEvent& ev) {
         std::cout << "      warning: the cached base checkout of tree " << b.value("tree", "") << " was discarded and rebuilt: "
                   << b.value("reason", "") << std::endl;
       } else if (d.contains("checks")) {
-        std::cout << "      " << d.value("step_id", "") << " attempt " << d.value("attempt", 0) << " checks:";
-        for (const auto& [name, verdict] : d["checks"].items()) std::cout << " " << name << "=" << verdict.get<std::string>();
+        const std::string label = run_label(d);
+        std::cout << "      " << d.value("step_id", "");
+        if (label != "base run") std::cout << " attempt " << d.value("attempt", 0);
+        std::cout << ", " << label << ":";
+        std::vector<std::string> not_passed;
+        for (const auto& [name, verdict] : d["checks"].items()) {
+          std::cout << " " << name << "=" << verdict.get<std::string>();
+          if (verdict != "passed") not_passed.push_back(name + "=" + verdict.get<std::string>());
+        }
         std::cout << std::endl;
+        if (label == "proposal") progress.not_passed[d.value("step_id", "") + "#" + std::to_string(d.value("attempt", 0))] = not_passed;
+      } else if (d.value("held_out_run", false)) {
+        std::cout << "      " << d.value("step_id", "") << " attempt " << d.value("attempt", 0) << ", held-out run: "
+                  << (d.value("passed", false) ? "passed" : "did not pass") << std::endl;
       }
       break;
     case RunEventType::replan_triggered:
@@ -99,11 +125,11 @@ void print_build_progress(const kernel::RunEvent& ev) {
   }
 }
 
-void print_build_event(const kernel::RunEvent& event, bool json) {
+void print_build_event(const kernel::RunEvent& event, bool json, BuildProgress& progress) {
   if (json) {
     print_event(kernel::stream_event_json(event));
   } else {
-    print_build_progress(event);
+    print_build_progress(event, progress);
   }
 }
 

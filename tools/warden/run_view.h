@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/canonical_json.h"
 #include "kernel/run_lifecycle.h"
@@ -33,13 +35,23 @@ struct BuildHeader {
 };
 void print_build_header(const BuildHeader& header);
 
-// One line per thing that happened in a build (steps started, verdicts, checks, replans,
-// watchdog and cancellation); nothing for the other events.
-void print_build_progress(const kernel::RunEvent& event);
+// Which run a runner event's data is about, for people: "base run", "proposal", "oracle run
+// (its test changes left out)" or "held-out run".
+std::string run_label(const Json& data);
+
+// What a build's progress lines remember between events: the checks each proposal's run did
+// not pass, so an acceptance says which of them were not held against it. One per build.
+struct BuildProgress {
+  std::map<std::string, std::vector<std::string>> not_passed;  // by "step#attempt"
+};
+
+// One line per thing that happened in a build (steps started, verdicts, each run's checks
+// labelled by which run it is, replans, watchdog and cancellation); nothing for the others.
+void print_build_progress(const kernel::RunEvent& event, BuildProgress& progress);
 
 // A build's event in its stream: with `json` the event line (kernel/event_stream.h), else the
 // progress line(s).
-void print_build_event(const kernel::RunEvent& event, bool json);
+void print_build_event(const kernel::RunEvent& event, bool json, BuildProgress& progress);
 
 // The summary after a build: `summary` is BuildSummary::to_json() (the --json result line
 // without "type"); `repository` and `ledger` say where they are.

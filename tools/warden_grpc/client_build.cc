@@ -106,6 +106,7 @@ int run(const BuildArgs& a) {
     watch.set_run_id(run_id);
     auto reader = kernel->WatchRun(&context, watch);
     v1::RunEvent message;
+    cli::BuildProgress progress;
     while (reader->Read(&message)) {
       auto event = event_from_proto(message);
       if (!event) {
@@ -118,7 +119,7 @@ int run(const BuildArgs& a) {
           const std::string executor = a.executor == "remote" ? "remote:" + a.label : a.executor;
           cli::print_build_header({name, run_id, executor, std::nullopt, repository, ledger});
         }
-        cli::print_build_event(*event, a.json);
+        cli::print_build_event(*event, a.json, progress);
       });
     }
     if (grpc::Status st = reader->Finish(); !st.ok()) return report_status(st, a.json);
