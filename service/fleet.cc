@@ -126,7 +126,8 @@ void Fleet::stop() {
   // Joined outside mu_ (the loop takes it); only stop() joins, and start() refuses once
   // stopping_ is set.
   if (loop_.joinable()) loop_.join();
-  if (ready_.exchange(false) && on_ready_) on_ready_(false, "the fleet loop stopped");
+  // Not ready, and nothing failed: no reason, so a clean stop logs no failure.
+  if (ready_.exchange(false) && on_ready_) on_ready_(false, "");
 }
 
 Status Fleet::tick() {

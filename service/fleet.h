@@ -82,7 +82,8 @@ class Fleet {
  public:
   // Opens the store and makes the supervisor; start() starts the loop. `on_ready` is called
   // from the loop whenever readiness changes (true after the first tick that reached the
-  // store and whose `after_tick` succeeded), with the reason when it is false.
+  // store and whose `after_tick` succeeded), with the reason when it is false because something
+  // failed (empty when stop() ends the loop).
   static Result<std::unique_ptr<Fleet>> open(const FleetOptions& options, Clock& clock, RandomSource& random,
                                              std::function<void(bool ready, const std::string& why)> on_ready);
   // Starts the loop (once). `after_tick`, if given, runs on the loop's thread after each pass

@@ -179,6 +179,7 @@ TEST_F(Serve, ThePrivateSocketServesOneServerAndSigtermRemovesIt) {
   ProcessResult stopped = stop(server);
   EXPECT_TRUE(stopped.exited_with(0)) << describe(stopped);
   EXPECT_NE(stopped.err.find("SIGTERM"), std::string::npos) << describe(stopped);
+  EXPECT_EQ(stopped.err.find("failed"), std::string::npos) << "a clean stop logs no failure: " << describe(stopped);
   EXPECT_FALSE(fs::exists(socket));
 }
 
