@@ -363,6 +363,60 @@ TEST_F(GoldenHeldOut, AHeldOutRunSaidToPassFailsAtItsDecision) {
   EXPECT_NE(report["problem"]["message"].get<std::string>().find("revealed result"), std::string::npos) << report.dump();
 }
 
+// The bundle published while the run still proposes: its reveal put in place of an event just
+// before the second proposal's held-out run. That proposal could have been fitted to the
+// tests, so its decision fails, though every digest holds.
+TEST_F(GoldenHeldOut, ADecisionAfterItsBundlesRevealFailsAtTheDecision) {
+  auto records = read_records(golden());
+  const size_t reveal = index_of(records, "held_out_reveal");
+  ASSERT_LT(reveal, records.size());
+  std::vector<size_t> runs;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].kind == "held_out_run") runs.push_back(i);
+  }
+  ASSERT_GE(runs.size(), 2u);
+  size_t event = runs[1];
+  while (event > runs[0] && records[event].kind != "run_event") --event;
+  ASSERT_GT(event, runs[0]) << "no event between the first two held-out runs";
+  std::swap(records[event].kind, records[reveal].kind);
+  std::swap(records[event].payload, records[reveal].payload);
+  auto decision = std::find_if(records.begin(), records.end(), [&](const RecordLine& r) {
+    return r.kind == "decision" && r.payload.value("held_out_run_seq", uint64_t{0}) == records[runs[1]].seq;
+  });
+  ASSERT_NE(decision, records.end());
+  Json report = replay_forged(records, blobs_of(golden()));
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), decision->seq) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("after its reveal"), std::string::npos) << report.dump();
+}
+
+// A commit of a build that ran no held-out checks, made to claim some (its intent and record
+// both name a bundle): replay fails at the intent, and no receipt is signed for it.
+TEST(GoldenCommitClaims, HeldOutChecksItsDecisionNeverRanAreRefused) {
+  auto records = read_records(kGolden / "calculator");
+  const Json claim = sha256("a bundle no run used").str();
+  size_t intent = records.size();
+  std::string commit;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if ((records[i].kind == "commit_intent" || records[i].kind == "commit") && commit.empty()) {
+      if (records[i].kind == "commit_intent") intent = i;
+      records[i].payload["held_out_sha256"] = claim;
+      if (records[i].kind == "commit") commit = records[i].payload["commit"].get<std::string>();
+    }
+  }
+  ASSERT_LT(intent, records.size());
+  ASSERT_FALSE(commit.empty());
+  TempDir tmp;
+  write_signed_ledger(tmp / "forged", records, blobs_of(kGolden / "calculator"));
+  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", (kGolden / "verifier.key").string(), "--json"});
+  ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  Json report = test::stdout_json(replayed);
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), records[intent].seq) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find("held_out_sha256"), std::string::npos) << report.dump();
+  auto receipt = warden({"receipt", commit, "--ledger", (tmp / "forged").string(), "--key", (kGolden / "signer.key").string()});
+  EXPECT_TRUE(receipt.exited_with(1)) << describe(receipt);
+  EXPECT_NE(receipt.err.find("other held-out checks"), std::string::npos) << describe(receipt);
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, Golden, ::testing::ValuesIn(goldens()),
                          [](const auto& info) {
                            std::string name = info.param;

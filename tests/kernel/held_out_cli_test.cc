@@ -128,6 +128,28 @@ TEST_F(HeldOutCli, AMemorizingChangeIsRefusedHearingOnlyACountAndTheHonestOneAcc
   EXPECT_NE(everything_but_the_vault(ledger).find(kMarker), std::string::npos) << "revealed: the bundle is in the ledger now";
 }
 
+// A crash between the reveal record and the vault's "revealed" marker: the next proposal with
+// the same tests must not be judged by the bundle everyone can now read. It gets a fresh salt,
+// so a fresh digest, and replay verifies the first bundle's decision and waits on the second.
+TEST_F(HeldOutCli, ABundleRevealedInTheLedgerIsNotReusedThoughTheVaultMissedIt) {
+  auto cheat = propose("cheat", kMemorizing);
+  ASSERT_TRUE(cheat.exited_with(1)) << describe(cheat);
+  const std::string first = stdout_json(cheat)["held_out"];
+  ASSERT_TRUE(warden({"held-out", "reveal", first, "--ledger", ledger.string()}).exited_with(0));
+  const fs::path marker = ledger / "held-out" / first.substr(7) / "revealed";
+  ASSERT_TRUE(fs::exists(marker));
+  fs::remove(marker);
+
+  auto honest = propose("honest", kHonest);
+  ASSERT_TRUE(honest.exited_with(0)) << describe(honest);
+  EXPECT_NE(stdout_json(honest)["held_out"], first) << "a revealed bundle judged another proposal";
+  auto replayed = warden({"replay", ledger.string(), "--json"});
+  EXPECT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  EXPECT_EQ(stdout_json(replayed)["ok"], true) << replayed.out;
+  EXPECT_EQ(stdout_json(replayed)["revealed"], 1) << replayed.out;
+  EXPECT_EQ(stdout_json(replayed)["pending_reveal"], 1) << replayed.out;
+}
+
 // The vault is evidence until the reveal: a refused proposal's sealed run that goes missing
 // (lost, or removed so no one sees the failure) leaves replay unable to agree with the ledger,
 // and a sealed run swapped for another proposal's (a pass passed off for a failure) is refused

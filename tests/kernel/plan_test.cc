@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "kernel/plan_generate.h"
+#include "kernel/replan.h"
 #include "kernel/plan_verify.h"
 
 namespace warden::kernel {
@@ -207,6 +208,22 @@ BuildPlan valid_plan() {
   p.invariants = {"no_import_cycles"};
   p.verification_checkpoints = {{"final", {"s1", "s2"}, {"tests"}, {"all_functions_have_tests"}}};
   return p;
+}
+
+// An executor's replacement plan keeps the held-out checks, and they judge every step of it:
+// renaming the judged steps would otherwise leave them judging nothing.
+TEST(PlanReplace, KeepsTheHeldOutChecksJudgingEveryStep) {
+  BuildPlan current = valid_plan();
+  current.held_out = HeldOutSpec{sha256("bundle"), "held_out", {CheckSpec::shell("held", "true")}, HeldOutReveal::at_run_end,
+                                 {current.steps.back().id}};
+  BuildPlan replacement = valid_plan();
+  replacement.held_out.reset();
+  for (BuildStep& s : replacement.steps) s.id += "-renamed";
+  keep_kernel_fields(current, replacement);
+  ASSERT_TRUE(replacement.held_out);
+  EXPECT_EQ(replacement.held_out->sha256, current.held_out->sha256);
+  EXPECT_TRUE(replacement.held_out->steps.empty());
+  for (const BuildStep& s : replacement.steps) EXPECT_TRUE(replacement.held_out->judges(s.id)) << s.id;
 }
 
 TEST(PlanVerify, ValidPlanHasNoReasons) { EXPECT_TRUE(verify_plan(valid_plan(), python_policy()).empty()); }
