@@ -1,7 +1,10 @@
 """The Python client against a real `warden serve` (python3 -m unittest, run by ctest).
 
-Environment: WARDEN_BUILD_DIR (where warden and warden-grpc are built; its clients/python is
-on PYTHONPATH), WARDEN_SOURCE_DIR (the examples).
+Environment: WARDEN_BUILD_DIR (where warden-grpc is built), WARDEN_SOURCE_DIR (the examples),
+WARDEN_CLIENT_EXPECTED_DIR (optional: the directory the warden_client under test must come from).
+CTest runs these tests twice: service.python_client_unittest with clients/python on PYTHONPATH,
+service.python_client_installed with the package pip installed into a fresh virtualenv
+(clients/python/tests/installed-test).
 """
 
 import json
@@ -14,12 +17,23 @@ import tempfile
 import time
 import unittest
 
+import warden_client
 from warden_client import Executor, Kernel, errors
 
 BUILD = os.environ["WARDEN_BUILD_DIR"]
 SOURCE = os.environ["WARDEN_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SOURCE, "examples", "calculator"))
 import agent_grpc  # noqa: E402  (the example executor itself)
+
+
+class TestPackage(unittest.TestCase):
+    def test_the_package_under_test_is_the_expected_one(self):
+        expected = os.environ.get("WARDEN_CLIENT_EXPECTED_DIR")
+        if not expected:
+            self.skipTest("WARDEN_CLIENT_EXPECTED_DIR is not set")
+        where = os.path.realpath(warden_client.__file__)
+        self.assertTrue(where.startswith(os.path.realpath(expected) + os.sep),
+                        f"warden_client imported from {where}, not from under {expected}")
 
 
 class Served(unittest.TestCase):

@@ -4,8 +4,8 @@
     with Kernel("/var/lib/warden/warden.sock") as kernel:
         print(kernel.health(), kernel.checkpoint().root)
 
-The gRPC client code (warden_client._gen) is generated from proto/warden.proto when Warden is
-built (CMake target python_client); nothing comes from another package registry.
+Install it with `pip install ./clients/python` (clients/python/README.md). The gRPC client code
+(warden_client._gen) is generated from proto/ by clients/python/regenerate and committed.
 """
 
 from warden_client.errors import WardenError  # noqa: F401

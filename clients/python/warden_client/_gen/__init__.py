@@ -1,0 +1,1 @@
+"""gRPC code generated from proto/ by clients/python/regenerate: do not edit."""
