@@ -361,6 +361,9 @@ def run_file(source, build, name, keep):
     except SnippetError as e:
         print(e, flush=True)
         ok = False
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"{name}: could not copy the repository: {e}", flush=True)
+        ok = False
     finally:
         if session is not None:
             for problem in session.close():
