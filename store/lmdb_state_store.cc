@@ -59,6 +59,7 @@ class Reader {
   }
   bool ok_at_end() const { return ok_ && in_.empty(); }
   bool ok() const { return ok_; }
+  bool at_end() const { return in_.empty(); }
 
  private:
   std::string_view take(size_t n) {
@@ -130,6 +131,7 @@ std::string encode_task(const TaskRow& t) {
   w.u64(t.token);
   w.str(t.agent);
   w.i64(t.expires_ms);
+  w.i64(t.task.enqueued_ms);
   return w.bytes();
 }
 
@@ -145,6 +147,9 @@ Result<TaskRow> decode_task(std::string_view key, std::string_view bytes) {
   t.token = r.u64();
   t.agent = r.str();
   t.expires_ms = r.i64();
+  // A row written before tasks carried enqueued_ms ends here (same format byte): it reads 0,
+  // so a store made by an older build opens, and expire() counts its tasks as oldest.
+  if (r.ok() && !r.at_end()) t.task.enqueued_ms = r.i64();
   if (!r.ok_at_end() || t.task.id != key || attempts > std::numeric_limits<uint32_t>::max()) {
     return fail(Errc::corrupt, "task record \"" + std::string(key) + "\" does not decode: the state store is damaged");
   }
@@ -294,15 +299,20 @@ Result<std::optional<std::string>> take_ready(lmdb::Txn& txn, const Dbis& d, con
   }
 }
 
-// The task `ref` names, if `ref` is its live claim at now_ms; the refusal otherwise.
 // What `done` keeps of an ack: the claim that made it, so only that claim's retry is answered ok.
 std::string ack_mark(const ClaimRef& ref) { return ref.agent_id + " " + std::to_string(ref.token); }
+// What `done` keeps of an expired task: ids hold no space, so no ack_mark() equals it.
+constexpr std::string_view kExpiredMark = "expired";
+
+// The task `ref` names, if `ref` is its live claim at now_ms; the refusal otherwise.
 
 Result<TaskRow> held_claim(lmdb::Txn& txn, const Dbis& d, const ClaimRef& ref, int64_t now_ms) {
   auto row = load_task(txn, d, ref.task_id);
   if (!row) return std::unexpected(row.error());
   const std::string task = "task \"" + ref.task_id + "\"";
-  if (!*row) return fail(Errc::not_found, task + " is not in the queue (acknowledged already, or never enqueued)");
+  if (!*row) {
+    return fail(Errc::not_found, task + " is not in the queue (acknowledged or expired already, or never enqueued)");
+  }
   TaskRow& t = **row;
   if (t.token == 0) {
     return fail(Errc::failed_precondition,
@@ -353,6 +363,8 @@ class LmdbStateStore final : public StateStore {
   Status release(const ClaimRef& ref, int64_t now_ms) override;
   Result<int64_t> renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) override;
   Result<uint64_t> queue_length() override;
+  Result<std::vector<Task>> expire(std::string_view kind_prefix, int64_t enqueued_before_ms, int64_t now_ms,
+                                   size_t max) override;
 
   Result<uint64_t> append(std::string_view bytes) override;
   Result<std::vector<Event>> read(uint64_t from_seq, uint64_t max) override;
@@ -477,7 +489,11 @@ Status LmdbStateStore::enqueue(const Task& task) {
     if (*existing) return fail(Errc::already_exists, "task \"" + task.id + "\" is already in the queue");
     auto acked = lookup(txn, dbis_.done, task.id);
     if (!acked) return std::unexpected(acked.error());
-    if (*acked) return fail(Errc::already_exists, "task \"" + task.id + "\" was acknowledged already: a task id is done once");
+    if (*acked) {
+      const bool expired = **acked == kExpiredMark;
+      return fail(Errc::already_exists, "task \"" + task.id + "\" was " + (expired ? "expired" : "acknowledged") +
+                                            " already: a task id is done once");
+    }
     auto seq = next_counter(txn, dbis_, "next_task_seq");
     if (!seq) return std::unexpected(seq.error());
     TaskRow row{task, *seq, 0, 0, {}, 0};
@@ -581,6 +597,45 @@ Result<uint64_t> LmdbStateStore::queue_length() {
     MDB_stat stat{};
     if (int rc = mdb_stat(txn.get(), dbis_.tasks, &stat); rc != 0) return std::unexpected(lmdb::error(rc, "counting tasks"));
     return uint64_t{stat.ms_entries};
+  });
+}
+
+Result<std::vector<Task>> LmdbStateStore::expire(std::string_view kind_prefix, int64_t enqueued_before_ms,
+                                                 int64_t now_ms, size_t max) {
+  if (max == 0) return fail(Errc::invalid_argument, "expire: max must be at least 1");
+  return in_write_txn(env_, [&](lmdb::Txn& txn) -> Result<std::vector<Task>> {
+    // After this every task under an expired claim is in `ready`, in its place, and every
+    // lease left is live: `ready` in key order is the candidates in queue order.
+    if (Status st = requeue_expired(txn, dbis_, now_ms); !st) return std::unexpected(st.error());
+    std::vector<Task> removed;
+    auto cursor = lmdb::Cursor::open(txn, dbis_.ready);
+    if (!cursor) return std::unexpected(cursor.error());
+    MDB_val k{}, v{};
+    // MDB_NEXT after mdb_cursor_del reads the entry that followed the deleted one: LMDB
+    // leaves a cursor on its successor and does not advance it again.
+    for (MDB_cursor_op op = MDB_FIRST; removed.size() < max; op = MDB_NEXT) {
+      auto found = cursor->get(k, v, op);
+      if (!found) return std::unexpected(found.error());
+      if (!*found) break;
+      Reader r(lmdb::view(v));
+      std::string id = r.str();
+      std::string kind = r.str();
+      if (!r.ok_at_end()) return std::unexpected(damaged("a ready index entry"));
+      if (!kind.starts_with(kind_prefix)) continue;
+      auto row = load_task(txn, dbis_, id);
+      if (!row) return std::unexpected(row.error());
+      if (!*row) return std::unexpected(damaged("ready index names missing task \"" + id + "\""));
+      if ((*row)->task.enqueued_ms >= enqueued_before_ms) continue;
+      if (int rc = mdb_cursor_del(cursor->get(), 0); rc != 0) {
+        return std::unexpected(lmdb::error(rc, "taking an expired task"));
+      }
+      if (Status st = erase(txn, dbis_.tasks, id, "removing an expired task"); !st) return std::unexpected(st.error());
+      if (Status st = txn.put(dbis_.done, id, kExpiredMark, 0, "marking a task expired"); !st) {
+        return std::unexpected(st.error());
+      }
+      removed.push_back(std::move((*row)->task));
+    }
+    return removed;
   });
 }
 

@@ -20,7 +20,8 @@
 //
 // Layout (named LMDB databases; integers big-endian so byte order is numeric order):
 //   agents     agent id -> AgentRecord
-//   tasks      task id -> the task, its enqueue seq, attempts and current claim (token 0: none)
+//   tasks      task id -> the task, its enqueue seq, attempts, current claim (token 0: none)
+//              and enqueued_ms (appended last; a row written before it had none and reads 0)
 //   ready      (priority descending, enqueue seq) -> task id, kind: the unclaimed tasks, so
 //              a claim takes the first entry (or the first whose kind matches) without a scan
 //   leases     (expires_ms, token) -> task id: the claimed tasks by expiry. A claim first
@@ -32,7 +33,8 @@
 //   meta       "next_task_seq", "next_claim_token" -> u64; "retired:<agent id>" -> the last
 //              version of a removed agent (its next incarnation goes on from there)
 //   done       acknowledged task id -> "agent token" of the claim that acked it (a task id is
-//              done once; the same claim's retried ack is answered ok)
+//              done once; the same claim's retried ack is answered ok); expired task id ->
+//              "expired" (no space, so no claim's "agent token" equals it)
 #pragma once
 
 #include <cstddef>

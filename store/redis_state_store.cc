@@ -58,8 +58,9 @@ std::optional<int64_t> parse_time_key(std::string_view s) {
 // Each returns an array of strings: "ok" and the results, or a refusal code and its
 // details. A script checks everything before its first write, so a refusal changed nothing.
 
-// Shared by ack, release and renew. ARGV[1..3]: agent, token, now (time key).
-constexpr std::string_view kHeldPrelude = R"lua(
+// Shared by the scripts that compare times or queue places. Byte by byte, not with '<':
+// Lua compares strings with strcoll, and Redis sets the collation from its locale.
+constexpr std::string_view kBeforePrelude = R"lua(
 local function before(a, b)  -- a < b, for equal-width hex strings, byte by byte
   for i = 1, #a do
     local x, y = string.byte(a, i), string.byte(b, i)
@@ -67,6 +68,11 @@ local function before(a, b)  -- a < b, for equal-width hex strings, byte by byte
   end
   return false
 end
+)lua";
+
+// Shared by ack, release and renew; needs kBeforePrelude. ARGV[1..3]: agent, token, now
+// (time key).
+constexpr std::string_view kHeldPrelude = R"lua(
 -- The task's claim fields (token, agent, expires, lease, ready) if ARGV names its live claim.
 local function held(key)
   local t = redis.call('HMGET', key, 'token', 'agent', 'expires', 'lease', 'ready')
@@ -136,20 +142,22 @@ return out
 )lua";
 
 // KEYS: task hash, ready set, seq counter, done hash. ARGV: priority rank (hex), priority, kind,
-// payload, id.
+// payload, id, enqueued (time key). Returns "ok", or "done" and the id's done mark.
 constexpr std::string_view kEnqueue = R"lua(
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'already_exists'} end
-if redis.call('HEXISTS', KEYS[4], ARGV[5]) == 1 then return {'done'} end
+local mark = redis.call('HGET', KEYS[4], ARGV[5])
+if mark then return {'done', mark} end
 local member = ARGV[1] .. string.format('%016x', redis.call('INCR', KEYS[3])) .. ARGV[5]
 redis.call('HSET', KEYS[1], 'priority', ARGV[2], 'kind', ARGV[3], 'payload', ARGV[4],
-           'attempts', '0', 'ready', member, 'token', '0')
+           'attempts', '0', 'ready', member, 'token', '0', 'enqueued', ARGV[6])
 redis.call('ZADD', KEYS[2], 0, member)
 return {'ok'}
 )lua";
 
 // KEYS: ready set, leases set, token counter. ARGV: task key prefix, the ZRANGEBYLEX bound
 // of expired leases, agent, expiry (time key), then the kinds to take (none: any).
-// Returns "ok", id, priority, kind, payload, token, attempt; or "none".
+// Returns "ok", id, priority, kind, payload, token, attempt, enqueued (time key; '' for a task
+// written before tasks carried it); or "none".
 constexpr std::string_view kClaim = R"lua(
 local expired = redis.call('ZRANGEBYLEX', KEYS[2], '-', ARGV[2])
 local back = {}
@@ -183,7 +191,7 @@ while not member do
   start = start + 64
 end
 if not member then return {'none'} end
-local row = redis.call('HMGET', key, 'priority', 'kind', 'payload')
+local row = redis.call('HMGET', key, 'priority', 'kind', 'payload', 'enqueued')
 if not row[1] then return {'corrupt', 'the ready set names missing task "' .. string.sub(member, 33) .. '"'} end
 local n = redis.call('INCR', KEYS[3])
 local token = string.format('%d', n)
@@ -192,7 +200,7 @@ local attempt = redis.call('HINCRBY', key, 'attempts', 1)
 redis.call('ZREM', KEYS[1], member)
 redis.call('ZADD', KEYS[2], 0, lease)
 redis.call('HSET', key, 'token', token, 'agent', ARGV[3], 'expires', ARGV[4], 'lease', lease)
-return {'ok', string.sub(member, 33), row[1], row[2], row[3], token, string.format('%d', attempt)}
+return {'ok', string.sub(member, 33), row[1], row[2], row[3], token, string.format('%d', attempt), row[4] or ''}
 )lua";
 
 // Shared by ack and ack_and_put; ARGV[1..4]: agent, token, now, task id. Removes the task
@@ -254,6 +262,74 @@ redis.call('HSET', KEYS[1], 'expires', ARGV[4], 'lease', lease)
 return {'ok'}
 )lua";
 
+// KEYS: ready set, leases set, done hash. ARGV: task key prefix, the ZRANGEBYLEX bound of
+// expired leases, kind prefix, enqueued before (time key), max. Needs kBeforePrelude.
+// Candidates are the ready tasks and those under an expired lease (which keep their ready
+// member, their place in the queue); live leases are never looked at. Reads and decides
+// everything first, then removes, marking each id done with 'expired' (kExpiredMark).
+// Returns "ok", then per removed task in queue order: id, priority, kind, payload, enqueued
+// (time key, '' if the task has none).
+constexpr std::string_view kExpire = R"lua(
+local prefix, kind_prefix, bound, max = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5])
+-- A task written before tasks carried 'enqueued' counts as enqueued at 0: time_key(0).
+local function old(enqueued) return before(enqueued or '8000000000000000', bound) end
+local function matches(kind) return string.sub(kind, 1, #kind_prefix) == kind_prefix end
+local function place_before(a, b) return before(string.sub(a.member, 1, 32), string.sub(b.member, 1, 32)) end
+-- Under expired leases, sorted by queue place.
+local leased = {}
+for _, lease in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], '-', ARGV[2])) do
+  local id = string.sub(lease, 33)
+  local t = redis.call('HMGET', prefix .. id, 'ready', 'kind', 'enqueued')
+  if not t[1] then return {'corrupt', 'a lease names missing task "' .. id .. '"'} end
+  if matches(t[2]) and old(t[3]) then leased[#leased + 1] = {member = t[1], id = id, lease = lease} end
+end
+table.sort(leased, place_before)
+-- Ready ones, in queue order, until max of them match.
+local ready = {}
+local start = 0
+while #ready < max do
+  local batch = redis.call('ZRANGE', KEYS[1], start, start + 63)
+  if #batch == 0 then break end
+  for _, m in ipairs(batch) do
+    local id = string.sub(m, 33)
+    local t = redis.call('HMGET', prefix .. id, 'kind', 'enqueued')
+    if not t[1] then return {'corrupt', 'the ready set names missing task "' .. id .. '"'} end
+    if matches(t[1]) and old(t[2]) then
+      ready[#ready + 1] = {member = m, id = id}
+      if #ready >= max then break end
+    end
+  end
+  start = start + 64
+end
+-- The first max of both lists, merged in queue order.
+local chosen = {}
+local i, j = 1, 1
+while #chosen < max and (i <= #leased or j <= #ready) do
+  if j > #ready or (i <= #leased and place_before(leased[i], ready[j])) then
+    chosen[#chosen + 1] = leased[i]
+    i = i + 1
+  else
+    chosen[#chosen + 1] = ready[j]
+    j = j + 1
+  end
+end
+local out = {'ok'}
+for _, c in ipairs(chosen) do
+  local t = redis.call('HMGET', prefix .. c.id, 'priority', 'kind', 'payload', 'enqueued')
+  out[#out + 1] = c.id
+  out[#out + 1] = t[1]
+  out[#out + 1] = t[2]
+  out[#out + 1] = t[3]
+  out[#out + 1] = t[4] or ''
+end
+for _, c in ipairs(chosen) do
+  if c.lease then redis.call('ZREM', KEYS[2], c.lease) else redis.call('ZREM', KEYS[1], c.member) end
+  redis.call('DEL', prefix .. c.id)
+  redis.call('HSET', KEYS[3], c.id, 'expired')
+end
+return out
+)lua";
+
 // KEYS: ready set, leases set.
 constexpr std::string_view kQueueLength = R"lua(
 return {'ok', string.format('%d', redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]))}
@@ -275,7 +351,7 @@ return {'ok'}
 )lua";
 
 enum class ScriptId { put_agent, remove_agent, list_agents, enqueue, claim, ack, ack_and_put, release, renew,
-                      queue_length, append, set_position, count };
+                      queue_length, expire, append, set_position, count };
 
 std::string script_body(ScriptId id) {
   switch (id) {
@@ -284,12 +360,15 @@ std::string script_body(ScriptId id) {
     case ScriptId::list_agents: return std::string(kListAgents);
     case ScriptId::enqueue: return std::string(kEnqueue);
     case ScriptId::claim: return std::string(kClaim);
-    case ScriptId::ack: return std::string(kHeldPrelude) + std::string(kAckPrelude) + std::string(kAck);
+    case ScriptId::ack:
+      return std::string(kBeforePrelude) + std::string(kHeldPrelude) + std::string(kAckPrelude) + std::string(kAck);
     case ScriptId::ack_and_put:
-      return std::string(kHeldPrelude) + std::string(kAckPrelude) + std::string(kWriteAgentPrelude) + std::string(kAckAndPut);
-    case ScriptId::release: return std::string(kHeldPrelude) + std::string(kRelease);
-    case ScriptId::renew: return std::string(kHeldPrelude) + std::string(kRenew);
+      return std::string(kBeforePrelude) + std::string(kHeldPrelude) + std::string(kAckPrelude) +
+             std::string(kWriteAgentPrelude) + std::string(kAckAndPut);
+    case ScriptId::release: return std::string(kBeforePrelude) + std::string(kHeldPrelude) + std::string(kRelease);
+    case ScriptId::renew: return std::string(kBeforePrelude) + std::string(kHeldPrelude) + std::string(kRenew);
     case ScriptId::queue_length: return std::string(kQueueLength);
+    case ScriptId::expire: return std::string(kBeforePrelude) + std::string(kExpire);
     case ScriptId::append: return std::string(kAppend);
     case ScriptId::set_position: return std::string(kSetPosition);
     case ScriptId::count: break;
@@ -448,6 +527,17 @@ class AgentFields {
   std::vector<std::string> label_fields_;
 };
 
+// A task hash's 'enqueued' field as a script returns it: '' for a task written before tasks
+// carried it, which reads as enqueued at 0.
+std::optional<int64_t> parse_enqueued(std::string_view s) {
+  if (s.empty()) return int64_t{0};
+  return parse_time_key(s);
+}
+
+// What the done hash keeps of an expired task: ids hold no space, so no ack's "agent token"
+// equals it, and no ack is answered as a retry.
+constexpr std::string_view kExpiredMark = "expired";
+
 // The ready set's rank of a priority: higher priorities first.
 std::string priority_rank(int64_t priority) { return hex16(~ordered(priority)); }
 
@@ -457,7 +547,9 @@ std::string priority_rank(int64_t priority) { return hex16(~ordered(priority)); 
 Error claim_refused(const ClaimRef& ref, int64_t now_ms, const std::vector<std::string>& r) {
   const std::string task = "task \"" + ref.task_id + "\"";
   const std::string detail = r.size() > 1 ? r[1] : "";
-  if (r[0] == "not_found") return Error{Errc::not_found, task + " is not in the queue (acknowledged already, or never enqueued)"};
+  if (r[0] == "not_found") {
+    return Error{Errc::not_found, task + " is not in the queue (acknowledged or expired already, or never enqueued)"};
+  }
   if (r[0] == "not_claimed") {
     return Error{Errc::failed_precondition,
                  task + " is not claimed: its claim expired or was released, and it waits in the queue"};
@@ -511,6 +603,8 @@ class RedisStateStore final : public StateStore {
   Status release(const ClaimRef& ref, int64_t now_ms) override;
   Result<int64_t> renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) override;
   Result<uint64_t> queue_length() override;
+  Result<std::vector<Task>> expire(std::string_view kind_prefix, int64_t enqueued_before_ms, int64_t now_ms,
+                                   size_t max) override;
 
   Result<uint64_t> append(std::string_view bytes) override;
   Result<std::vector<Event>> read(uint64_t from_seq, uint64_t max) override;
@@ -729,13 +823,16 @@ Status RedisStateStore::enqueue(const Task& task) {
   if (Status st = check_task(task); !st) return st;
   const std::string key = task_prefix_ + task.id;
   const std::string rank = priority_rank(task.priority), priority = std::to_string(task.priority);
-  auto r = run(ScriptId::enqueue, {key, ready_, next_task_seq_, done_}, {rank, priority, task.kind, task.payload, task.id},
-               Idempotent::no, "enqueue");
+  const std::string enqueued = time_key(task.enqueued_ms);
+  auto r = run(ScriptId::enqueue, {key, ready_, next_task_seq_, done_},
+               {rank, priority, task.kind, task.payload, task.id, enqueued}, Idempotent::no, "enqueue");
   if (!r) return std::unexpected(r.error());
   if ((*r)[0] == "ok") return {};
   if ((*r)[0] == "already_exists") return fail(Errc::already_exists, "task \"" + task.id + "\" is already in the queue");
-  if ((*r)[0] == "done") {
-    return fail(Errc::already_exists, "task \"" + task.id + "\" was acknowledged already: a task id is done once");
+  if ((*r)[0] == "done" && r->size() == 2) {
+    const bool expired = (*r)[1] == kExpiredMark;
+    return fail(Errc::already_exists, "task \"" + task.id + "\" was " + (expired ? "expired" : "acknowledged") +
+                                          " already: a task id is done once");
   }
   return std::unexpected(damaged("an unexpected answer \"" + (*r)[0] + "\" enqueueing task \"" + task.id + "\""));
 }
@@ -753,13 +850,16 @@ Result<std::optional<Claim>> RedisStateStore::claim(std::string_view agent_id, i
   auto r = run(ScriptId::claim, {ready_, leases_, next_token_}, args, Idempotent::no, "claim");
   if (!r) return std::unexpected(r.error());
   if ((*r)[0] == "none") return std::optional<Claim>();
-  if ((*r)[0] != "ok" || r->size() != 7) return std::unexpected(damaged("an unexpected answer to a claim"));
+  if ((*r)[0] != "ok" || r->size() != 8) return std::unexpected(damaged("an unexpected answer to a claim"));
   auto priority = parse_number<int64_t>((*r)[2]);
   auto token = parse_number<uint64_t>((*r)[5]);
   auto attempt = parse_number<uint32_t>((*r)[6]);
-  if (!priority || !token || !attempt) return std::unexpected(damaged("task \"" + (*r)[1] + "\" does not decode"));
-  Claim c{Task{std::move((*r)[1]), *priority, std::move((*r)[3]), std::move((*r)[4])}, std::string(agent_id), *token,
-          *attempt, *expires};
+  auto enqueued = parse_enqueued((*r)[7]);
+  if (!priority || !token || !attempt || !enqueued) {
+    return std::unexpected(damaged("task \"" + (*r)[1] + "\" does not decode"));
+  }
+  Claim c{Task{std::move((*r)[1]), *priority, std::move((*r)[3]), std::move((*r)[4]), *enqueued}, std::string(agent_id),
+          *token, *attempt, *expires};
   return std::optional<Claim>(std::move(c));
 }
 
@@ -820,6 +920,29 @@ Result<uint64_t> RedisStateStore::queue_length() {
   auto n = r->size() == 2 ? parse_number<uint64_t>((*r)[1]) : std::nullopt;
   if (!n) return std::unexpected(damaged("the queue length"));
   return *n;
+}
+
+Result<std::vector<Task>> RedisStateStore::expire(std::string_view kind_prefix, int64_t enqueued_before_ms,
+                                                  int64_t now_ms, size_t max) {
+  if (max == 0) return fail(Errc::invalid_argument, "expire: max must be at least 1");
+  // Leases whose expiry is <= now_ms, as claim() bounds them; now_ms + 1 overflows only at
+  // the largest int64, where every lease has expired: '+' (no upper bound) then.
+  const std::string expired_bound =
+      now_ms == std::numeric_limits<int64_t>::max() ? std::string("+") : "(" + time_key(now_ms + 1);
+  const std::string before = time_key(enqueued_before_ms), count = std::to_string(max);
+  auto r = run(ScriptId::expire, {ready_, leases_, done_}, {task_prefix_, expired_bound, kind_prefix, before, count},
+               Idempotent::no, "expire");
+  if (!r) return std::unexpected(r.error());
+  if ((*r)[0] != "ok" || (r->size() - 1) % 5 != 0) return std::unexpected(damaged("an unexpected answer to expire"));
+  std::vector<Task> removed;
+  removed.reserve((r->size() - 1) / 5);
+  for (size_t i = 1; i < r->size(); i += 5) {
+    auto priority = parse_number<int64_t>((*r)[i + 1]);
+    auto enqueued = parse_enqueued((*r)[i + 4]);
+    if (!priority || !enqueued) return std::unexpected(damaged("expired task \"" + (*r)[i] + "\" does not decode"));
+    removed.push_back(Task{std::move((*r)[i]), *priority, std::move((*r)[i + 2]), std::move((*r)[i + 3]), *enqueued});
+  }
+  return removed;
 }
 
 // ---- The event stream ----

@@ -42,7 +42,9 @@
 //   P agents          sorted set of agent ids (all scored 0, so in byte order: list_agents)
 //   P agent:<id>      hash: role, state, version, heartbeat_ms, details, label:<name>...
 //   P task:<id>       hash: priority, kind, payload, attempts, ready (its member of P ready),
-//                     and, while claimed, token, agent, expires (hex, below), lease
+//                     enqueued (enqueued_ms as hex, below; absent in a task written before
+//                     it existed, which reads 0), and, while claimed, token, agent, expires
+//                     (hex, below), lease
 //   P ready           sorted set of unclaimed tasks, all scored 0 and ordered by member:
 //                     hex16(~ordered(priority)) hex16(enqueue seq) task id. Scores are
 //                     doubles, exact to 53 bits only; priorities are int64 and the FIFO
@@ -58,7 +60,8 @@
 //   P positions       hash: consumer -> seq
 //   P retired         hash: removed agent id -> its last version (the next incarnation goes on)
 //   P done            hash: acknowledged task id -> "agent token" of the claim that acked it
-//                     (a task id is done once; the same claim's retried ack is answered ok)
+//                     (a task id is done once; the same claim's retried ack is answered ok);
+//                     expired task id -> "expired" (no space: no claim's "agent token")
 // ordered(x) maps int64 onto uint64 preserving order (x XOR 2^63). The layout uses keys a
 // script computes (P task:<id>) beside the ones it declares: standalone Redis (or one
 // Sentinel-managed primary), not Redis Cluster.

@@ -15,10 +15,11 @@
 // an error changed nothing.
 //
 // Errors (Errc):
-//   invalid_argument     an empty id, a non-positive timeout, a position past the stream's end
+//   invalid_argument     an empty id, a non-positive timeout, a position past the stream's end,
+//                        expire with max 0
 //   not_found            the named agent or task is not there (remove_agent, ack, release, renew)
 //   already_exists       put_agent with expected_version 0 on an agent that exists; enqueue of a
-//                        task id that is still in the queue
+//                        task id that is still in the queue, or was acknowledged or expired
 //   failed_precondition  the stored version differs from expected_version; a claim that is no
 //                        longer this caller's (another claim took the task, or it expired)
 //   corrupt              a stored record does not decode: stop and discard the store
@@ -59,6 +60,10 @@ struct Task {
   int64_t priority = 0;
   std::string kind;     // what sort of agent may take it; ClaimFilter matches on it
   std::string payload;  // opaque bytes
+  // When it was enqueued, by the caller's clock (the store reads none): expire() judges age
+  // by it. Stored with the task and returned by claim(). Last, so Task{id, priority, kind,
+  // payload} still compiles (and leaves it 0).
+  int64_t enqueued_ms = 0;
 
   bool operator==(const Task&) const = default;
 };
@@ -134,10 +139,10 @@ class StateStore {
   // ---- The task queue ----
 
   // Adds a task, ready to claim. A task id still in the queue (ready or claimed), or one
-  // acknowledged before, is refused with already_exists and the queue is unchanged: a
-  // submitter that retries after a lost reply may treat already_exists as success, and a task
-  // id is done at most once (the store remembers every acknowledged id), so a retried submit
-  // can never run a decided task again.
+  // acknowledged or expired before, is refused with already_exists and the queue is
+  // unchanged: a submitter that retries after a lost reply may treat already_exists as
+  // success, and a task id is done at most once (the store remembers every acknowledged and
+  // expired id), so a retried submit can never run a decided task again.
   virtual Status enqueue(const Task& task) = 0;
   // Atomically leases the highest-priority, then oldest, task that matches `filter` and is
   // either unclaimed or held by a claim that expired (expires_ms <= now_ms) to `agent_id`
@@ -167,6 +172,18 @@ class StateStore {
   virtual Result<int64_t> renew(const ClaimRef& ref, int64_t now_ms, int64_t visibility_timeout_ms) = 0;
   // Tasks in the queue, claimed or not.
   virtual Result<uint64_t> queue_length() = 0;
+  // Removes, unrun, up to `max` tasks whose kind begins with `kind_prefix` (empty: any kind),
+  // that were enqueued before `enqueued_before_ms` (Task::enqueued_ms < it), and that no live
+  // claim holds at now_ms (a claim that expired by now_ms, expires_ms <= now_ms, counts as
+  // none): the tasks of a server that is gone, which nobody will take. Returns the removed
+  // tasks in queue order (the order claim() would take them). Each removed id is remembered as
+  // done, as an ack remembers it, so a retried enqueue of it is refused (already_exists), and
+  // any claim that held it gets not_found from ack, release and renew (no claim acked it, so
+  // no ack is answered as a retry). A live claim's task is never removed: its ack works as
+  // before. max 0 is invalid_argument. One transaction; its cost grows with the number of
+  // tasks in the queue (it may scan them all).
+  virtual Result<std::vector<Task>> expire(std::string_view kind_prefix, int64_t enqueued_before_ms, int64_t now_ms,
+                                           size_t max) = 0;
 
   // ---- The event stream ----
 

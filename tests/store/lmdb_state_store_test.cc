@@ -1,6 +1,11 @@
 // LmdbStateStore against the conformance suite, each test in its own temp directory.
 #include "store/lmdb_state_store.h"
 
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "common/lmdb.h"
 
 #include "tests/store/state_store_conformance.h"
@@ -29,6 +34,20 @@ INSTANTIATE_TEST_SUITE_P(Lmdb, StateStoreConformance,
                          testing::Values(ConformanceBacking{"synced", &make_synced},
                                          ConformanceBacking{"unsynced", &make_unsynced}),
                          conformance_name);
+
+// Opens the store's files with no store on them and runs `edit` on database `db` in one
+// write transaction: how these tests write what a damaged disk or an older build left.
+void edit_raw(const std::filesystem::path& dir, const char* db, const std::function<void(lmdb::Txn&, MDB_dbi)>& edit) {
+  auto env = lmdb::Env::open(dir, 0, size_t{1} << 30, 8);
+  ASSERT_TRUE(env) << env.error().message;
+  auto txn = lmdb::Txn::begin(*env, false);
+  ASSERT_TRUE(txn);
+  auto dbi = txn->open_db(db, 0);
+  ASSERT_TRUE(dbi);
+  edit(*txn, *dbi);
+  if (testing::Test::HasFatalFailure()) return;
+  ASSERT_TRUE(txn->commit());
+}
 
 TEST(LmdbStateStore, OpenRefusesAFileWhereTheDirectoryShouldBe) {
   warden::test::TempDir dir;
@@ -59,16 +78,10 @@ TEST(LmdbStateStore, ADamagedAgentRecordLeavesAnAckAndPutsAckStanding) {
     ASSERT_TRUE(c && c->has_value());
     ref = (*c)->ref();
   }
-  {
-    auto env = lmdb::Env::open(dir / "state", 0, size_t{1} << 30, 8);
-    ASSERT_TRUE(env) << env.error().message;
-    auto txn = lmdb::Txn::begin(*env, false);
-    ASSERT_TRUE(txn);
-    auto agents = txn->open_db("agents", 0);
-    ASSERT_TRUE(agents);
-    ASSERT_TRUE(txn->put(*agents, "a", "not an agent record", 0, "damaging the record"));
-    ASSERT_TRUE(txn->commit());
-  }
+  edit_raw(dir / "state", "agents", [](lmdb::Txn& txn, MDB_dbi agents) {
+    ASSERT_TRUE(txn.put(agents, "a", "not an agent record", 0, "damaging the record"));
+  });
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
   auto store = open_lmdb_state_store(dir / "state");
   ASSERT_TRUE(store) << store.error().message;
   AgentRecord idle{.id = "a", .role = "runner", .labels = {}, .state = "idle", .version = 0, .last_heartbeat_ms = 1,
@@ -81,6 +94,42 @@ TEST(LmdbStateStore, ADamagedAgentRecordLeavesAnAckAndPutsAckStanding) {
   auto read = (*store)->get_agent("a");
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error().code, Errc::corrupt);
+}
+
+// A task row written before tasks carried enqueued_ms is the same encoding without its last
+// eight bytes: it must still decode (as enqueued at 0), so an existing store opens and its
+// queue keeps working. Made here by cutting those bytes off a row the store wrote.
+TEST(LmdbStateStore, ATaskRowWrittenWithoutAnEnqueueTimeReadsZero) {
+  warden::test::TempDir dir;
+  {
+    auto store = open_lmdb_state_store(dir / "state");
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->enqueue(Task{"claimed", 0, "runner.s", "p", 77}));
+    ASSERT_TRUE((*store)->enqueue(Task{"waiting", 0, "runner.s", "q", 77}));
+  }
+  edit_raw(dir / "state", "tasks", [](lmdb::Txn& txn, MDB_dbi tasks) {
+    for (const char* id : {"claimed", "waiting"}) {
+      auto row = txn.get(tasks, id);
+      ASSERT_TRUE(row) << row.error().message;
+      ASSERT_GT(row->size(), 8u);
+      const std::string old(row->substr(0, row->size() - 8));
+      ASSERT_TRUE(txn.put(tasks, id, old, 0, "writing an old-format row"));
+    }
+  });
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  auto store = open_lmdb_state_store(dir / "state");
+  ASSERT_TRUE(store) << store.error().message;
+  auto c = (*store)->claim("a", 0, 10, ClaimFilter{});
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->has_value());
+  EXPECT_EQ((*c)->task, (Task{"claimed", 0, "runner.s", "p", 0}));
+  auto removed = (*store)->expire("runner.", 1, 5, 10);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_EQ(*removed, (std::vector<Task>{{"waiting", 0, "runner.s", "q", 0}}));
+  // The claim rewrote its row in the new format, still read as 0.
+  auto lapsed = (*store)->expire("runner.", 1, 10, 10);
+  ASSERT_TRUE(lapsed) << lapsed.error().message;
+  EXPECT_EQ(*lapsed, (std::vector<Task>{{"claimed", 0, "runner.s", "p", 0}}));
 }
 
 }  // namespace

@@ -35,10 +35,12 @@ namespace {
 
 using warden::test::RedisServer;
 
-// Runs one command on a fresh connection; for the tests' own bookkeeping.
-void command(const RedisAddress& address, const std::vector<std::string>& args) {
+// Runs one command on a fresh connection, for the tests' own bookkeeping; its integer reply
+// (nullopt for any other).
+std::optional<long long> command(const RedisAddress& address, const std::vector<std::string>& args) {
   redisContext* c = redisConnectUnix(address.path.c_str());
-  if (c == nullptr) return;
+  if (c == nullptr) return std::nullopt;
+  std::optional<long long> out;
   if (c->err == 0) {
     std::vector<const char*> argv;
     std::vector<size_t> lens;
@@ -46,10 +48,18 @@ void command(const RedisAddress& address, const std::vector<std::string>& args) 
       argv.push_back(a.c_str());
       lens.push_back(a.size());
     }
-    void* reply = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+    void* sent = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+    auto* reply = static_cast<redisReply*>(sent);
+    if (reply != nullptr && reply->type == REDIS_REPLY_INTEGER) out = reply->integer;
     if (reply != nullptr) freeReplyObject(reply);
   }
   redisFree(c);
+  return out;
+}
+
+// How many keys live under `prefix`.
+std::optional<long long> keys_under(const RedisAddress& address, const std::string& prefix) {
+  return command(address, {"EVAL", "return #redis.call('KEYS', ARGV[1] .. '*')", "0", prefix});
 }
 
 // The server every test of this process shares (each under its own prefix), started on
@@ -134,14 +144,28 @@ AgentRecord agent(std::string id, std::string state) {
   return r;
 }
 
-std::unique_ptr<StateStore> open_shared(std::string_view what) {
+// A store on the shared server under a fresh prefix, with what a test needs to look at its
+// keys directly.
+struct Prefixed {
+  RedisAddress address;
+  std::string prefix;
+  std::unique_ptr<StateStore> store;  // null if it could not be opened (the test has failed)
+};
+
+Prefixed open_prefixed(std::string_view what) {
+  Prefixed p;
   auto address = shared_address();
   EXPECT_TRUE(address) << address.error().message;
-  if (!address) return nullptr;
-  auto store = open_redis_state_store(*address, RedisStateStoreOptions{.key_prefix = fresh_prefix(what)});
+  if (!address) return p;
+  p.address = *address;
+  p.prefix = fresh_prefix(what);
+  auto store = open_redis_state_store(p.address, RedisStateStoreOptions{.key_prefix = p.prefix});
   EXPECT_TRUE(store) << store.error().message;
-  return store ? std::move(*store) : nullptr;
+  if (store) p.store = std::move(*store);
+  return p;
 }
+
+std::unique_ptr<StateStore> open_shared(std::string_view what) { return open_prefixed(what).store; }
 
 // ---- A server that goes away under a live store ----
 
@@ -316,6 +340,62 @@ TEST(RedisStateStore, LeaseTimesBeyondADoublesPrecisionAreExact) {
   ASSERT_FALSE(late);
   EXPECT_EQ(late.error().code, Errc::failed_precondition);
   ASSERT_TRUE(store->ack((*back)->ref(), kMax - 1));
+}
+
+// The fleet calls expire every few seconds for as long as it runs: what it removes must
+// leave no key behind, only its id in the one done hash.
+TEST(RedisStateStore, ExpiringTasksLeavesNoKeysBehind) {
+  Prefixed p = open_prefixed("expire-keys");
+  ASSERT_TRUE(p.store);
+  StateStore& store = *p.store;
+  // The counters and the done hash exist once anything was enqueued, claimed and acked.
+  ASSERT_TRUE(store.enqueue(Task{"warm-up", 0, "build", "", 0}));
+  auto c = store.claim("a", 0, 10, {});
+  ASSERT_TRUE(c && c->has_value());
+  ASSERT_TRUE(store.ack((*c)->ref(), 1));
+  auto before = keys_under(p.address, p.prefix);
+  ASSERT_TRUE(before);
+  EXPECT_EQ(*before, 3) << "next_task_seq, next_token, done";
+
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(store.enqueue(Task{"t" + std::to_string(i), i % 4, "runner.gone", "p", i}));
+  }
+  // Some of them claimed by a server that then went away: their leases expire.
+  for (int i = 0; i < 10; ++i) {
+    auto claimed = store.claim("gone", 0, 50, {});
+    ASSERT_TRUE(claimed && claimed->has_value());
+  }
+  auto removed = store.expire("runner.gone", 100, 50, 1000);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_EQ(removed->size(), 100u);
+  EXPECT_EQ(store.queue_length().value(), 0u);
+  auto after = keys_under(p.address, p.prefix);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, *before) << "no task hash, ready or leases set left";
+  auto done = command(p.address, {"HLEN", p.prefix + "done"});
+  ASSERT_TRUE(done);
+  EXPECT_EQ(*done, 101);
+}
+
+// A task hash written before tasks carried 'enqueued' has no such field: it reads as
+// enqueued at 0, so a fleet's existing queue keeps working and expires as the oldest.
+TEST(RedisStateStore, ATaskWrittenWithoutAnEnqueueTimeReadsZero) {
+  Prefixed p = open_prefixed("old-task");
+  ASSERT_TRUE(p.store);
+  StateStore& store = *p.store;
+  ASSERT_TRUE(store.enqueue(Task{"claimed", 0, "runner.s", "p", 77}));
+  ASSERT_TRUE(store.enqueue(Task{"waiting", 0, "runner.s", "q", 77}));
+  ASSERT_EQ(command(p.address, {"HDEL", p.prefix + "task:claimed", "enqueued"}), 1);
+  ASSERT_EQ(command(p.address, {"HDEL", p.prefix + "task:waiting", "enqueued"}), 1);
+  auto c = store.claim("a", 0, 10, {});
+  ASSERT_TRUE(c && c->has_value());
+  EXPECT_EQ((*c)->task, (Task{"claimed", 0, "runner.s", "p", 0}));
+  auto removed = store.expire("runner.", 1, 5, 10);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_EQ(*removed, (std::vector<Task>{{"waiting", 0, "runner.s", "q", 0}}));
+  auto lapsed = store.expire("runner.", 1, 10, 10);
+  ASSERT_TRUE(lapsed) << lapsed.error().message;
+  EXPECT_EQ(*lapsed, (std::vector<Task>{{"claimed", 0, "runner.s", "p", 0}}));
 }
 
 TEST(RedisStateStore, PrefixesKeepStoresApart) {

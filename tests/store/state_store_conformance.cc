@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -243,7 +244,7 @@ TEST_P(StateStoreConformance, ClaimsByPriorityThenFifo) {
 }
 
 TEST_P(StateStoreConformance, AClaimCarriesTheTaskAndItsLease) {
-  Task t{"t1", 4, "runner", std::string("\0payload", 8)};
+  Task t{"t1", 4, "runner", std::string("\0payload", 8), 1'700'000'000'123};
   ASSERT_TRUE(store().enqueue(t));
   auto c = store().claim("agent-1", 500, 250, kAny);
   ASSERT_TRUE(c) << c.error().message;
@@ -579,6 +580,161 @@ TEST_P(StateStoreConformance, RenewExtendsALiveClaimOnly) {
   auto too_late = store().renew((*d)->ref(), 300, 100);
   ASSERT_FALSE(too_late);
   EXPECT_EQ(too_late.error().code, Errc::failed_precondition);
+}
+
+// ---- Expiring tasks nobody will take ----
+
+Task aged(std::string id, int64_t priority, std::string kind, int64_t enqueued_ms) {
+  return Task{id, priority, std::move(kind), "payload of " + id, enqueued_ms};
+}
+
+std::vector<std::string> ids(const std::vector<Task>& tasks) {
+  std::vector<std::string> out;
+  for (const Task& t : tasks) out.push_back(t.id);
+  return out;
+}
+
+TEST_P(StateStoreConformance, TheEnqueueTimeComesBackExactlyWithTheClaim) {
+  // Past a double's 53 bits, negative, and int64's ends: the store keeps the caller's clock as is.
+  const std::vector<int64_t> times{0, -5, (int64_t{1} << 53) + 1, std::numeric_limits<int64_t>::min(),
+                                   std::numeric_limits<int64_t>::max()};
+  for (size_t i = 0; i < times.size(); ++i) {
+    ASSERT_TRUE(store().enqueue(aged("t" + std::to_string(i), 0, "runner.s", times[i])));
+  }
+  for (size_t i = 0; i < times.size(); ++i) {
+    auto c = store().claim("a", 0, kLease, kAny);
+    ASSERT_TRUE(c && c->has_value());
+    EXPECT_EQ((*c)->task, aged("t" + std::to_string(i), 0, "runner.s", times[i]));
+  }
+}
+
+TEST_P(StateStoreConformance, ExpireTakesOldUnclaimedTasksOfTheKindPrefixInQueueOrder) {
+  const Task a = aged("a", 0, "runner.s1", 100);
+  const Task b = aged("b", 5, "runner.s1:owner", 200);  // a quorum member's kind
+  const Task c = aged("c", 0, "runner.s2", 100);        // another server's
+  const Task d = aged("d", 0, "runner.s1", 300);        // not old enough: enqueued at the cutoff
+  const Task e = aged("e", 0, "build", 50);
+  for (const Task& t : {a, b, c, d, e}) ASSERT_TRUE(store().enqueue(t));
+
+  auto removed = store().expire("runner.s1", 300, 1000, 10);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_EQ(*removed, (std::vector<Task>{b, a}));  // b's priority puts it first
+  EXPECT_EQ(store().queue_length().value(), 3u);
+
+  // Done for good, across a restart too: a retried enqueue cannot bring it back.
+  reopen();
+  ASSERT_TRUE(store_);
+  auto again = store().enqueue(a);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::already_exists);
+  EXPECT_NE(again.error().message.find("expired"), std::string::npos) << again.error().message;
+  auto nothing_more = store().expire("runner.s1", 300, 1000, 10);
+  ASSERT_TRUE(nothing_more) << nothing_more.error().message;
+  EXPECT_TRUE(nothing_more->empty());
+  EXPECT_EQ(drain(store(), 1000), (std::vector<std::string>{"c", "d", "e"}));
+}
+
+TEST_P(StateStoreConformance, AnEmptyKindPrefixExpiresEveryKind) {
+  ASSERT_TRUE(store().enqueue(aged("no-kind", 0, "", 1)));
+  ASSERT_TRUE(store().enqueue(aged("runner", 0, "runner.s1", 1)));
+  ASSERT_TRUE(store().enqueue(aged("build", 0, "build", 1)));
+  ASSERT_TRUE(store().enqueue(aged("young", 0, "build", 2)));
+  auto removed = store().expire("", 2, 0, 10);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_EQ(ids(*removed), (std::vector<std::string>{"no-kind", "runner", "build"}));
+  EXPECT_EQ(store().queue_length().value(), 1u);
+}
+
+TEST_P(StateStoreConformance, ExpireLeavesLiveClaimsAndTakesTasksWhoseClaimExpired) {
+  for (const char* id : {"live", "lapsed", "boundary", "unclaimed"}) {
+    ASSERT_TRUE(store().enqueue(aged(id, 0, "runner.s1", 0)));
+  }
+  auto live = store().claim("worker", 0, 1000, kAny);  // until 1000
+  // An agent named as the expired-task marker: no ack of its claim may pass for a retry.
+  auto lapsed = store().claim("expired", 0, 100, kAny);  // until 100
+  auto boundary = store().claim("late", 0, 500, kAny);   // until 500
+  ASSERT_TRUE(live && live->has_value() && lapsed && lapsed->has_value() && boundary && boundary->has_value());
+  ASSERT_EQ((*live)->task.id, "live");
+  ASSERT_EQ((*lapsed)->task.id, "lapsed");
+  ASSERT_EQ((*boundary)->task.id, "boundary");
+
+  // At 99 every claim is live: only the unclaimed task goes.
+  auto early = store().expire("runner.", 1, 99, 10);
+  ASSERT_TRUE(early) << early.error().message;
+  EXPECT_EQ(ids(*early), (std::vector<std::string>{"unclaimed"}));
+
+  // At 500 "lapsed" (expired at 100) and "boundary" (expires_ms <= now_ms) go, in their
+  // places; "live" is held until 1000.
+  auto removed = store().expire("runner.", 1, 500, 10);
+  ASSERT_TRUE(removed) << removed.error().message;
+  EXPECT_EQ(*removed, (std::vector<Task>{aged("lapsed", 0, "runner.s1", 0), aged("boundary", 0, "runner.s1", 0)}));
+  EXPECT_EQ(store().queue_length().value(), 1u);
+
+  // The claims that held the expired tasks went with them: not_found, never ok.
+  for (const Claim* stale : {&**lapsed, &**boundary}) {
+    auto ack = store().ack(stale->ref(), 500);
+    ASSERT_FALSE(ack);
+    EXPECT_EQ(ack.error().code, Errc::not_found) << ack.error().message;
+    auto release = store().release(stale->ref(), 500);
+    ASSERT_FALSE(release);
+    EXPECT_EQ(release.error().code, Errc::not_found);
+    auto renew = store().renew(stale->ref(), 500, 100);
+    ASSERT_FALSE(renew);
+    EXPECT_EQ(renew.error().code, Errc::not_found);
+  }
+  // The live claim acks as before, and its retry is still answered ok.
+  ASSERT_TRUE(store().ack((*live)->ref(), 600));
+  EXPECT_TRUE(store().ack((*live)->ref(), 601));
+  EXPECT_EQ(store().queue_length().value(), 0u);
+  auto none = store().claim("worker", 2000, 100, kAny);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+  for (const char* id : {"lapsed", "boundary", "unclaimed"}) {
+    auto again = store().enqueue(aged(id, 0, "runner.s1", 0));
+    ASSERT_FALSE(again) << id;
+    EXPECT_EQ(again.error().code, Errc::already_exists) << id;
+  }
+}
+
+TEST_P(StateStoreConformance, ExpireTakesAtMostMaxTheFirstInQueueOrder) {
+  // Enough tasks to span several pages and batches, matching ones among others, and a
+  // claimed-then-expired one whose place is early in the queue.
+  constexpr int kTasks = 200;
+  std::vector<Task> all;
+  for (int i = 0; i < kTasks; ++i) {
+    const std::string id = "t" + std::to_string(1000 + i);
+    all.push_back(aged(id, i % 3, i % 2 == 0 ? "runner.gone" : "runner.here", i));
+    ASSERT_TRUE(store().enqueue(all.back()));
+  }
+  // Queue order: priority descending, then enqueue order.
+  std::vector<Task> order = all;
+  std::stable_sort(order.begin(), order.end(), [](const Task& x, const Task& y) { return x.priority > y.priority; });
+  auto first = store().claim("dead", 0, 10, ClaimFilter{{"runner.gone"}});
+  ASSERT_TRUE(first && first->has_value());
+  ASSERT_EQ((*first)->task, order[0]);  // kind "runner.gone" (index 2: priority 2, even)
+
+  std::vector<Task> gone;
+  for (const Task& t : order) {
+    if (t.kind == "runner.gone") gone.push_back(t);
+  }
+  auto zero = store().expire("runner.gone", kTasks, 100, 0);
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().code, Errc::invalid_argument);
+
+  auto ten = store().expire("runner.gone", kTasks, 100, 10);
+  ASSERT_TRUE(ten) << ten.error().message;
+  EXPECT_EQ(*ten, std::vector<Task>(gone.begin(), gone.begin() + 10));
+  EXPECT_EQ(store().queue_length().value(), uint64_t{kTasks - 10});
+  auto rest = store().expire("runner.gone", kTasks, 100, 1000);
+  ASSERT_TRUE(rest) << rest.error().message;
+  EXPECT_EQ(*rest, std::vector<Task>(gone.begin() + 10, gone.end()));
+  EXPECT_EQ(store().queue_length().value(), uint64_t{kTasks / 2});
+
+  std::vector<std::string> here;
+  for (const Task& t : order) {
+    if (t.kind == "runner.here") here.push_back(t.id);
+  }
+  EXPECT_EQ(drain(store(), 100), here);
 }
 
 // ---- The event stream ----

@@ -68,6 +68,10 @@ class FailingStore final : public store::StateStore {
     return real_.renew(ref, now, timeout);
   }
   Result<uint64_t> queue_length() override { return real_.queue_length(); }
+  Result<std::vector<store::Task>> expire(std::string_view kind_prefix, int64_t before, int64_t now,
+                                          size_t max) override {
+    return real_.expire(kind_prefix, before, now, max);
+  }
   Result<uint64_t> append(std::string_view bytes) override { return real_.append(bytes); }
   Result<std::vector<store::Event>> read(uint64_t from, uint64_t max) override { return real_.read(from, max); }
   Result<uint64_t> last_seq() override { return real_.last_seq(); }
