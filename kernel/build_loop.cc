@@ -485,8 +485,9 @@ class Build {
   // A step ran out of retries: a replacement plan, when the bound allows and the executor can.
   Result<bool> replan(const BuildStep& failed) {
     auto fail_with_refusals = [&](std::string why) -> Result<bool> {
-      return ended(end(RunStatus::failed, ErrorType::execution_error,
-                       "step " + failed.id + " was refused " + std::to_string(last_attempts_) + " times; " + why));
+      return ended(end(RunStatus::refused, ErrorType::refused,
+                       "step " + failed.id + " was refused " +
+                           (last_attempts_ == 1 ? std::string("once") : std::to_string(last_attempts_) + " times") + "; " + why));
     };
     if (summary_.replans >= plan_.max_replans) return fail_with_refusals("no replans left");
     ++summary_.replans;

@@ -76,7 +76,7 @@ struct ProposeOutcome {
   std::optional<Digest> held_out = std::nullopt;  // the held-out bundle the proposal was judged by, sealed
   bool accepted() const { return summary.status == RunStatus::completed; }
   // A decision that refused it: the run failed because of it, not of an error.
-  bool refused() const { return summary.status == RunStatus::failed && verdict() && !verdict()->accepted; }
+  bool refused() const { return summary.status == RunStatus::refused && verdict() && !verdict()->accepted; }
   // The decision, every reason with its detail; none when the run ended before one.
   const Verdict* verdict() const { return summary.verdicts.empty() ? nullptr : &summary.verdicts.back().verdict; }
   // The decision as `warden propose --json` reports it:

@@ -8,8 +8,8 @@ namespace warden::kernel {
 
 namespace {
 
-constexpr std::array<std::string_view, 9> kStatusNames = {"queued",    "planning", "running",   "verifying",  "completed",
-                                                          "failed",    "timeout",  "cancelled", "interrupted"};
+constexpr std::array<std::string_view, 10> kStatusNames = {"queued", "planning",  "running",     "verifying", "completed",
+                                                           "failed", "timeout",   "cancelled", "interrupted", "refused"};
 constexpr std::array<std::string_view, 13> kEventNames = {
     "run_started",    "step_started",     "tool_called",      "tool_output",   "step_completed", "artifact_created",
     "replan_triggered", "run_completed", "run_failed", "run_cancelled", "timeout_error", "heartbeat", "queue_updated"};
@@ -27,7 +27,7 @@ std::optional<RunStatus> parse_run_status(std::string_view name) {
 
 bool is_terminal(RunStatus status) {
   return status == RunStatus::completed || status == RunStatus::failed || status == RunStatus::timeout ||
-         status == RunStatus::cancelled || status == RunStatus::interrupted;
+         status == RunStatus::cancelled || status == RunStatus::interrupted || status == RunStatus::refused;
 }
 
 bool can_move(RunStatus from, RunStatus to) {
@@ -39,6 +39,7 @@ bool can_move(RunStatus from, RunStatus to) {
     case RunStatus::verifying: return from == RunStatus::running;
     case RunStatus::completed: return from == RunStatus::verifying;
     case RunStatus::failed:
+    case RunStatus::refused:
     case RunStatus::timeout:
     case RunStatus::cancelled: return true;
     // Recorded by another process once the run's own has died (run_recovery.h), never a move.
@@ -53,12 +54,14 @@ std::string_view error_type_name(ErrorType type) {
     case ErrorType::execution_error: return "EXECUTION_ERROR";
     case ErrorType::timeout_error: return "TIMEOUT_ERROR";
     case ErrorType::cancelled: return "CANCELLED";
+    case ErrorType::refused: return "REFUSED";
   }
   return "EXECUTION_ERROR";
 }
 
 std::optional<ErrorType> parse_error_type(std::string_view name) {
-  for (ErrorType t : {ErrorType::planning_error, ErrorType::execution_error, ErrorType::timeout_error, ErrorType::cancelled}) {
+  for (ErrorType t : {ErrorType::planning_error, ErrorType::execution_error, ErrorType::timeout_error, ErrorType::cancelled,
+                      ErrorType::refused}) {
     if (error_type_name(t) == name) return t;
   }
   return std::nullopt;

@@ -22,14 +22,16 @@
 
 namespace warden::kernel {
 
-enum class RunStatus { queued, planning, running, verifying, completed, failed, timeout, cancelled, interrupted };
+// `refused`: the verdict said no (a step refused past its retries and replans), which is the
+// kernel working, not failing: its own end, apart from `failed` (an error stopped the run).
+enum class RunStatus { queued, planning, running, verifying, completed, failed, timeout, cancelled, interrupted, refused };
 std::string_view run_status_name(RunStatus status);
 std::optional<RunStatus> parse_run_status(std::string_view name);
 bool is_terminal(RunStatus status);
 bool can_move(RunStatus from, RunStatus to);
 
-enum class ErrorType { planning_error, execution_error, timeout_error, cancelled };
-std::string_view error_type_name(ErrorType type);  // PLANNING_ERROR, EXECUTION_ERROR, ...
+enum class ErrorType { planning_error, execution_error, timeout_error, cancelled, refused };
+std::string_view error_type_name(ErrorType type);  // PLANNING_ERROR, EXECUTION_ERROR, ..., REFUSED
 std::optional<ErrorType> parse_error_type(std::string_view name);
 
 enum class RunEventType {

@@ -5,7 +5,7 @@
 // not runs of their own: they are not listed.
 //
 // Each entry's status is one word:
-//   kernel runs    completed, failed, timeout, cancelled, interrupted (recorded ends);
+//   kernel runs    completed, refused, failed, timeout, cancelled, interrupted (recorded ends);
 //                  live (no end recorded and its process is running: `phase` is its latest
 //                  recorded status), or interrupted (no end recorded, its process is gone:
 //                  `warden run recover` records the end)

@@ -60,6 +60,7 @@ v1::RunStatus status_of(const std::string& status) {
   if (status == "failed" || status == "interrupted") return v1::RUN_STATUS_FAILED;
   if (status == "cancelled") return v1::RUN_STATUS_CANCELLED;
   if (status == "timeout") return v1::RUN_STATUS_TIMEOUT;
+  if (status == "refused") return v1::RUN_STATUS_REFUSED;
   return v1::RUN_STATUS_LIVE;  // live, waiting, unfinished
 }
 

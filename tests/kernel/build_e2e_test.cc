@@ -191,14 +191,16 @@ TEST_F(BuildE2ETest, ATapStreamForgedByTheCodeUnderTestIsRefusedAndTheRealChange
   EXPECT_TRUE(replayed.exited_with(0)) << describe(replayed);
 }
 
-TEST_F(BuildE2ETest, AStepThatExhaustsItsRetriesFailsTheRun) {
+// Refused, not failed: every attempt was judged and refused, which is the verdict working.
+TEST_F(BuildE2ETest, AStepThatExhaustsItsRetriesEndsTheRunRefused) {
   auto r = build(WARDEN_SOURCE_DIR "/examples/calculator/blueprint.json", {"--executor", agent("garbage-from s2")});
   ASSERT_TRUE(r.exited_with(1)) << describe(r);
-  EXPECT_NE(r.out.find("failed  EXECUTION_ERROR"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("refused  REFUSED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("EXECUTION_ERROR"), std::string::npos) << r.out;
 
   auto records = ledger_records(ledger());
-  EXPECT_EQ(last_status(records)["status"], "failed");
-  EXPECT_EQ(last_status(records)["error_type"], "EXECUTION_ERROR");
+  EXPECT_EQ(last_status(records)["status"], "refused");
+  EXPECT_EQ(last_status(records)["error_type"], "REFUSED");
   auto decisions = payloads(records, "decision");
   ASSERT_EQ(decisions.size(), 4u) << "s1 once, s2 max_retries (3) times";
   for (size_t i = 1; i < decisions.size(); ++i) EXPECT_EQ(reason_codes(decisions[i]), std::vector<std::string>{"malformed_diff"});

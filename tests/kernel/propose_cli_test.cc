@@ -101,8 +101,17 @@ TEST_F(ProposeCliTest, BadPatchIsRefusedWithReasonsAndNothingMoves) {
   ASSERT_EQ(refusals.size(), 1u);
   EXPECT_EQ(refusals[0]["report"]["step_id"], "propose");
   EXPECT_TRUE(payloads(records, "commit").empty());
-  EXPECT_EQ(payloads(records, "run_status").back()["status"], "failed");
+  EXPECT_EQ(payloads(records, "run_status").back()["status"], "refused");
   expect_ledger_verifies(ledger(), verifier());
+  // A refusal is the verdict working: listed as refused, not as a failed run or an error.
+  auto listed = warden({"runs", "list", ledger().string()});
+  ASSERT_TRUE(listed.exited_with(0)) << describe(listed);
+  EXPECT_NE(listed.out.find("refused"), std::string::npos) << listed.out;
+  EXPECT_EQ(listed.out.find("failed"), std::string::npos) << listed.out;
+  const std::string run_id = payloads(records, "run_status").back()["run_id"];
+  auto status = warden({"run", "status", run_id, "--ledger", ledger().string()});
+  EXPECT_EQ(status.out.find("EXECUTION_ERROR"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("REFUSED"), std::string::npos) << status.out;
 }
 
 TEST_F(ProposeCliTest, DiffJsonOnTopOfAnAcceptedOneAndADangerousOne) {

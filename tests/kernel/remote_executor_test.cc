@@ -321,7 +321,7 @@ TEST(RemoteExecutor, AnExecutorThatFailsAndThenDisconnectsMidRunFailsTheRunVerif
   }
   auto status = payloads(records, "run_status");
   ASSERT_FALSE(status.empty());
-  EXPECT_EQ(status.back()["status"], "failed") << status.back().dump();
+  EXPECT_EQ(status.back()["status"], "refused") << status.back().dump();
 }
 
 // An executor that answers garbage every time is refused every time, with who said it; when

@@ -66,7 +66,7 @@ void add_runs_commands(CLI::App& app, Action& action) {
   runs->require_subcommand(1);
   auto* list = runs->add_subcommand(
       "list", "List every run in a ledger — build, propose and pipeline runs — with its kind, status (completed, "
-              "failed, timeout, cancelled, interrupted, live; a pipeline's waiting or unfinished), when it started and "
+              "refused, failed, timeout, cancelled, interrupted, live; a pipeline's waiting or unfinished), when it started and "
               "its steps done of total");
   list->add_option("LEDGER", a->ledger, "Ledger directory")->required();
   list->add_flag("--json", a->json, "JSON Lines: one line of type \"run\" per run (run_id, kind, status, started_ms, steps_done, "
