@@ -66,6 +66,7 @@ struct RunFacts {
   std::optional<std::string> tip_tree;        // the last commit record's tree: the next step's parent
   std::optional<std::string> last_commit;     // and its commit
   std::optional<std::string> start_tree;      // the run's base tree (its run results name it)
+  mutable std::optional<size_t> repo;         // its repository among Replayer::repos_: found once, on first need
   std::map<uint64_t, DecisionRecord> decisions;  // by seq
   std::optional<CommitRecord> intent;            // a commit intent its commit record has not confirmed yet
   std::optional<uint64_t> ended;                 // its first terminal run_status record
@@ -86,10 +87,25 @@ class Replayer {
       : snap_(snap), options_(options), report_(report) {}
 
   Status run() {
+    if (options_.repo && options_.repos) return fail(Errc::invalid_argument, "replay: give --repo or --repos, not both");
     if (options_.repo) {
       auto repo = GitRepo::open(*options_.repo);
       if (!repo) return fail(Errc::not_found, "replay --repo: " + repo.error().message());
-      repo_.emplace(std::move(*repo));
+      repos_.push_back({*options_.repo, std::move(*repo)});
+    }
+    if (options_.repos) {
+      std::error_code ec;
+      std::vector<std::filesystem::path> dirs;
+      for (const auto& entry : std::filesystem::directory_iterator(*options_.repos, ec)) {
+        if (entry.is_directory(ec)) dirs.push_back(entry.path());
+      }
+      if (ec) return fail(Errc::not_found, "replay --repos " + options_.repos->string() + ": " + ec.message());
+      std::sort(dirs.begin(), dirs.end());
+      for (const auto& dir : dirs) {
+        auto repo = GitRepo::open(dir);
+        if (repo) repos_.push_back({dir, std::move(*repo)});
+      }
+      if (repos_.empty()) return fail(Errc::not_found, "replay --repos " + options_.repos->string() + ": no git repository in it");
     }
     if (Status st = read_reveals(); !st) return st;
     for (uint64_t seq = 0; seq < snap_.size() && report_.ok(); ++seq) {
@@ -107,7 +123,7 @@ class Replayer {
     }
     if (report_.ok()) check_run_end_reveals();
     if (report_.ok()) check_enrolments();
-    if (repo_ && report_.ok()) check_branches();
+    if (!repos_.empty() && report_.ok()) check_branches();
     return {};
   }
 
@@ -555,15 +571,43 @@ class Replayer {
     return record->passed;
   }
 
+  // Which of repos_ holds `object` (a tree or commit of `run`): with one repository, that
+  // one; with several, the run's repository so far if it holds the object, else the first
+  // that does, which becomes the run's (two repositories built from one blueprint can share
+  // their first trees and commits). SIZE_MAX when none holds it.
+  size_t repo_index(const RunFacts& run, const std::string& object) {
+    if (repos_.size() <= 1) return 0;
+    auto id = ObjectId::parse(object);
+    if (!id) return SIZE_MAX;
+    if (run.repo && repos_[*run.repo].repo.has_object(*id)) return *run.repo;
+    for (size_t i = 0; i < repos_.size(); ++i) {
+      if (repos_[i].repo.has_object(*id)) {
+        run.repo = i;
+        return i;
+      }
+    }
+    return SIZE_MAX;
+  }
+  GitRepo* repo_of(const RunFacts& run, const std::string& object) {
+    const size_t i = repo_index(run, object);
+    return i < repos_.size() ? &repos_[i].repo : nullptr;
+  }
+  std::string where() const {
+    return repos_.size() == 1 && !options_.repos ? std::string("the repository")
+                                                 : "any repository under " + options_.repos->string();
+  }
+
   // decide() judged the proposal against the pre-images the kernel recorded; with the
   // repository at hand they must be the files of the tree the proposal was made on (the
   // run's last accepted tree, or its start tree before the first commit).
   Status check_pre_images(const RunFacts& run, const ProposalEvidence& evidence) {
-    if (!repo_) return {};
+    if (repos_.empty()) return {};
     const std::optional<std::string>& parent_hex = run.tip_tree ? run.tip_tree : run.start_tree;
     if (!parent_hex) return {};
+    GitRepo* repo = repo_of(run, *parent_hex);
+    if (!repo) return fail(Errc::not_found, "tree " + *parent_hex + " is not in " + where());
     auto parent = ObjectId::parse(*parent_hex);
-    auto tree = parent ? repo_->tree(*parent) : Checked<GitTree>(std::unexpected(parent.error()));
+    auto tree = parent ? repo->tree(*parent) : Checked<GitTree>(std::unexpected(parent.error()));
     if (!tree) return fail(Errc::not_found, "tree " + *parent_hex + " is not in the repository");
     for (const auto& [path, image] : evidence.base) {
       auto file = tree->read(path);
@@ -651,13 +695,16 @@ class Replayer {
   // claims), by a runner of the recorded policy.
   struct RerunSite {
     Runner* runner = nullptr;
+    GitRepo* repo = nullptr;
     Diff diff;
     ObjectId base, tree;
   };
 
   Result<RerunSite> rerun_site(const std::string& policy_name, const std::string& policy_sha256, const RunFacts& run,
                                const Diff& tested, const RunResult& expected) {
-    if (!repo_) return fail(Errc::invalid_argument, "--rerun needs --repo");
+    if (repos_.empty()) return fail(Errc::invalid_argument, "--rerun needs --repo or --repos");
+    GitRepo* repo = run.start_tree ? repo_of(run, *run.start_tree) : (repos_.size() == 1 ? &repos_[0].repo : nullptr);
+    if (!repo) return fail(Errc::not_found, "rerun: the run's base tree is not in " + where());
     // The ledger names the check programs by digest only; their bytes come from the policy
     // of that name here, which must be the very same policy.
     auto policy = Policy::load(policy_name);
@@ -673,17 +720,17 @@ class Replayer {
     if (!base) return fail(Errc::corrupt, "rerun: the recorded run result names no base tree");
     auto parent = ObjectId::parse(run.tip_tree.value_or(base->hex()));
     if (!parent) return fail(Errc::corrupt, "rerun: no parent tree");
-    auto parent_tree = repo_->tree(*parent);
+    auto parent_tree = repo->tree(*parent);
     if (!parent_tree) return fail(Errc::not_found, "rerun: tree " + parent->hex() + " is not in the repository");
     auto files = resolve_diff(tested, *parent_tree);
     if (!files) return fail(Errc::verification_failed, "rerun: the diff does not apply to its parent: " + files.error().message());
-    auto tree = repo_->write_tree(*parent, *files);
+    auto tree = repo->write_tree(*parent, *files);
     if (!tree) return fail(Errc::io_error, "rerun: " + tree.error().message());
     if (tree->hex() != expected.tree) {
       return fail(Errc::verification_failed, "rerun: the diff on its parent gives tree " + tree->hex() +
                                                  ", the run result says it tested " + expected.tree);
     }
-    return RerunSite{*runner, tested, *base, *tree};
+    return RerunSite{*runner, repo, tested, *base, *tree};
   }
 
   // Runs `checks` (with `overlay` laid over the tree) again; the result must be the recorded one.
@@ -694,7 +741,7 @@ class Replayer {
     request.diff = &site.diff;
     request.checks = std::move(checks);
     request.overlay = std::move(overlay);
-    auto again = site.runner->run(*repo_, request);
+    auto again = site.runner->run(*site.repo, request);
     if (!again) return fail(Errc::verification_failed, "rerun: the runner refused: " + again.error().message());
     ++report_.reruns;
     if (again->result.deterministic_digest() != expected.deterministic_digest()) {
@@ -756,7 +803,7 @@ class Replayer {
     }
     if (!commit_allowed(run, c)) return {};
     run.intent = c;
-    BranchFacts& branch = branches_[c.branch];
+    BranchFacts& branch = branches_[{repo_index(run, c.commit), c.branch}];
     branch.pending = c;
     branch.last_seq = seq_;
     return {};
@@ -775,9 +822,14 @@ class Replayer {
       return {};
     }
     run.intent.reset();
-    if (repo_) {
+    if (!repos_.empty()) {
+      GitRepo* repo = repo_of(run, c.commit);
+      if (!repo) {
+        problem("commit " + c.commit + " is not in " + where());
+        return {};
+      }
       auto commit = ObjectId::parse(c.commit);
-      auto tree = commit ? repo_->tree_of(*commit) : Checked<ObjectId>(std::unexpected(commit.error()));
+      auto tree = commit ? repo->tree_of(*commit) : Checked<ObjectId>(std::unexpected(commit.error()));
       if (!tree) {
         problem("commit " + c.commit + " is not in the repository");
         return {};
@@ -790,7 +842,7 @@ class Replayer {
     run.completed.insert(c.step_id);
     run.tip_tree = c.tree;
     run.last_commit = c.commit;
-    BranchFacts& branch = branches_[c.branch];
+    BranchFacts& branch = branches_[{repo_index(run, c.commit), c.branch}];
     branch.confirmed = c.commit;
     branch.pending.reset();
     branch.last_seq = seq_;
@@ -879,8 +931,10 @@ class Replayer {
   // The world against the log: every branch the ledger moved must be where the ledger last
   // put it. A tip at an unconfirmed intent is a move that was interrupted: allowed, and said.
   void check_branches() {
-    for (const auto& [ref, b] : branches_) {
-      auto tip = repo_->resolve_commit(ref);
+    for (const auto& [key, b] : branches_) {
+      const auto& [index, ref] = key;
+      if (index >= repos_.size()) continue;  // its commits are in no repository: reported at them
+      auto tip = repos_[index].repo.resolve_commit(ref);
       const std::string tip_hex = tip ? tip->hex() : std::string();
       ++report_.branches;
       if (b.confirmed && tip_hex == *b.confirmed) continue;
@@ -915,11 +969,15 @@ class Replayer {
   };
   std::set<Enrolment> enrolled_;  // from the fleet's registered events
   std::vector<Signer> signers_;   // every attestation, by record
-  std::map<std::string, BranchFacts> branches_;  // by full ref name
+  std::map<std::pair<size_t, std::string>, BranchFacts> branches_;  // by repository (repo_index) and full ref name
   std::map<uint64_t, std::optional<BuildPlan>> proposal_plans_;
   std::map<uint64_t, std::pair<std::string, std::string>> policy_seqs_;  // policy record seq -> run, policy digest
   std::map<std::string, LocalRunner> runners_;
-  std::optional<GitRepo> repo_;
+  struct Repository {
+    std::filesystem::path dir;
+    GitRepo repo;
+  };
+  std::vector<Repository> repos_;  // --repo's one, or --repos's, in name order
   std::map<Digest, uint64_t> reveal_seqs_;          // each bundle's first reveal that matches its commitment
   std::map<Digest, RevealedBundle> reveals_;        // held-out bundles revealed anywhere in the ledger
   std::map<uint64_t, std::string> bad_reveals_;     // reveals that do not match, by seq

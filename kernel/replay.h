@@ -48,6 +48,10 @@ struct ReplayOptions {
   // kernel's table (blob_refs.h) whatever `verify.blob_references` holds.
   VerifyOptions verify;
   std::optional<std::filesystem::path> repo;    // for commit checks and --rerun
+  // Instead of `repo`, a directory of repositories (a server's STATE/repos: one per
+  // repository name its runs were started with): each run is checked against the one that
+  // holds its base tree, and each branch in the repository of the runs that moved it.
+  std::optional<std::filesystem::path> repos;
   bool rerun = false;
   std::filesystem::path cache_dir;              // the runner's, for --rerun
 };

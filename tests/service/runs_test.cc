@@ -183,6 +183,38 @@ TEST_F(ServeRuns, LogicalClockRunsAreNumberedAfterTheLedgersRuns) {
   for (const std::string& id : {first, second}) EXPECT_EQ(watch(*kernel, id, 0).back().type(), "run_completed");
   server.kill(SIGTERM);
   EXPECT_TRUE(server.wait().exited_with(0));
+  // Two repositories built from one blueprint on the logical clock hold the same commits:
+  // replay over the server's repositories checks each branch in its own.
+  ProcessResult replay = warden({"replay", ledger.string(), "--repos", (state / "repos").string()});
+  EXPECT_TRUE(replay.exited_with(0)) << describe(replay);
+}
+
+// A server's ledger spans its repositories (one per StartRun repository): `replay --repos`
+// checks each run against the repository that holds it, where `--repo` wants every commit in
+// the one it is given. A branch moved behind the ledger's back in either is still caught.
+TEST_F(ServeRuns, ReplayOfAServersLedgerChecksEachRunInItsOwnRepository) {
+  Child server = start();
+  auto kernel = v1::Kernel::NewStub(channel());
+  const std::string a = start_calculator(*kernel, "calc-a");
+  const std::string b = start_calculator(*kernel, "calc-b");
+  for (const std::string& id : {a, b}) EXPECT_EQ(watch(*kernel, id, 0).back().type(), "run_completed");
+  server.kill(SIGTERM);
+  EXPECT_TRUE(server.wait().exited_with(0));
+  ProcessResult one = warden({"replay", ledger.string(), "--repo", (state / "repos" / "calc-a").string()});
+  EXPECT_FALSE(one.exited_with(0)) << "calc-b's commits are not in calc-a: " << describe(one);
+  ProcessResult all = warden({"replay", ledger.string(), "--repos", (state / "repos").string(), "--json"});
+  ASSERT_TRUE(all.exited_with(0)) << describe(all);
+  EXPECT_EQ(stdout_json(all).value("branches", 0), 2) << all.out;
+  ProcessResult both = warden({"replay", ledger.string(), "--repo", "x", "--repos", "y"});
+  EXPECT_TRUE(both.exited_with(2)) << describe(both);
+
+  const fs::path moved = state / "repos" / "calc-b";
+  ProcessResult back = run({"/usr/bin/git", "-C", moved.string(), "update-ref", "refs/heads/warden/calculator",
+                            "refs/heads/warden/calculator~1"});
+  ASSERT_TRUE(back.exited_with(0)) << describe(back);
+  ProcessResult caught = warden({"replay", ledger.string(), "--repos", (state / "repos").string()});
+  EXPECT_TRUE(caught.exited_with(1)) << describe(caught);
+  EXPECT_NE(caught.out.find("moved without a decision"), std::string::npos) << caught.out;
 }
 
 // The message limit is configured, and a message past it is refused before it is read whole.

@@ -12,17 +12,23 @@ namespace warden::cli {
 namespace {
 
 struct ReplayArgs {
-  std::string path, repo, cache;
+  std::string path, repo, repos, cache;
   VerifyFlags verify;
   bool rerun = false, json = false;
 };
 
 int run(const ReplayArgs& a) {
+  if (a.rerun && a.repo.empty() && a.repos.empty()) {
+    return report_error(Error{Errc::invalid_argument, "--rerun needs --repo or --repos (the recorded trees are checked out "
+                                                      "from the repository)"},
+                        a.json, kUsage);
+  }
   kernel::ReplayOptions options;
   auto verify = verify_options(a.verify);
   if (!verify) return report_error(verify.error(), a.json);
   options.verify = std::move(*verify);
   if (!a.repo.empty()) options.repo = a.repo;
+  if (!a.repos.empty()) options.repos = a.repos;
   options.rerun = a.rerun;
   options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   auto report = kernel::replay(a.path, options);
@@ -88,10 +94,13 @@ void add_replay_commands(CLI::App& app, Action& action) {
   add_verify_flags(cmd, a->verify, "Verifier key (string or file) the checkpoints must be signed with (repeatable; "
                                    "default: the ledger's own, which proves less)");
   auto* repo = cmd->add_option("--repo", a->repo, "The git repository: commits are checked to exist with the recorded trees, and every branch the ledger moved to be at the last commit it accepted");
+  auto* repos = cmd->add_option("--repos", a->repos,
+                                "A directory of repositories, one per repository a server's runs used (warden serve's "
+                                "STATE/repos): each run is checked against the one holding its trees and commits");
+  repos->excludes(repo);
   // A usage error (exit 2): the runner checks out the recorded trees from the repository.
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
-                                     "part of the results (needs --repo)")
-      ->needs(repo);
+                                     "part of the results (needs --repo or --repos)");
   cmd->add_option("--cache", a->cache, "Runner cache for --rerun (default as warden build)");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   cmd->footer("Exit: 0 everything replays, 1 a difference (named by record), 2 usage (--rerun without --repo), "
