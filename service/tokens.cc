@@ -153,8 +153,19 @@ TokenTable TokenTable::local_only() {
 }
 
 std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context, Role role, grpc::Status& denied) const {
+  auto identity = identify(context.client_metadata(), denied);
+  if (!identity) return std::nullopt;
+  if (!identity->roles.contains(role) && !identity->roles.contains(Role::admin)) {
+    denied = grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "token \"" + identity->name + "\" lacks the " + std::string(role_name(role)) + " role");
+    return std::nullopt;
+  }
+  return identity;
+}
+
+std::optional<Identity> TokenTable::identify(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                                             grpc::Status& denied) const {
   if (open_) return Identity{"local", {Role::observer, Role::executor, Role::runner, Role::admin}};
-  const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
     denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no token: send `authorization: Bearer <token>`");
@@ -186,11 +197,6 @@ std::optional<Identity> TokenTable::authorize(const grpc::ServerContext& context
   }
   if (match->revoked) {
     denied = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "token \"" + match->identity.name + "\" was revoked");
-    return std::nullopt;
-  }
-  if (!match->identity.roles.contains(role) && !match->identity.roles.contains(Role::admin)) {
-    denied = grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "token \"" + match->identity.name + "\" lacks the " + std::string(role_name(role)) + " role");
     return std::nullopt;
   }
   return match->identity;

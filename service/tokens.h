@@ -26,6 +26,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,9 @@ class TokenTable {
   // grpc statuses: UNAUTHENTICATED (no token, or one no entry hashes to), PERMISSION_DENIED
   // (a known token without the role).
   std::optional<Identity> authorize(const grpc::ServerContext& context, Role role, grpc::Status& denied) const;
+  // The caller whose call carries `metadata`, whatever its roles: UNAUTHENTICATED as above.
+  std::optional<Identity> identify(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                                   grpc::Status& denied) const;
 
  private:
   struct Entry {

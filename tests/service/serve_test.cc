@@ -3,6 +3,7 @@
 // rely on: health says SERVING only when the server can answer, proofs verify against the
 // signed checkpoint, bad requests get the status code that says why, the socket is private,
 // one server per socket, and SIGTERM stops it cleanly.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <health/v1/health.grpc.pb.h>
 #include <gtest/gtest.h>
@@ -291,6 +292,75 @@ TEST_F(Serve, TokensDecideWhoMayCallWhat) {
   ProcessResult bad_role = run({warden_binary(), "serve", "--state", state.string(), "--tokens", tokens.string()});
   EXPECT_TRUE(bad_role.exited_with(3)) << describe(bad_role);
   EXPECT_NE(bad_role.err.find("tokens.tokens[0].roles"), std::string::npos) << describe(bad_role);
+}
+
+// Server reflection's list_services, asked with a hand-encoded ServerReflectionRequest (field
+// 7, list_services, empty: bytes 3a 00) so the test needs no reflection library: the status
+// and the raw answer, which names the services when it is served.
+std::pair<grpc::StatusCode, std::string> list_services(const std::shared_ptr<grpc::Channel>& channel, const std::string& token) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  cq.Next(&tag, &ok);
+  const std::string request("\x3a\x00", 2);
+  grpc::Slice slice(request.data(), request.size());
+  grpc::ByteBuffer out(&slice, 1);
+  call->Write(out, reinterpret_cast<void*>(2));
+  cq.Next(&tag, &ok);
+  call->WritesDone(reinterpret_cast<void*>(3));
+  cq.Next(&tag, &ok);
+  std::string answer;
+  grpc::ByteBuffer in;
+  call->Read(&in, reinterpret_cast<void*>(4));
+  cq.Next(&tag, &ok);
+  if (ok) {
+    std::vector<grpc::Slice> slices;
+    if (in.Dump(&slices).ok()) {
+      for (const auto& s : slices) answer.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  while (cq.Next(&tag, &ok) && tag != reinterpret_cast<void*>(5)) {
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return {status.error_code(), answer};
+}
+
+// Reflection follows the tokens: without a tokens file (the 0600 socket admits its owner
+// alone) it answers; with one it needs a token the file knows, of any role (before, it listed
+// every service to a caller with no token at all). Health stays open.
+TEST_F(Serve, ReflectionFollowsTheTokens) {
+  Child open_server = start();
+  wait_serving(open_server);
+  auto open = list_services(channel(), "");
+  EXPECT_EQ(open.first, grpc::StatusCode::OK);
+  EXPECT_NE(open.second.find("warden.v1.Kernel"), std::string::npos) << "reflection without tokens lists the services";
+  EXPECT_TRUE(stop(open_server).exited_with(0));
+
+  fs::path tokens = tmp / "tokens.json";
+  write_file(tokens, "{\"tokens\": [{\"name\": \"auditor\", \"sha256\": \"" + sha256("observer-secret").str() +
+                         "\", \"roles\": [\"observer\"]}]}");
+  fs::permissions(tokens, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  Child server = start({"--tokens", tokens.string()});
+  wait_serving(server);  // health needs no token
+  for (const std::string& token : {std::string(), std::string("guessed")}) {
+    auto refused = list_services(channel(), token);
+    EXPECT_NE(refused.first, grpc::StatusCode::OK) << "token '" << token << "'";
+    EXPECT_EQ(refused.second.find("warden.v1"), std::string::npos) << "token '" << token << "'";
+  }
+  auto known = list_services(channel(), "observer-secret");
+  EXPECT_EQ(known.first, grpc::StatusCode::OK);
+  EXPECT_NE(known.second.find("warden.v1.Ledger"), std::string::npos);
+  EXPECT_TRUE(stop(server).exited_with(0));
 }
 
 // A checkpoint written into the store by hand, even one signed with the ledger's own key, is
