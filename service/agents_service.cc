@@ -25,6 +25,7 @@ v1::AgentInfo agent_info(const supervisor::AgentView& view, bool connected) {
   info.set_down(view.down);
   info.set_drained(view.drained);
   info.set_given_up(view.given_up);
+  info.set_given_up_reason(view.given_up_reason);
   info.set_breaker(std::string(supervisor::to_string(view.breaker)));
   info.set_task_id(view.task_id);
   info.set_last_heartbeat_ms(view.record.last_heartbeat_ms);

@@ -1,6 +1,11 @@
 #include "service/fleet.h"
 
+#include <algorithm>
+
+#include "common/file.h"
+
 #include "store/lmdb_state_store.h"
+#include "supervisor/fleet_event.h"
 #include "store/record_checks.h"
 #include "store/redis_state_store.h"
 
@@ -29,9 +34,24 @@ uint64_t RunnerSessions::enter(const std::string& agent_id, grpc::ServerContext*
   std::lock_guard lock(mu_);
   if (closing_) return 0;
   auto [it, fresh] = live_.try_emplace(agent_id);
-  if (!fresh && it->second.context) it->second.context->TryCancel();  // superseded
+  if (!fresh) cut_locked(it->second, "a newer connection of the runner took its place");
   it->second = Session{next_++, context};
   return it->second.number;
+}
+
+void RunnerSessions::cut_locked(const Session& session, std::string why) {
+  if (!session.context) return;
+  cut_.try_emplace(session.number, std::move(why));
+  session.context->TryCancel();
+}
+
+std::string RunnerSessions::cut_reason(uint64_t session) {
+  std::lock_guard lock(mu_);
+  auto it = cut_.find(session);
+  if (it == cut_.end()) return "";
+  std::string why = std::move(it->second);
+  cut_.erase(it);
+  return why;
 }
 
 bool RunnerSessions::leave(const std::string& agent_id, uint64_t session) {
@@ -52,15 +72,36 @@ void RunnerSessions::disconnect(const std::string& agent_id) {
   auto it = live_.find(agent_id);
   // The handler owning the context leaves (under mu_) before it returns, so the pointer is
   // live while the entry is.
-  if (it != live_.end() && it->second.context) it->second.context->TryCancel();
+  if (it != live_.end()) cut_locked(it->second, "an operator forgot it");
 }
 
 void RunnerSessions::disconnect_all() {
   std::lock_guard lock(mu_);
   closing_ = true;
-  for (auto& [id, session] : live_) {
-    if (session.context) session.context->TryCancel();
+  for (auto& [id, session] : live_) cut_locked(session, "the server is stopping");
+}
+
+// The server's instance name, made once and kept in STATE/server.id: the runner tasks it
+// queued are of its kind (runner_task_kind), so after a crash and restart the same server
+// finds them again (and withdraws those no build waits for) instead of leaving them to a
+// name nobody answers to.
+static Result<std::string> server_instance(const std::filesystem::path& state_dir, RandomSource& random) {
+  const std::filesystem::path file = state_dir / "server.id";
+  auto stored = read_file(file, 64);
+  if (stored) {
+    std::string id = *stored;
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    const bool hex = id.size() == 16 && std::all_of(id.begin(), id.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!hex) return fail(Errc::corrupt, file.string() + ": not a server id (16 hex digits); remove it to make a new one");
+    return id;
   }
+  if (stored.error().code != Errc::not_found) return std::unexpected(stored.error());
+  char instance[17];
+  std::snprintf(instance, sizeof instance, "%016llx", static_cast<unsigned long long>(random.next_u64()));
+  if (Status st = create_file_atomic(file, std::string(instance) + "\n", 0600); !st) return std::unexpected(st.error());
+  return std::string(instance);
 }
 
 Result<std::unique_ptr<Fleet>> Fleet::open(const FleetOptions& options, Clock& clock, RandomSource& random,
@@ -70,24 +111,28 @@ Result<std::unique_ptr<Fleet>> Fleet::open(const FleetOptions& options, Clock& c
   if (!store) return std::unexpected(store.error());
   auto sup = supervisor::Supervisor::create(**store, clock, random, options.supervisor);
   if (!sup) return std::unexpected(sup.error());
-  char instance[17];
-  std::snprintf(instance, sizeof instance, "%016llx", static_cast<unsigned long long>(random.next_u64()));
-  return std::unique_ptr<Fleet>(new Fleet(options, instance, std::move(*store), std::move(*sup), std::move(on_ready)));
+  auto instance = server_instance(options.state_dir, random);
+  if (!instance) return std::unexpected(instance.error());
+  return std::unique_ptr<Fleet>(new Fleet(options, *instance, clock, std::move(*store), std::move(*sup), std::move(on_ready)));
 }
 
 void Fleet::start(std::function<Status()> after_tick,
-                  std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned) {
+                  std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned,
+                  std::function<void(const std::vector<store::Task>&)> on_expired) {
   std::lock_guard lock(mu_);
   if (loop_.joinable() || stopping_) return;
   after_tick_ = std::move(after_tick);
   on_assigned_ = std::move(on_assigned);
+  on_expired_ = std::move(on_expired);
   loop_ = std::thread([this] { loop(); });
 }
 
-Fleet::Fleet(FleetOptions options, std::string instance, std::unique_ptr<store::StateStore> store,
+Fleet::Fleet(FleetOptions options, std::string instance, Clock& clock, std::unique_ptr<store::StateStore> store,
              std::unique_ptr<supervisor::Supervisor> sup, std::function<void(bool, const std::string&)> on_ready)
     : options_(std::move(options)),
       instance_(std::move(instance)),
+      clock_(clock),
+      started_ms_(clock.now_ms()),
       store_(std::move(store)),
       supervisor_(std::move(sup)),
       on_ready_(std::move(on_ready)) {}
@@ -148,7 +193,39 @@ Status Fleet::tick() {
   auto assigned = supervisor_->assign(scope);
   if (!assigned) return std::unexpected(assigned.error().with_context("assigning tasks"));
   if (on_assigned_ && !assigned->empty()) on_assigned_(*assigned);
+  if (Status st = sweep(); !st) return std::unexpected(st.error().with_context("expiring tasks nobody will take"));
   if (after_tick_) return after_tick_();
+  return {};
+}
+
+Status Fleet::sweep() {
+  const int64_t now = clock_.now_ms();
+  if (now < next_sweep_ms_) return {};
+  next_sweep_ms_ = now + options_.sweep_every.count();
+  // At most this many a pass: a backlog goes over several, each one short transaction.
+  constexpr size_t kBatch = 64;
+  const std::string server = "server." + instance_;
+  const int64_t expiry = options_.task_expiry.count();
+  struct Pass {
+    std::string prefix;
+    int64_t before;
+    std::string reason;
+  };
+  const Pass passes[] = {
+      {runner_task_kind(), started_ms_, "queued by this server before it restarted: the build that queued it is gone"},
+      {"runner.", now - expiry,
+       "waited more than " + std::to_string(expiry / 1000) + " s: its server is gone, or no runner took it"},
+  };
+  for (const Pass& pass : passes) {
+    auto expired = store_->expire(pass.prefix, pass.before, now, kBatch);
+    if (!expired) return std::unexpected(expired.error());
+    for (const store::Task& task : *expired) {
+      const supervisor::FleetEvent event{.type = supervisor::FleetEventType::expired, .agent_id = server, .at_ms = now,
+                                         .task_id = task.id, .reason = pass.reason};
+      if (auto appended = store_->append(supervisor::encode(event)); !appended) return std::unexpected(appended.error());
+    }
+    if (on_expired_ && !expired->empty()) on_expired_(*expired);
+  }
   return {};
 }
 

@@ -44,6 +44,12 @@ struct FleetOptions {
   supervisor::SupervisorConfig supervisor;
   // How often the loop looks for failed agents and queued tasks when nothing wakes it.
   std::chrono::milliseconds tick{100};
+  // A runner task queued this long ago and still not done is expired by whichever server
+  // sweeps first: its server is gone for good (a server that restarts expires its own at
+  // once), or no runner took it in all that time.
+  std::chrono::milliseconds task_expiry{std::chrono::hours(1)};
+  // How often the loop sweeps the store for such tasks.
+  std::chrono::milliseconds sweep_every{std::chrono::seconds(2)};
 };
 
 // invalid_argument naming the bad store spec, io_error (store unreachable), corrupt.
@@ -66,14 +72,20 @@ class RunnerSessions {
   void disconnect(const std::string& agent_id);
   // Cancels every stream and refuses new ones (the server stops).
   void disconnect_all();
+  // Why this registry cancelled `session`'s stream (superseded, forgotten, the server
+  // stopping), or empty when it did not: a stream cancelled otherwise was cut by its runner
+  // or the network. Forgotten once read.
+  std::string cut_reason(uint64_t session);
 
  private:
   struct Session {
     uint64_t number = 0;
     grpc::ServerContext* context = nullptr;
   };
+  void cut_locked(const Session& session, std::string why);
   mutable std::mutex mu_;
   std::map<std::string, Session> live_;  // guarded by mu_
+  std::map<uint64_t, std::string> cut_;  // guarded by mu_: why each cancelled session was, until read
   uint64_t next_ = 1;                    // guarded by mu_
   bool closing_ = false;                 // guarded by mu_
 };
@@ -91,7 +103,8 @@ class Fleet {
   // pass's. `on_assigned`, if given, gets each pass's assignments on the loop's thread (the
   // remote runners' tasks go out on their streams).
   void start(std::function<Status()> after_tick = {},
-             std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned = {});
+             std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned = {},
+             std::function<void(const std::vector<store::Task>&)> on_expired = {});
   ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
@@ -102,6 +115,8 @@ class Fleet {
   const FleetOptions& options() const { return options_; }
   // Runs the next tick now (a task was enqueued, an agent became idle).
   void wake();
+  // The fleet's clock: what a queued task's enqueued_ms is read from.
+  int64_t now_ms() { return clock_.now_ms(); }
   // Stops the loop (idempotent); ready() is false from then on.
   void stop();
   bool ready() const { return ready_.load(); }
@@ -118,19 +133,27 @@ class Fleet {
   std::string runner_task_kind(std::string_view owner = {}) const;
 
  private:
-  Fleet(FleetOptions options, std::string instance, std::unique_ptr<store::StateStore> store,
+  Fleet(FleetOptions options, std::string instance, Clock& clock, std::unique_ptr<store::StateStore> store,
         std::unique_ptr<supervisor::Supervisor> sup, std::function<void(bool, const std::string&)> on_ready);
   void loop();
-  // One pass: detect failures, assign; the first error, or ok.
+  // One pass: detect failures, assign, and when due sweep; the first error, or ok.
   Status tick();
+  // Expires the runner tasks nobody will take: this server's own queued before this process
+  // started (their builds died with it), and anyone's past options_.task_expiry. Each gets an
+  // `expired` fleet event; on_expired_ hears of them.
+  Status sweep();
 
   const FleetOptions options_;
-  std::string instance_;  // random, per process: names this server's runner tasks
+  std::string instance_;  // made once per state directory (STATE/server.id): names this server's runner tasks
+  Clock& clock_;
+  const int64_t started_ms_;     // when this process opened the fleet, by clock_
+  int64_t next_sweep_ms_ = 0;    // the loop thread's alone
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<supervisor::Supervisor> supervisor_;
   std::function<void(bool, const std::string&)> on_ready_;
   std::function<Status()> after_tick_;  // set by start(), before the loop runs
   std::function<void(const std::vector<supervisor::Assignment>&)> on_assigned_;  // likewise
+  std::function<void(const std::vector<store::Task>&)> on_expired_;             // likewise
   RunnerSessions sessions_;
   std::atomic<bool> ready_{false};
 

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "common/encoding.h"
+#include "common/fail_point.h"
 #include "common/line_socket.h"
 #include "supervisor/supervisor.h"
 #include "runner/git_repo.h"
@@ -23,6 +24,28 @@ std::chrono::steady_clock::time_point forever() { return std::chrono::steady_clo
 
 Json error_line(const std::string& task_id, const std::string& why) {
   return {{"type", "error"}, {"request_id", task_id}, {"error", why}};
+}
+
+// Every object id `roots` reach in the repository at `dir`, the roots included.
+Result<std::set<std::string>> reachable_objects(const std::filesystem::path& dir, const std::vector<std::string>& roots) {
+  auto repo = GitRepo::open(dir);
+  if (!repo) return fail(Errc::io_error, "the run's repository: " + repo.error().message());
+  std::set<std::string> seen;
+  std::vector<ObjectId> trees;
+  for (const std::string& root : roots) {
+    auto id = ObjectId::parse(root);
+    if (id && seen.insert(root).second) trees.push_back(*id);
+  }
+  while (!trees.empty()) {
+    const ObjectId tree = trees.back();
+    trees.pop_back();
+    auto children = repo->tree_children(tree);
+    if (!children) return fail(Errc::io_error, "tree " + tree.hex() + ": " + children.error().message());
+    for (const TreeChild& c : *children) {
+      if (seen.insert(c.id.hex()).second && c.is_tree) trees.push_back(c.id);
+    }
+  }
+  return seen;
 }
 
 }  // namespace
@@ -132,6 +155,7 @@ void RemoteRunners::read_channel(std::shared_ptr<Channel> shared) {
       send(channel, error_line(id, "the task could not be queued: " + queued.error().message));
       continue;
     }
+    fail_point("server.task_queued");
     fleet_.wake();
   }
   // The child is done (or gone): nobody waits for its tasks; their claims are acked unrun.
@@ -158,7 +182,7 @@ Status RemoteRunners::queue(const std::shared_ptr<Channel>& channel, const std::
     if (!pending_.try_emplace(id, Pending{channel, request, nullptr}).second) {
       return fail(Errc::already_exists, "request " + id + " is already queued");
     }
-    Status queued = fleet_.store().enqueue(store::Task{id, 0, fleet_.runner_task_kind(), payload});
+    Status queued = fleet_.store().enqueue(store::Task{id, 0, fleet_.runner_task_kind(), payload, fleet_.now_ms()});
     if (!queued) pending_.erase(id);
     return queued;
   }
@@ -180,7 +204,8 @@ Status RemoteRunners::queue(const std::shared_ptr<Channel>& channel, const std::
       close_quorum_locked(quorum);
       return fail(Errc::already_exists, "request " + id + " is already queued");
     }
-    if (Status st = fleet_.store().enqueue(store::Task{member, 0, fleet_.runner_task_kind(*owner), payload}); !st) {
+    if (Status st = fleet_.store().enqueue(store::Task{member, 0, fleet_.runner_task_kind(*owner), payload, fleet_.now_ms()});
+        !st) {
       close_quorum_locked(quorum);
       return st;
     }
@@ -256,6 +281,7 @@ void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
   if (mailbox.outbox.size() >= kMaxOutbox) {
     // It asks and does not read: its stream ends (and its task goes to another runner).
     mailbox.closed = true;
+    mailbox.cut = "it asked for more than it read (" + std::to_string(kMaxOutbox) + " answers waiting)";
     if (mailbox.context) mailbox.context->TryCancel();
     cv_.notify_all();
     return;
@@ -264,9 +290,9 @@ void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
   cv_.notify_all();
 }
 
-void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRef& claim) {
-  // Working since its assignment (AssignScope::starts_at_once): delivered consumes the task.
-  (void)fleet_.supervisor().delivered(agent_id, claim);
+void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRef& claim, const std::string& why) {
+  // Working since its assignment (AssignScope::starts_at_once): the ack consumes the task.
+  (void)fleet_.supervisor().withdraw(agent_id, claim, why);
 }
 
 void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignments) {
@@ -278,15 +304,20 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
     enum class Next { sent, leave, drop } next = Next::drop;
     std::shared_ptr<Channel> tell;  // the child to tell its task was given up
     std::string request_id = ref.task_id;
+    std::string why;  // why the claim is withdrawn
     {
       std::lock_guard lock(mu_);
       auto p = pending_.find(ref.task_id);
       auto m = mailboxes_.find(a.agent_id);
-      if (p == pending_.end() || !p->second.channel) {
-        // Nobody waits for it (its build ended or stopped waiting, or this server restarted).
-        if (p != pending_.end()) pending_.erase(p);
+      if (p == pending_.end()) {
+        why = "nobody waits for it: the build that queued it is gone (this server restarted since)";
+      } else if (!p->second.channel) {
+        why = p->second.quorum && p->second.quorum->decided ? "its quorum settled without it"
+                                                            : "nobody waits for it: its build ended or stopped waiting";
+        pending_.erase(p);
       } else if (a.claim.attempt > kMaxAttempts + 1) {
         // Runners took it and went away (or were failed) this often: no more tries.
+        why = "no runner returned a result in " + std::to_string(kMaxAttempts + 1) + " claims";
         tell = p->second.channel;
         if (p->second.quorum) {
           request_id = p->second.quorum->request_id;
@@ -300,7 +331,7 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
       } else {
         next = Next::sent;
         Mailbox& mailbox = *m->second;
-        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}, {}};
+        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}, false, {}};
         int64_t budget_ms = 120'000;  // fetching and starting
         for (const CheckSpec& c : held.request.checks) budget_ms += c.timeout_ms.value_or(600'000) * std::max<int64_t>(c.runs, 1);
         held.renew_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
@@ -318,13 +349,36 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
         post_locked(mailbox, std::move(message));
       }
     }
+    if (next == Next::sent) fail_point("server.task_sent");
     if (next != Next::drop) continue;
-    drop_claim(a.agent_id, ref);
+    drop_claim(a.agent_id, ref, why);
     if (tell) {
       send(*tell, error_line(request_id, "no runner returned a result in " + std::to_string(kMaxAttempts + 1) +
                                              " claims of the task (each runner failed or went away)"));
     }
   }
+}
+
+void RemoteRunners::expired(const std::vector<store::Task>& tasks) {
+  std::vector<Settled> tell;
+  {
+    std::lock_guard lock(mu_);
+    for (const store::Task& task : tasks) {
+      auto p = pending_.find(task.id);
+      if (p == pending_.end()) continue;
+      if (p->second.channel) {
+        Settled settled;
+        settled.tell = p->second.channel;
+        const std::string request_id = p->second.quorum ? p->second.quorum->request_id : task.id;
+        settled.line = error_line(request_id, "no runner took it before it expired (queued " +
+                                                  std::to_string((fleet_.now_ms() - task.enqueued_ms) / 1000) + " s ago)");
+        if (p->second.quorum) close_quorum_locked(p->second.quorum);
+        tell.push_back(std::move(settled));
+      }
+      pending_.erase(p);
+    }
+  }
+  for (Settled& s : tell) finish(std::move(s));
 }
 
 void RemoteRunners::attach(Mailbox& mailbox) {
@@ -338,6 +392,11 @@ void RemoteRunners::detach(Mailbox& mailbox) {
   mailbox.closed = true;
   mailbox.held.reset();
   cv_.notify_all();
+}
+
+std::string RemoteRunners::cut_reason(Mailbox& mailbox) {
+  std::lock_guard lock(mu_);
+  return mailbox.cut;
 }
 
 bool RemoteRunners::next(Mailbox& mailbox, v1::ServerMessage& out) {
@@ -355,27 +414,44 @@ void RemoteRunners::fetch(Mailbox& mailbox, const v1::FetchObjects& request) {
   batch->set_task_id(request.task_id());
   std::filesystem::path repo_dir;
   std::vector<std::string> ids(request.ids().begin(), request.ids().end());
-  {
-    std::lock_guard lock(mu_);
-    std::string refused;
-    if (!mailbox.held || mailbox.held->claim.task_id != request.task_id()) {
-      refused = "task " + request.task_id() + " is not this runner's";
-    } else if (ids.empty() || ids.size() > kMaxFetchIds) {
-      refused = "ask for 1 to " + std::to_string(kMaxFetchIds) + " objects at a time";
-    } else {
-      for (const std::string& id : ids) {
-        if (!mailbox.held->fetchable.contains(id)) {
-          refused = "object " + id + " is not in the task's trees (or its tree was not fetched first)";
+  // Twice at most: an id outside the trees fetched so far makes the whole of the task's trees
+  // fetchable (walked outside mu_), then the ids are judged again.
+  for (int pass = 0;; ++pass) {
+    std::vector<std::string> roots;
+    {
+      std::lock_guard lock(mu_);
+      std::string refused;
+      bool unknown = false;
+      if (!mailbox.held || mailbox.held->claim.task_id != request.task_id()) {
+        refused = "task " + request.task_id() + " is not this runner's";
+      } else if (ids.empty() || ids.size() > kMaxFetchIds) {
+        refused = "ask for 1 to " + std::to_string(kMaxFetchIds) + " objects at a time";
+      } else {
+        for (const std::string& id : ids) {
+          if (mailbox.held->fetchable.contains(id)) continue;
+          if (!mailbox.held->reached_all && pass == 0) {
+            unknown = true;
+            break;
+          }
+          refused = "object " + id + " is not reachable from the task's trees";
           break;
         }
       }
+      if (!refused.empty()) {
+        batch->set_error(refused);
+        post_locked(mailbox, std::move(reply));
+        return;
+      }
+      repo_dir = mailbox.held->repo;
+      if (!unknown) break;
+      roots = {mailbox.held->request.base_tree, mailbox.held->request.tree};
     }
-    if (!refused.empty()) {
-      batch->set_error(refused);
-      post_locked(mailbox, std::move(reply));
-      return;
+    auto reached = reachable_objects(repo_dir, roots);
+    std::lock_guard lock(mu_);
+    if (mailbox.held && mailbox.held->claim.task_id == request.task_id()) {
+      if (reached) mailbox.held->fetchable.insert(reached->begin(), reached->end());
+      mailbox.held->reached_all = true;
     }
-    repo_dir = mailbox.held->repo;
   }
   std::vector<std::string> opened;
   auto repo = GitRepo::open(repo_dir);
@@ -456,6 +532,8 @@ void RemoteRunners::complete(Mailbox& mailbox, const v1::TaskResult& message) {
     return;
   }
   Status delivered = sup.delivered(agent, held->claim);
+  // Acked in the store, not yet passed to the build.
+  if (delivered) fail_point("server.result_acked");
   Settled settled;
   {
     std::lock_guard lock(mu_);
@@ -489,8 +567,26 @@ void RemoteRunners::failed(Mailbox& mailbox, const v1::TaskFailed& report) {
   const std::string reason = printable(report.reason());
   auto& sup = fleet_.supervisor();
   if (held->attempt < kMaxAttempts) {
-    (void)sup.fail_agent(mailbox.agent_id, "it could not run task " + held->claim.task_id + ": " + reason);
+    auto decision = sup.fail_agent(mailbox.agent_id, "it could not run task " + held->claim.task_id + ": " + reason);
+    Settled settled;
+    if (decision && decision->action == supervisor::RestartAction::give_up) {
+      // The runner is given up and no other runner here could take the task: the build is
+      // told now rather than waiting out its step for a try that cannot come. The task,
+      // back in the queue, is withdrawn when a runner next takes it.
+      std::lock_guard lock(mu_);
+      const bool alone = std::none_of(mailboxes_.begin(), mailboxes_.end(),
+                                      [&](const auto& m) { return m.first != mailbox.agent_id && !m.second->closed; });
+      if (auto p = pending_.find(held->claim.task_id); alone && p != pending_.end() && p->second.channel) {
+        settled.tell = p->second.channel;
+        const std::string request_id = p->second.quorum ? p->second.quorum->request_id : held->claim.task_id;
+        if (p->second.quorum) close_quorum_locked(p->second.quorum);
+        else p->second.channel = nullptr;
+        settled.line = error_line(request_id, "runner " + mailbox.agent_id + " could not run it and was given up (" +
+                                                  decision->reason + "), and no other runner is connected; its report: " + reason);
+      }
+    }
     fleet_.wake();
+    finish(std::move(settled));
     return;
   }
   // The last try: the build is told, rather than the task going round for ever.

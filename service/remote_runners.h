@@ -57,6 +57,7 @@ struct Mailbox {
   std::string key;    // its pinned Ed25519 public key, hex
   std::deque<v1::ServerMessage> outbox;
   bool closed = false;  // the stream is ending: nothing more is queued
+  std::string cut;      // why RemoteRunners cancelled the stream, when it did
 
   struct Held {
     store::ClaimRef claim;
@@ -65,6 +66,9 @@ struct Mailbox {
     RemoteRunRequest request;
     std::filesystem::path repo;
     std::set<std::string> fetchable;  // object ids the runner may fetch
+    // fetchable holds every object the task's trees reach: a runner whose store kept a tree
+    // but lost what it holds (killed while fetching) may fetch those entries directly.
+    bool reached_all = false;
     // Past this the claim is not renewed (it lapses and the task goes elsewhere): the checks'
     // own time limits and a budget for fetching, so a runner that heartbeats and never
     // answers cannot keep a task.
@@ -94,6 +98,9 @@ class RemoteRunners {
 
   // Fleet's loop: each runner task assigned to a runner whose stream is here goes out on it.
   void dispatch(const std::vector<supervisor::Assignment>& assignments);
+  // Fleet's loop: these tasks were expired unrun (Fleet::sweep); a build still waiting for one
+  // is told.
+  void expired(const std::vector<store::Task>& tasks);
 
   // A runner stream, once enrolled, until it ends. detach() gives back nothing: the stream's
   // end fails the agent, which returns its task to the queue (RunnersService).
@@ -101,6 +108,8 @@ class RemoteRunners {
   void detach(Mailbox& mailbox);
   // Waits until `mailbox` has a message to send (true) or is closed (false).
   bool next(Mailbox& mailbox, v1::ServerMessage& out);
+  // Why this side cancelled the mailbox's stream, or empty.
+  std::string cut_reason(Mailbox& mailbox);
   // The runner's messages. A result or report for a claim it no longer holds is dropped.
   void fetch(Mailbox& mailbox, const v1::FetchObjects& request);
   void complete(Mailbox& mailbox, const v1::TaskResult& result);
@@ -150,8 +159,8 @@ class RemoteRunners {
   void close_quorum_locked(const std::shared_ptr<Quorum>& quorum);
   void finish(Settled settled);
   void post_locked(Mailbox& mailbox, v1::ServerMessage message);
-  // Acks a claim whose task nobody waits for any more (its run ended or cancelled it).
-  void drop_claim(const std::string& agent_id, const store::ClaimRef& claim);
+  // Acks a claim whose task nobody waits for any more, unrun: a withdrawn fleet event naming why.
+  void drop_claim(const std::string& agent_id, const store::ClaimRef& claim, const std::string& why);
   std::string nonce_hex();
 
   Fleet& fleet_;

@@ -32,6 +32,7 @@ class StreamWatchdog {
           while (!done_) {
             if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && !done_ &&
                 std::chrono::steady_clock::now() >= deadline_) {
+              fired_ = true;
               context->TryCancel();
               return;
             }
@@ -51,6 +52,15 @@ class StreamWatchdog {
     if (wait) wait_ = *wait;
     deadline_ = std::chrono::steady_clock::now() + wait_;
   }
+  // It cancelled the call: the peer was silent past its wait.
+  bool fired() {
+    std::lock_guard lock(mu_);
+    return fired_;
+  }
+  std::chrono::milliseconds wait() {
+    std::lock_guard lock(mu_);
+    return wait_;
+  }
 
  private:
   std::mutex mu_;
@@ -58,6 +68,7 @@ class StreamWatchdog {
   std::chrono::milliseconds wait_;                   // guarded by mu_
   std::chrono::steady_clock::time_point deadline_;  // guarded by mu_
   bool done_ = false;                                // guarded by mu_
+  bool fired_ = false;                               // guarded by mu_
   std::thread thread_;  // last: started once the fields it reads exist
 };
 
@@ -74,6 +85,7 @@ class SessionGuard {
     left_ = true;
     return sessions_.leave(agent_id_, number_);
   }
+  uint64_t number() const { return number_; }
 
  private:
   RunnerSessions& sessions_;
@@ -208,12 +220,14 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
   enrolled.mutable_enrolled()->set_heartbeat_interval_ms(interval);
   grpc::Status status = grpc::Status::OK;
   std::string why = "the runner's stream ended";
+  std::atomic<bool> write_failed{false};
   if (stream->Write(enrolled)) {
     // From here on only the writer writes: tasks and object batches, as they come.
     std::thread writer([&] {
       v1::ServerMessage out;
       while (work_.next(mailbox, out)) {
         if (!stream->Write(out)) {
+          write_failed = true;
           context->TryCancel();
           break;
         }
@@ -272,7 +286,18 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
       break;
     }
   }
-  if (context->IsCancelled() && status.ok()) why = "the runner's stream was cut (silent, superseded, forgotten or the server stopping)";
+  // The cause that happened, not a list of those that might have: this server cut the stream
+  // (and says why), or the runner's end or the network did.
+  if (context->IsCancelled() && status.ok()) {
+    const std::string cut = fleet_.sessions().cut_reason(session.number());
+    if (!cut.empty()) why = cut;
+    else if (watchdog.fired()) why = "it was silent for " + std::to_string(watchdog.wait().count()) + " ms";
+    else if (const std::string own = work_.cut_reason(mailbox); !own.empty()) why = own;
+    else if (write_failed) why = "sending to it failed (its connection broke)";
+    else why = "it disconnected (its connection closed or was reset)";
+  } else {
+    (void)fleet_.sessions().cut_reason(session.number());
+  }
   // Only the agent's current stream fails it: one superseded by a newer enrolment (the
   // runner reconnected) or forgotten by an operator leaves the agent as it is. The runner is
   // gone, so it is down at once (not failed again when its heartbeats go stale).

@@ -31,6 +31,7 @@
 #include "service/run_manager.h"
 #include "service/runners_service.h"
 #include "service/shared_ledger.h"
+#include "service/reflection_gate.h"
 #include "service/tokens.h"
 #include "service/warden_cli.h"
 
@@ -228,7 +229,8 @@ Status serve(const ServeOptions& given, std::ostream& log) {
         if (!pumped->note.empty()) log << "warden serve: " << pumped->note << "\n" << std::flush;
         return {};
       },
-      [&remote_runners](const std::vector<supervisor::Assignment>& assigned) { remote_runners.dispatch(assigned); });
+      [&remote_runners](const std::vector<supervisor::Assignment>& assigned) { remote_runners.dispatch(assigned); },
+      [&remote_runners](const std::vector<store::Task>& expired) { remote_runners.expired(expired); });
   // The loop uses the recorder: it stops before the recorder goes, on every way out.
   struct StopFleet {
     Fleet& fleet;
@@ -250,6 +252,10 @@ Status serve(const ServeOptions& given, std::ostream& log) {
   // Runners ping every 20 s on their long-lived streams (tools/warden_grpc/client_channel.h):
   // allowed down to every 10 s, where gRPC's default would call them abusive.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  // Reflection (registered by the plugin above) answers only callers with a known token.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> gates;
+  gates.push_back(reflection_gate(*tokens));
+  builder.experimental().SetInterceptorCreators(std::move(gates));
   builder.RegisterService(&health);
   builder.RegisterService(&ledger_service);
   builder.RegisterService(&agents_service);
@@ -276,6 +282,7 @@ Status serve(const ServeOptions& given, std::ostream& log) {
       << (options.tokens.empty() ? "; the socket's user only" : "; tokens from " + options.tokens.string()) << ")\n";
   for (const TcpListener& l : *tcp) log << "warden serve: listening on " << l.host << ":" << l.selected_port << " (" << l.security << ")\n";
   log << "warden serve: fleet store " << (*fleet)->describe() << "\n";
+
   if (!spawned.agents.empty()) {
     log << "warden serve: starting " << spawned.agents.size() << " agent(s) from " << options.agents.string() << "\n";
     if (Status st = spawner.start(spawned.agents); !st) log << "warden serve: agents not started: " << st.error().message << "\n";

@@ -5,8 +5,10 @@
 // Health (grpc.health.v1, service/health_service.h): "warden.v1.Ledger" is SERVING once the ledger is open,
 // "warden.v1.Kernel" once the sandbox preflight has passed too, "warden.v1.Agents" and
 // "warden.v1.Runners" while the fleet's loop runs and reaches its store (service/fleet.h),
-// and "" (the server as a whole) when all are; all go NOT_SERVING when a shutdown begins. Server reflection is on, so
-// generic tools (grpcurl, grpc_cli) can list and call the services.
+// and "" (the server as a whole) when all are; all go NOT_SERVING when a shutdown begins.
+//
+// Server reflection is on, so generic tools (grpcurl, grpc_cli) can list and call the
+// services; with tokens it needs one, of any role (service/reflection_gate.h).
 #pragma once
 
 #include <filesystem>

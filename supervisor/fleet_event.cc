@@ -10,17 +10,19 @@
 namespace warden::supervisor {
 namespace {
 
-constexpr std::array<std::pair<FleetEventType, std::string_view>, 10> kNames{{
+constexpr std::array<std::pair<FleetEventType, std::string_view>, 12> kNames{{
     {FleetEventType::registered, "registered"},
     {FleetEventType::assigned, "assigned"},
     {FleetEventType::started, "started"},
     {FleetEventType::delivered, "delivered"},
+    {FleetEventType::withdrawn, "withdrawn"},
     {FleetEventType::failed, "failed"},
     {FleetEventType::restart, "restart"},
     {FleetEventType::given_up, "given_up"},
     {FleetEventType::circuit, "circuit"},
     {FleetEventType::drained, "drained"},
     {FleetEventType::forgotten, "forgotten"},
+    {FleetEventType::expired, "expired"},
 }};
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();

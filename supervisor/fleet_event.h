@@ -21,12 +21,15 @@ enum class FleetEventType {
   assigned,
   started,
   delivered,
+  withdrawn,   // the task's claim was acked unrun: nobody waits for it any more; `reason` says why
   failed,      // the agent failed; `reason` says how, `task_id` names the task it held
   restart,     // a restart was decided: `delay_ms` of backoff, `attempt`
   given_up,    // past the restart intensity: never assigned again
   circuit,     // the agent's circuit breaker moved to `circuit`
   drained,     // an operator took the agent out of assignment
   forgotten,   // an operator removed the agent
+  expired,     // a queued task removed unrun (its server restarted or is gone); `agent` names the
+               // server that removed it ("server.<instance>"), `reason` why
 };
 
 std::string_view to_string(FleetEventType type);
@@ -36,12 +39,12 @@ struct FleetEvent {
   FleetEventType type = FleetEventType::registered;
   std::string agent_id{};
   int64_t at_ms = 0;
-  std::string task_id{};   // assigned, started, delivered, failed (when it held one)
+  std::string task_id{};   // assigned, started, delivered, withdrawn, failed (when it held one)
   uint32_t attempt = 0;  // assigned: the claim's attempt; restart: the backoff's attempt
   bool started = false;  // assigned: the agent began at once (AssignScope::starts_at_once)
   int64_t delay_ms = 0;  // restart
   std::string circuit{};   // circuit: "closed", "open", "half_open"
-  std::string reason{};    // failed, given_up, drained
+  std::string reason{};    // withdrawn, failed, given_up, drained
   // registered, for an enrolled agent (a remote runner): its token's identity and its
   // Ed25519 public key (hex), so the ledger says which key each runner signs with.
   std::string owner{};

@@ -113,6 +113,7 @@ AgentView Supervisor::view_locked(store::AgentRecord record, int64_t now) {
     view.given_up = it->second.given_up();
     view.breaker = it->second.breaker().state(now);
   }
+  if (auto why = given_up_why_.find(view.record.id); view.given_up && why != given_up_why_.end()) view.given_up_reason = why->second;
   return view;
 }
 
@@ -305,6 +306,7 @@ Result<RestartDecision> Supervisor::fail_locked(const std::string& agent_id, std
   RestartDecision decision = policy.on_failure(now, random_);
   std::vector<FleetEvent> events;
   if (decision.action == RestartAction::give_up) {
+    given_up_why_[agent_id] = decision.reason + "; the last failure: " + escape_invalid_utf8(reason);
     events.push_back({.type = FleetEventType::given_up, .agent_id = agent_id, .at_ms = now, .reason = decision.reason});
   } else {
     events.push_back({.type = FleetEventType::restart, .agent_id = agent_id, .at_ms = now, .attempt = decision.attempt,
@@ -458,7 +460,21 @@ Status Supervisor::output_ready(std::string_view agent_id, const store::ClaimRef
 
 Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& claim) {
   std::lock_guard lock(mu_);
-  const int64_t now = clock_.now_ms();
+  const FleetEvent event{.type = FleetEventType::delivered, .agent_id = std::string(agent_id), .at_ms = clock_.now_ms(),
+                         .task_id = claim.task_id};
+  return settle_locked(agent_id, claim, event, true);
+}
+
+Status Supervisor::withdraw(std::string_view agent_id, const store::ClaimRef& claim, std::string_view reason) {
+  std::lock_guard lock(mu_);
+  const FleetEvent event{.type = FleetEventType::withdrawn, .agent_id = std::string(agent_id), .at_ms = clock_.now_ms(),
+                         .task_id = claim.task_id, .reason = std::string(reason)};
+  return settle_locked(agent_id, claim, event, false);
+}
+
+Status Supervisor::settle_locked(std::string_view agent_id, const store::ClaimRef& claim, const FleetEvent& delivered,
+                          bool succeeded) {
+  const int64_t now = delivered.at_ms;
   AgentView view;
   auto cached = known_.find(std::string(agent_id));
   if (cached != known_.end() && same_claim(cached->second, claim)) {
@@ -488,8 +504,6 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
   }
   auto next = apply(at, AgentEvent::output_delivered);
   if (!next) return std::unexpected(next.error().to_error());
-  const FleetEvent delivered{.type = FleetEventType::delivered, .agent_id = std::string(agent_id), .at_ms = now,
-                             .task_id = claim.task_id};
   auto free = [](AgentView& v) {
     v.state = AgentState::idle;
     v.task_id.clear();
@@ -522,6 +536,7 @@ Status Supervisor::delivered(std::string_view agent_id, const store::ClaimRef& c
     }, &delivered);
     if (!moved) (void)emit(delivered);
   }
+  if (!succeeded) return {};
   RestartPolicy& policy = policy_locked(std::string(agent_id));
   const BreakerState before = policy.breaker().state(now);
   policy.on_success();

@@ -90,6 +90,7 @@ struct AgentView {
   // same for two registrations of one id, across forget too.
   uint64_t epoch = 0;
   bool given_up = false;   // past the restart intensity (this supervisor's view)
+  std::string given_up_reason;  // with given_up: the intensity exceeded, and the failure that exceeded it
   BreakerState breaker = BreakerState::closed;  // this supervisor's view
 };
 
@@ -159,6 +160,10 @@ class Supervisor {
   // the same claim delivering again after a lost reply succeeds again (the store's ack is
   // idempotent for its claim), so a retry never turns a made decision into a failure.
   Status delivered(std::string_view agent_id, const store::ClaimRef& claim);
+  // The agent's task is acked unrun (its claim was given out, but nobody waits for its result
+  // any more: a quorum settled, the build ended): a withdrawn event with `reason`, the agent
+  // idle again. Refused as delivered is; the agent's restart policy is left as it was.
+  Status withdraw(std::string_view agent_id, const store::ClaimRef& claim, std::string_view reason);
   // The agent failed (crashed, sent something refused, timed out): agent_failed, its task
   // released, and the restart decision, which the caller acts on for agents it spawned.
   // `gone`: the agent is known to be unreachable (its stream ended), so it is marked down as
@@ -203,6 +208,8 @@ class Supervisor {
   Result<RestartDecision> fail_locked(const std::string& agent_id, std::string_view reason, bool down, bool stale, int64_t now,
                                       std::optional<uint64_t> lapsed_claim, std::optional<uint64_t> epoch = std::nullopt);
   Status emit(FleetEvent event);
+  // delivered() and withdraw(), under mu_: acks `claim` and frees its agent, recording `event`.
+  Status settle_locked(std::string_view agent_id, const store::ClaimRef& claim, const FleetEvent& event, bool succeeded);
 
   store::StateStore& store_;
   Clock& clock_;
@@ -211,6 +218,7 @@ class Supervisor {
 
   std::mutex mu_;
   std::map<std::string, RestartPolicy> policies_;  // guarded by mu_
+  std::map<std::string, std::string> given_up_why_;  // guarded by mu_: by agent, once given up
   // Each agent's record as this process last wrote it: update() writes against it first, so
   // a step costs one store round trip, not two, while no other supervisor intervenes.
   std::map<std::string, AgentView> known_;         // guarded by mu_

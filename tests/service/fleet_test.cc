@@ -154,8 +154,11 @@ TEST_F(Fleet, ARunnerWhoseHeartbeatsStopIsFailedWithinTwoIntervalsAndComesBackWh
   ASSERT_TRUE(eventually([](const auto& agents) { return agents.at("runner-a").value("down", false); }, 10s));
   const auto detected = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stopped);
   // Two intervals and the 100 ms slack from its last heartbeat, plus a loop tick (100 ms)
-  // and this test's polling of the CLI (one listing takes up to ~150 ms under sanitizers).
-  EXPECT_LE(detected.count(), 2 * kIntervalMs + 100 + 100 + 400) << "detected after " << detected.count() << " ms";
+  // and this test's polling of the CLI: a listing is a process start, ~150 ms under
+  // sanitizers and several times that on 2 cores busy with other tests (1,005 ms was seen
+  // against a 400 ms allowance), so the allowance is 900 ms. A detector that never fired
+  // fails the 10 s wait above.
+  EXPECT_LE(detected.count(), 2 * kIntervalMs + 100 + 100 + 900) << "detected after " << detected.count() << " ms";
   ::kill(a.pid(), SIGCONT);
   EXPECT_TRUE(eventually([](const auto& agents) { return !agents.at("runner-a").value("down", true); }, 10s));
   a.kill(SIGTERM);

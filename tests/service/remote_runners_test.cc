@@ -23,6 +23,8 @@
 #include "runner/run_result.h"
 #include "runner/sandbox_profile.h"
 #include "runner/tree_hash.h"
+#include "store/lmdb_state_store.h"
+#include "store/redis_state_store.h"
 #include "tests/service/runs_fixture.h"
 #include "tests/service/serve_fixture.h"
 #include "tests/support/files.h"
@@ -86,11 +88,15 @@ class RemoteChecks : public ServeRuns {
     return server.wait();
   }
 
-  Child runner(const std::string& id, const std::string& token = "", const std::string& server = "") {
+  // `fail_point`: the runner kills itself (SIGKILL) when it reaches that point of its work
+  // (common/fail_point.h).
+  Child runner(const std::string& id, const std::string& token = "", const std::string& server = "",
+               const std::string& fail_point = "") {
     fs::create_directory(tmp / id);
     fs::permissions(tmp / id, fs::perms::owner_all, fs::perm_options::replace);
     std::vector<std::string> argv{warden_binary(), "runner", "--server", server.empty() ? socket.string() : server,
                                   "--state", (tmp / id).string(), "--id", id};
+    if (!fail_point.empty()) argv.insert(argv.begin(), {"/usr/bin/env", "WARDEN_FAIL_POINT=" + fail_point});
     if (!token.empty()) argv.insert(argv.end(), {"--token", token_file(token).string()});
     return Child::spawn(argv);
   }
@@ -131,6 +137,38 @@ class RemoteChecks : public ServeRuns {
       for (auto& r : recorded(ledger, kind, run_id)) out.push_back(r["payload"]);
     }
     return out;
+  }
+
+  // `warden build` over the server, in the background (its JSON summary on stdout).
+  Child start_build(const std::string& blueprint, const std::string& repository) {
+    std::vector<std::string> argv{warden_binary()};
+    for (auto& a : build_argv(blueprint, repository)) argv.push_back(a);
+    return Child::spawn(argv);
+  }
+
+  // `--store` for a fault test's store: none for the state directory's LMDB; for "redis", a
+  // Redis started in `redis` on the test's directory.
+  std::vector<std::string> store_args(const std::string& kind, std::optional<RedisServer>& redis) {
+    if (kind != "redis") return {};
+    redis.emplace(tmp / "redis");
+    EXPECT_TRUE(redis->start()) << redis->log();
+    return {"--store", "unix:" + (tmp / "redis" / "redis.sock").string()};
+  }
+
+  // The fleet's store as the server sees it, opened beside it.
+  Result<std::unique_ptr<store::StateStore>> open_store(const std::optional<RedisServer>& redis) {
+    if (redis) return store::open_redis_state_store(redis->address(), {.key_prefix = "warden:"});
+    return store::open_lmdb_state_store(state / "fleet", {.sync = true});
+  }
+
+  // Drains both children until `doomed` has ended (its fail point killed it) or 180 s.
+  static ProcessResult until_killed(Child& doomed, Child& build) {
+    const auto deadline = std::chrono::steady_clock::now() + 180s;
+    while (doomed.output_open() && std::chrono::steady_clock::now() < deadline) {
+      doomed.pump(std::chrono::steady_clock::now() + 50ms);
+      build.pump(std::chrono::steady_clock::now() + 50ms);
+    }
+    return doomed.wait();
   }
 
   void expect_replays(const std::string& repository) {
@@ -359,11 +397,7 @@ TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecides
   Child server = serve();
   Child a = runner("runner-a");
   wait_connected({"runner-a"});
-  Child build = Child::spawn([&] {
-    std::vector<std::string> argv{warden_binary()};
-    for (auto& s : build_argv("calculator", "calc")) argv.push_back(s);
-    return argv;
-  }());
+  Child build = start_build("calculator", "calc");
 
   // Killed once it has held one task for a second (in the middle of its check).
   std::string task;
@@ -402,6 +436,146 @@ TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecides
   expect_replays("calc");
   stop(server);
 }
+
+// The fleet's events as the ledger holds them: type, agent, task and reason of each.
+std::vector<nlohmann::json> fleet_events(const fs::path& ledger) {
+  std::vector<nlohmann::json> out;
+  ProcessResult shown = warden({"ledger", "show", ledger.string(), "--kind", "fleet_event", "--json"});
+  EXPECT_TRUE(shown.exited_with(0)) << describe(shown);
+  for (const auto& line : stdout_json_lines(shown)) {
+    if (line.value("type", "") == "record") out.push_back(line["payload"]["event"]);
+  }
+  return out;
+}
+
+// A runner killed between storing a tree and storing what the tree holds leaves its object
+// store with a tree whose entries are missing. Restarted, it completes the tree (the server
+// serves any object the task's trees reach, not only those under trees fetched in the same
+// task), and the build decides as any build of the calculator. Before, the server refused
+// the entries and every later task on that tree failed on the runner.
+TEST_F(RemoteChecks, ARunnerKilledBetweenATreeAndItsEntriesCompletesTheTreeWhenItComesBack) {
+  Child server = serve();
+  Child doomed = runner("runner-a", "", "", "runner.fetch.tree_stored");
+  wait_connected({"runner-a"});
+  Child build = start_build("calculator", "calc");
+  ProcessResult died = until_killed(doomed, build);
+  ASSERT_EQ(died.term_signal, SIGKILL) << describe(died);
+  // Its store holds the tree and nothing under it.
+  Child again = runner("runner-a");
+  ProcessResult built = build.wait();
+  ASSERT_TRUE(built.exited_with(0)) << describe(built) << read_file_or_empty(state / "runs" / "children.log");
+  const std::string run_id = stdout_json(built).value("run_id", "");
+  EXPECT_EQ(decisions(run_id), (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted",
+                                                         "s4#1=accepted", "s5#1=accepted"}));
+  again.kill(SIGTERM);
+  ProcessResult again_done = again.wait();
+  EXPECT_TRUE(again_done.exited_with(0)) << describe(again_done);
+  EXPECT_EQ(again_done.err.find("failed"), std::string::npos) << again_done.err;
+  expect_replays("calc");
+  stop(server);
+  // The kill is named as what it was: the runner's connection closed.
+  bool named = false;
+  for (const auto& e : fleet_events(ledger)) {
+    if (e.value("type", "") != "failed" || e.value("agent", "") != "runner-a") continue;
+    EXPECT_EQ(e.value("reason", ""), "it disconnected (its connection closed or was reset)") << e.dump();
+    named = true;
+  }
+  EXPECT_TRUE(named) << "no failed event for the killed runner";
+}
+
+// A server killed with a check task queued for its runners, and restarted on the same state
+// directory: it is the same server (STATE/server.id), so the task is its own, and since no
+// build waits for it any more it is disposed of unrun: expired by the server's first sweep,
+// or withdrawn by a runner that took it first, with a fleet event naming why (before, a new
+// random identity per start left the task to a name no server answered to, in the store for
+// good). Nothing is left in the store.
+TEST_F(RemoteChecks, ATaskQueuedBeforeTheServerWasKilledIsWithdrawnAfterItsRestartAndLeavesNothing) {
+  Child server = serve();
+  Child build = start_build("calculator", "calc");
+  // No runner is connected: the build's first task waits in the queue, and the server says
+  // it is not ready for such builds.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (health_status(channel(), "") == 1 && std::chrono::steady_clock::now() < deadline) {
+    build.pump(std::chrono::steady_clock::now() + 100ms);
+  }
+  ASSERT_NE(health_status(channel(), ""), 1) << "the build's task never waited for a runner";
+  const std::string id = read_file_or_empty(state / "server.id");
+  ASSERT_EQ(id.size(), 17u) << id;
+  server.kill(SIGKILL);
+  (void)server.wait();
+  build.kill(SIGKILL);
+  (void)build.wait();
+
+  Child restarted = serve();
+  EXPECT_EQ(read_file_or_empty(state / "server.id"), id) << "the server's identity changed with its restart";
+  Child a = runner("runner-a");
+  wait_connected({"runner-a"});
+  std::vector<nlohmann::json> disposed;
+  for (auto until = std::chrono::steady_clock::now() + 60s; disposed.empty() && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(200ms);
+    for (const auto& e : fleet_events(ledger)) {
+      if (e.value("type", "") == "withdrawn" || e.value("type", "") == "expired") disposed.push_back(e);
+    }
+  }
+  ASSERT_EQ(disposed.size(), 1u);
+  EXPECT_NE(disposed[0].value("reason", "").find("the build that queued it is gone"), std::string::npos) << disposed[0].dump();
+  for (const auto& e : fleet_events(ledger)) {
+    EXPECT_NE(e.value("type", ""), "delivered") << "a task no runner ran was recorded delivered: " << e.dump();
+  }
+  a.kill(SIGTERM);
+  EXPECT_TRUE(a.wait().exited_with(0));
+  EXPECT_TRUE(stop(restarted).exited_with(0));
+  auto store = store::open_lmdb_state_store(state / "fleet", {});
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->queue_length().value_or(99), 0u);
+}
+
+// A runner's raw warden.v1.Runners stream for the fakes below: enrolled with `key` as `id`
+// (false when the server refused), then heartbeating every 100 ms on a thread until
+// destroyed. send() writes one message beside the heartbeats.
+class RawStream {
+ public:
+  using Stream = grpc::ClientReaderWriter<v1::RunnerMessage, v1::ServerMessage>;
+  RawStream(v1::Runners::Stub& stub, grpc::ClientContext& context) : stream_(stub.Work(&context)) {}
+  ~RawStream() {
+    done_ = true;
+    if (beats_.joinable()) beats_.join();
+  }
+  bool enrol(const std::string& id, const Ed25519PrivateKey& key) {
+    v1::RunnerMessage enrol;
+    enrol.mutable_enrol()->set_agent_id(id);
+    enrol.mutable_enrol()->set_public_key(std::string(key.public_key().begin(), key.public_key().end()));
+    v1::ServerMessage in;
+    if (!stream_->Write(enrol) || !stream_->Read(&in) || !in.has_challenge()) return false;
+    auto s = key.sign(enrol_message(id, in.challenge().identity(), in.challenge().nonce())).value();
+    v1::RunnerMessage proof;
+    proof.mutable_proof()->set_signature(std::string(s.begin(), s.end()));
+    if (!stream_->Write(proof) || !stream_->Read(&in) || !in.has_enrolled()) return false;
+    beats_ = std::thread([this] {
+      v1::RunnerMessage beat;
+      beat.mutable_heartbeat();
+      while (!done_ && send(beat)) std::this_thread::sleep_for(100ms);
+    });
+    return true;
+  }
+  bool read(v1::ServerMessage& in) { return stream_->Read(&in); }
+  bool send(const v1::RunnerMessage& m) {
+    std::lock_guard lock(write_mu_);
+    return stream_->Write(m);
+  }
+  // Stops the heartbeats and ends the call.
+  void finish() {
+    done_ = true;
+    if (beats_.joinable()) beats_.join();
+    (void)stream_->Finish();
+  }
+
+ private:
+  std::unique_ptr<Stream> stream_;
+  std::mutex write_mu_;
+  std::atomic<bool> done_{false};
+  std::thread beats_;
+};
 
 // A runner on a raw stream that lies. Forging: it answers each task with a forged result,
 // first one whose tree hash is made up, then one about another tree, then one signed by
@@ -476,45 +650,20 @@ class LyingRunner {
   }
 
   void serve() {
-    auto stream = stub_->Work(&context_);
-    const std::string pub(key_.public_key().begin(), key_.public_key().end());
-    v1::RunnerMessage enrol;
-    enrol.mutable_enrol()->set_agent_id(id_);
-    enrol.mutable_enrol()->set_public_key(pub);
-    v1::ServerMessage in;
-    if (!stream->Write(enrol) || !stream->Read(&in) || !in.has_challenge()) return;
-    auto s = key_.sign(enrol_message(id_, in.challenge().identity(), in.challenge().nonce())).value();
-    v1::RunnerMessage proof;
-    proof.mutable_proof()->set_signature(std::string(s.begin(), s.end()));
-    if (!stream->Write(proof) || !stream->Read(&in) || !in.has_enrolled()) return;
+    RawStream stream(*stub_, context_);
+    if (!stream.enrol(id_, key_)) return;
     enrolled_ = true;
-    std::mutex write_mu;
-    std::atomic<bool> done{false};
-    std::thread beats([&] {
-      v1::RunnerMessage beat;
-      beat.mutable_heartbeat();
-      while (!done) {
-        {
-          std::lock_guard lock(write_mu);
-          if (!stream->Write(beat)) break;
-        }
-        std::this_thread::sleep_for(100ms);
-      }
-    });
     const bool dissenting = !dissent_repo_.empty();
-    while ((dissenting || forged_ < 3) && stream->Read(&in)) {
+    v1::ServerMessage in;
+    while ((dissenting || forged_ < 3) && stream.read(in)) {
       if (!in.has_task()) continue;
-      v1::RunnerMessage answer = forge(in.task(), dissenting ? 0 : forged_.load());
-      std::lock_guard lock(write_mu);
-      if (!stream->Write(answer)) break;
+      if (!stream.send(forge(in.task(), dissenting ? 0 : forged_.load()))) break;
       ++forged_;
     }
     // Its third lie is answered before it goes (a result in flight is not cut off).
     std::this_thread::sleep_for(300ms);
-    done = true;
-    beats.join();
     context_.TryCancel();
-    (void)stream->Finish();
+    stream.finish();
   }
 
   std::unique_ptr<v1::Runners::Stub> stub_;
@@ -532,11 +681,7 @@ TEST_F(RemoteChecks, ForgedResultsAreRefusedTheirRunnerIsNamedAndAnHonestRunnerD
   Child server = serve();
   LyingRunner liar(channel(), "liar");
   wait_connected({"liar"});
-  Child build = Child::spawn([&] {
-    std::vector<std::string> argv{warden_binary()};
-    for (auto& s : build_argv("calculator", "calc")) argv.push_back(s);
-    return argv;
-  }());
+  Child build = start_build("calculator", "calc");
   auto deadline = std::chrono::steady_clock::now() + 60s;
   while (liar.forged() < 3 && std::chrono::steady_clock::now() < deadline) build.pump(std::chrono::steady_clock::now() + 50ms);
   ASSERT_EQ(liar.forged(), 3) << "the liar was given three tasks";
@@ -664,11 +809,7 @@ TEST_F(RemoteChecks, WhileABuildWaitsForRunnersAndNoneIsConnectedTheServerIsNotR
   };
   ASSERT_TRUE(becomes("", 1)) << "ready with no build waiting, runners or not";
   EXPECT_EQ(status("warden.v1.Runners"), 1);
-  Child build = Child::spawn([&] {
-    std::vector<std::string> argv{warden_binary()};
-    for (auto& a : build_argv("calculator", "calc")) argv.push_back(a);
-    return argv;
-  }());
+  Child build = start_build("calculator", "calc");
   EXPECT_TRUE(becomes("warden.v1.Runners", 2)) << server.err();
   EXPECT_EQ(status(""), 2);
   EXPECT_EQ(status("warden.v1.Kernel"), 1) << "the kernel itself is fine";
@@ -677,6 +818,265 @@ TEST_F(RemoteChecks, WhileABuildWaitsForRunnersAndNoneIsConnectedTheServerIsNotR
   ProcessResult built = build.wait();
   ASSERT_TRUE(built.exited_with(0)) << describe(built);
   EXPECT_TRUE(becomes("", 1));
+  stop(server);
+}
+
+// The fault suite: a runner killed (SIGKILL, by its own fail point: common/fail_point.h) at
+// each point of a task's life, on the server's LMDB store and on a shared Redis. Another
+// runner comes up; the build decides exactly as a local build of the calculator does, replay
+// passes, and the store holds no task afterwards.
+struct Fault {
+  const char* store;  // "lmdb" or "redis"
+  const char* point;  // the fail point that kills the process
+};
+
+// "redis_runner_fetch_tree_stored": the test's name for a fault.
+std::string fault_name(const ::testing::TestParamInfo<Fault>& info) {
+  std::string name = std::string(info.param.store) + "_" + info.param.point;
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+class RunnerFaults : public RemoteChecks, public ::testing::WithParamInterface<Fault> {};
+
+TEST_P(RunnerFaults, ARunnerKilledAtThisPointCostsTheBuildNothingAndLeavesNoTask) {
+  const Fault fault = GetParam();
+  std::optional<RedisServer> redis;
+  Child server = serve(store_args(fault.store, redis));
+  Child doomed = runner("runner-a", "", "", fault.point);
+  Child build = start_build("calculator", "calc");
+  ProcessResult died = until_killed(doomed, build);
+  ASSERT_EQ(died.term_signal, SIGKILL) << "it never reached " << fault.point << ": " << describe(died);
+  Child b = runner("runner-b");
+  ProcessResult built = build.wait();
+  ASSERT_TRUE(built.exited_with(0)) << describe(built) << read_file_or_empty(state / "runs" / "children.log");
+  const std::string run_id = stdout_json(built).value("run_id", "");
+  EXPECT_EQ(decisions(run_id), (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted",
+                                                         "s4#1=accepted", "s5#1=accepted"}));
+  for (const auto& r : results(run_id)) expect_signed(r, {"runner-a", "runner-b"});
+  expect_replays("calc");
+  b.kill(SIGTERM);
+  EXPECT_TRUE(b.wait().exited_with(0));
+  EXPECT_TRUE(stop(server).exited_with(0));
+  auto store = open_store(redis);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->queue_length().value_or(99), 0u) << "a task was left in the store";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachPoint, RunnerFaults,
+    ::testing::Values(Fault{"lmdb", "runner.enrolled"}, Fault{"lmdb", "runner.fetch.tree_stored"},
+                      Fault{"lmdb", "runner.sandbox_start"}, Fault{"lmdb", "runner.checks_ran"},
+                      Fault{"lmdb", "runner.result_sent"}, Fault{"redis", "runner.enrolled"},
+                      Fault{"redis", "runner.fetch.tree_stored"}, Fault{"redis", "runner.sandbox_start"},
+                      Fault{"redis", "runner.checks_ran"}, Fault{"redis", "runner.result_sent"}),
+    fault_name);
+
+// A server gone for good (killed, its state directory never served again) leaves a task
+// queued on the Redis it shared; another server on that Redis expires it once it is older
+// than --task-expiry-s, with an `expired` fleet event naming why, and the store holds no task.
+TEST_F(RemoteChecks, AGoneServersQueuedTaskIsExpiredByAnotherServerPastTheBound) {
+  RedisServer redis(tmp / "redis");
+  ASSERT_TRUE(redis.start()) << redis.log();
+  const std::string store_spec = "unix:" + (tmp / "redis" / "redis.sock").string();
+  Child gone = serve({"--store", store_spec});
+  Child build = start_build("calculator", "calc");
+  auto store = store::open_redis_state_store(redis.address(), {.key_prefix = "warden:"});
+  ASSERT_TRUE(store) << store.error().message;
+  for (auto until = std::chrono::steady_clock::now() + 60s;
+       (*store)->queue_length().value_or(0) == 0 && std::chrono::steady_clock::now() < until;) {
+    build.pump(std::chrono::steady_clock::now() + 100ms);
+  }
+  ASSERT_EQ((*store)->queue_length().value_or(0), 1u) << "the build's first task was never queued";
+  gone.kill(SIGKILL);
+  (void)gone.wait();
+  build.kill(SIGKILL);
+  (void)build.wait();
+
+  const fs::path other = tmp / "other";
+  fs::create_directory(other);
+  fs::permissions(other, fs::perms::owner_all, fs::perm_options::replace);
+  Child survivor = Child::spawn({warden_binary(), "serve", "--state", other.string(), "--blueprints", blueprints.string(),
+                                 "--store", store_spec, "--task-expiry-s", "2"});
+  uint64_t left = 1;
+  for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;) {
+    survivor.pump(std::chrono::steady_clock::now() + 200ms);
+    left = (*store)->queue_length().value_or(99);
+    if (left == 0) break;
+  }
+  EXPECT_EQ(left, 0u);
+  survivor.kill(SIGTERM);
+  ProcessResult stopped = survivor.wait();
+  EXPECT_TRUE(stopped.exited_with(0)) << describe(stopped);
+  std::vector<nlohmann::json> expired;
+  for (const auto& e : fleet_events(other / "ledger")) {
+    if (e.value("type", "") == "expired") expired.push_back(e);
+  }
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_NE(expired[0].value("reason", "").find("waited more than 2 s"), std::string::npos) << expired[0].dump();
+  EXPECT_TRUE(expired[0].value("agent", "").starts_with("server.")) << expired[0].dump();
+}
+
+// The server killed (SIGKILL, by its fail point) at each point of a task's life on its side:
+// queued for its runners, sent to a runner, its result acked in the store but not yet passed
+// to the build. Restarted on the same state directory, the server records the run's end
+// (interrupted, a recorded reason), disposes of the task the dead build left (expired, or
+// withdrawn by the runner that takes it back), and the store holds no task; replay passes.
+class ServerFaults : public RemoteChecks, public ::testing::WithParamInterface<Fault> {};
+
+TEST_P(ServerFaults, AServerKilledAtThisPointComesBackWithTheRunEndedAndNoTaskLeft) {
+  const Fault fault = GetParam();
+  std::optional<RedisServer> redis;
+  std::vector<std::string> extra{"--heartbeat-interval-ms", "200", "--missed-heartbeats", "2"};
+  for (const std::string& a : store_args(fault.store, redis)) extra.push_back(a);
+  std::vector<std::string> armed{"/usr/bin/env", std::string("WARDEN_FAIL_POINT=") + fault.point, warden_binary(), "serve",
+                                 "--state", state.string(), "--blueprints", blueprints.string()};
+  armed.insert(armed.end(), extra.begin(), extra.end());
+  Child doomed = Child::spawn(armed);
+  wait_serving(doomed);
+  Child a = runner("runner-a");
+  wait_connected({"runner-a"});
+  Child build = start_build("calculator", "calc");
+  ProcessResult died = until_killed(doomed, build);
+  ASSERT_EQ(died.term_signal, SIGKILL) << "it never reached " << fault.point << ": " << describe(died);
+  ProcessResult lost = build.wait();
+  EXPECT_FALSE(lost.exited_with(0)) << describe(lost);
+
+  Child server = start(extra);
+  auto store = open_store(redis);
+  ASSERT_TRUE(store) << store.error().message;
+  uint64_t left = 1;
+  for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
+    left = (*store)->queue_length().value_or(99);
+    if (left == 0) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(left, 0u) << "a task of the dead build stayed in the store";
+  ProcessResult listed = warden({"runs", "list", ledger.string(), "--json"});
+  ASSERT_TRUE(listed.exited_with(0)) << describe(listed);
+  for (const auto& line : stdout_json_lines(listed)) {
+    if (line.value("type", "") != "run") continue;
+    EXPECT_NE(line.value("status", "live"), "live") << "a run of the dead server is still live: " << line.dump();
+  }
+  a.kill(SIGTERM);
+  EXPECT_TRUE(a.wait().exited_with(0));
+  EXPECT_TRUE(stop(server).exited_with(0));
+  expect_replays("calc");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachPoint, ServerFaults,
+    ::testing::Values(Fault{"lmdb", "server.task_queued"}, Fault{"lmdb", "server.task_sent"},
+                      Fault{"lmdb", "server.result_acked"}, Fault{"redis", "server.task_queued"},
+                      Fault{"redis", "server.task_sent"}, Fault{"redis", "server.result_acked"}),
+    fault_name);
+
+// A runner stopped (SIGSTOP) while it holds a task, past its heartbeat bound: the task runs
+// on another runner; resumed, the stopped runner's late answer counts for nothing, and the
+// build decides as a local build does.
+TEST_F(RemoteChecks, ARunnerStoppedPastItsHeartbeatBoundLosesItsTaskAndItsLateAnswerCountsForNothing) {
+  Child server = serve();
+  Child a = runner("runner-a");
+  wait_connected({"runner-a"});
+  Child build = start_build("calculator", "calc");
+  std::string task;
+  for (auto until = std::chrono::steady_clock::now() + 60s; task.empty() && std::chrono::steady_clock::now() < until;) {
+    auto agents = listed();
+    if (agents.contains("runner-a")) task = agents["runner-a"].value("task_id", "");
+    build.pump(std::chrono::steady_clock::now() + 20ms);
+  }
+  ASSERT_FALSE(task.empty()) << "runner-a never held a task";
+  ::kill(a.pid(), SIGSTOP);
+  Child b = runner("runner-b");
+  ASSERT_TRUE(eventually_listed(connect(), [](const AgentListing& agents) {
+    return agents.contains("runner-a") && agents.at("runner-a").value("down", false);
+  }, 30s));
+  ::kill(a.pid(), SIGCONT);
+  ProcessResult built = build.wait();
+  ASSERT_TRUE(built.exited_with(0)) << describe(built) << read_file_or_empty(state / "runs" / "children.log");
+  const std::string run_id = stdout_json(built).value("run_id", "");
+  EXPECT_EQ(decisions(run_id), (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted",
+                                                         "s4#1=accepted", "s5#1=accepted"}));
+  expect_replays("calc");
+  for (Child* c : {&a, &b}) {
+    c->kill(SIGTERM);
+    EXPECT_TRUE(c->wait().exited_with(0));
+  }
+  EXPECT_TRUE(stop(server).exited_with(0));
+  bool failed_a = false;
+  for (const auto& e : fleet_events(ledger)) {
+    if (e.value("type", "") == "failed" && e.value("agent", "") == "runner-a") failed_a = true;
+  }
+  EXPECT_TRUE(failed_a) << "the stopped runner was never failed";
+}
+
+// A runner on a raw stream that cannot run anything: it answers every task with a failure
+// report, and keeps heartbeating.
+class FailingRunner {
+ public:
+  FailingRunner(std::shared_ptr<grpc::Channel> channel, std::string id)
+      : stub_(v1::Runners::NewStub(channel)), id_(std::move(id)) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FailingRunner() {
+    context_.TryCancel();
+    thread_.join();
+  }
+  int reports() const { return reports_.load(); }
+
+ private:
+  void serve() {
+    RawStream stream(*stub_, context_);
+    if (!stream.enrol(id_, key_)) return;
+    v1::ServerMessage in;
+    while (stream.read(in)) {
+      if (!in.has_task()) continue;
+      v1::RunnerMessage answer;
+      answer.mutable_failed()->set_task_id(in.task().task_id());
+      answer.mutable_failed()->set_claim_token(in.task().claim_token());
+      answer.mutable_failed()->set_reason("no sandbox on this machine");
+      if (!stream.send(answer)) break;
+      ++reports_;
+    }
+    stream.finish();
+  }
+
+  std::unique_ptr<v1::Runners::Stub> stub_;
+  std::string id_;
+  Ed25519PrivateKey key_ = Ed25519PrivateKey::generate().value();
+  grpc::ClientContext context_;
+  std::atomic<int> reports_{0};
+  std::thread thread_;
+};
+
+// The only runner cannot run the task: once the restart intensity gives it up, the build is
+// told at once with the runner's reason (before, the task waited for a try that could not
+// come and the build ended TIMEOUT_ERROR after its step's time), and `warden agents show`
+// says why the runner was given up.
+TEST_F(RemoteChecks, ARunnerGivenUpForItsFailuresTellsTheBuildAtOnceAndSaysWhy) {
+  // Given up at its second failure, before the third claim that would tell the build anyway.
+  const fs::path agents = tmp / "agents.json";
+  write_file(agents, R"({"agents": [], "restart": {"intensity": {"max_restarts": 1}}})");
+  Child server = serve({"--agents", agents.string()});
+  FailingRunner broken(channel(), "broken");
+  wait_connected({"broken"});
+  std::vector<std::string> argv = build_argv("calculator", "calc");
+  argv.insert(argv.end(), {"--step-timeout", "600"});
+  const auto began = std::chrono::steady_clock::now();
+  ProcessResult built = warden(argv);
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_FALSE(built.exited_with(0)) << describe(built);
+  EXPECT_LT(took, 120s) << "the build waited out its step";
+  const std::string everything = built.out + built.err + read_file_or_empty(state / "runs" / "children.log");
+  EXPECT_NE(everything.find("no sandbox on this machine"), std::string::npos) << describe(built);
+  EXPECT_EQ(broken.reports(), 2) << "told after the report that gave the runner up";
+  EXPECT_NE(everything.find("was given up"), std::string::npos) << describe(built);
+  std::vector<std::string> show{"agents", "show", "broken"};
+  for (const std::string& c : connect()) show.push_back(c);
+  ProcessResult shown = warden(show);
+  ASSERT_TRUE(shown.exited_with(0)) << describe(shown);
+  EXPECT_NE(shown.out.find("given up   restart intensity exceeded"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("no sandbox on this machine"), std::string::npos) << shown.out;
   stop(server);
 }
 

@@ -70,6 +70,19 @@ struct Fleet {
     }
     return out;
   }
+  // Agent `agent` (a runner) registered, given task `task` and started on it: its claim.
+  store::ClaimRef working(const std::string& agent, const std::string& task_id) {
+    EXPECT_TRUE(sup->register_agent({agent, "runner", {}}));
+    task(task_id, 1);
+    auto made = sup->assign();
+    if (!made || made->size() != 1) {
+      ADD_FAILURE() << "no assignment";
+      return {};
+    }
+    const store::ClaimRef ref = (*made)[0].claim.ref();
+    EXPECT_TRUE(sup->started(agent, ref));
+    return ref;
+  }
   AgentView view(const std::string& id) {
     auto v = sup->agent(id);
     EXPECT_TRUE(v && *v);
@@ -168,12 +181,7 @@ TEST(Supervisor, AnAgentThatStartsAtOnceIsWorkingFromItsAssignmentsOneWrite) {
 // through reporting in the state machine and writes the record once, with the ack.
 TEST(Supervisor, AnOutputTakenAsSoonAsItIsReadyIsDeliveredFromWorkingInOneWrite) {
   Fleet fleet;
-  ASSERT_TRUE(fleet.sup->register_agent({"r1", "runner", {}}));
-  fleet.task("t", 1);
-  auto made = fleet.sup->assign();
-  ASSERT_TRUE(made && made->size() == 1);
-  const store::ClaimRef ref = (*made)[0].claim.ref();
-  ASSERT_TRUE(fleet.sup->started("r1", ref));
+  const store::ClaimRef ref = fleet.working("r1", "t");
   const uint64_t working = fleet.view("r1").record.version;
   ASSERT_TRUE(fleet.sup->delivered("r1", ref));
   EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
@@ -186,6 +194,27 @@ TEST(Supervisor, AnOutputTakenAsSoonAsItIsReadyIsDeliveredFromWorkingInOneWrite)
   EXPECT_EQ(events.back().task_id, "t");
   EXPECT_TRUE(fleet.sup->delivered("r1", ref)) << "its retry after a lost reply";
   EXPECT_EQ(fleet.view("r1").record.version, working + 1);
+}
+
+// A task nobody waits for any more is acked unrun: recorded as withdrawn with its reason,
+// never as delivered, and its agent is idle again with its restart policy untouched.
+TEST(Supervisor, ATaskWithdrawnUnrunIsRecordedWithdrawnWithWhyNotDelivered) {
+  Fleet fleet;
+  const store::ClaimRef ref = fleet.working("r1", "t");
+  ASSERT_TRUE(fleet.sup->withdraw("r1", ref, "its quorum settled without it"));
+  EXPECT_EQ(fleet.view("r1").state, AgentState::idle);
+  EXPECT_EQ(fleet.store->queue_length().value(), 0u);
+  auto events = fleet.events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().type, FleetEventType::withdrawn);
+  EXPECT_EQ(events.back().task_id, "t");
+  EXPECT_EQ(events.back().reason, "its quorum settled without it");
+  for (const auto& e : events) EXPECT_NE(e.type, FleetEventType::delivered);
+  auto round = decode_fleet_event(encode(events.back()));
+  ASSERT_TRUE(round) << round.error().message;
+  EXPECT_EQ(*round, events.back());
+  // A claim it no longer holds is refused as delivered() refuses it.
+  EXPECT_FALSE(fleet.sup->withdraw("r1", store::ClaimRef{"t", "r1", ref.token + 100}, "late"));
 }
 
 TEST(Supervisor, AssignsByRoleAndPriorityAndWalksTheStateMachineToDelivery) {

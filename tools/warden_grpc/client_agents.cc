@@ -43,6 +43,7 @@ Json agent_json(const v1::AgentInfo& a) {
     out["claim_expires_ms"] = a.claim_expires_ms();
   }
   if (!a.key_sha256().empty()) out["key_sha256"] = a.key_sha256();
+  if (a.given_up()) out["given_up_reason"] = a.given_up_reason();
   return out;
 }
 
@@ -66,6 +67,7 @@ void print_agent_details(const v1::AgentInfo& a) {
   std::cout << "agent " << a.id() << "\n"
             << "  role       " << a.role() << "\n"
             << "  state      " << a.state() << " (" << condition(a) << ")\n"
+            << (a.given_up() ? "  given up   " + a.given_up_reason() + "\n" : std::string())
             << "  breaker    " << a.breaker() << "\n"
             << "  heartbeat  " << cli::utc(a.last_heartbeat_ms()) << "\n"
             << "  owner      " << (a.owner().empty() ? "-" : a.owner()) << "\n"

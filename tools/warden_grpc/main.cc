@@ -41,11 +41,18 @@ int main(int argc, char** argv) {
                     "Blueprints StartRun may name: DIR/<name>/blueprint.json with its seed and files (default STATE/blueprints)");
   serve->add_option("--tokens", tokens,
                     "Tokens file: {\"tokens\": [{\"name\", \"sha256\": \"sha256:<hex of the token>\", \"roles\": "
-                    "[observer|executor|runner|admin]}]}; every call but health then needs `authorization: Bearer <token>`");
+                    "[observer|executor|runner|admin]}]}; every call but health (server reflection included) then needs `authorization: Bearer <token>`");
   serve->add_option("--store", options.fleet.store,
                     "The fleet's state store: lmdb (STATE/fleet, this server alone), redis://HOST:PORT[/DB] or "
                     "unix:PATH (a Redis several servers share as one fleet)")
       ->capture_default_str();
+  int64_t task_expiry_s = 3600;
+  serve->add_option("--task-expiry-s", task_expiry_s,
+                    "A runner check task still queued this many seconds after it was queued is expired, with a fleet "
+                    "event, by any server on the store: its server is gone for good (a restarted server expires its own "
+                    "at once), or no runner took it")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{30} * 24 * 3600));
   serve->add_option("--heartbeat-interval-ms", options.fleet.supervisor.heartbeat_interval_ms,
                     "How often runners heartbeat; one silent for --missed-heartbeats intervals (plus 100 ms) is failed "
                     "and its task runs elsewhere")
@@ -89,6 +96,7 @@ int main(int argc, char** argv) {
   options.ledger = ledger;
   options.socket = socket;
   options.tokens = tokens;
+  options.fleet.task_expiry = std::chrono::seconds(task_expiry_s);
   options.blueprints = blueprints;
   options.agents = agents;
   options.tcp.tls = {tls_cert, tls_key, client_ca};

@@ -34,6 +34,7 @@
 #include "common/ed25519.h"
 #include "common/encoding.h"
 #include "common/exit_codes.h"
+#include "common/fail_point.h"
 #include "common/file.h"
 #include "common/random_source.h"
 #include "diff/diff.h"
@@ -277,6 +278,7 @@ class Runner {
       return grpc::Status(grpc::StatusCode::INTERNAL, "the server answered the proof without enrolling");
     }
     enrolled = true;
+    fail_point("runner.enrolled");
     const auto interval = std::chrono::milliseconds(std::max<int64_t>(answer.enrolled().heartbeat_interval_ms(), 10));
     std::cerr << "warden runner: enrolled as " << answer.enrolled().agent_id() << " with " << args_.connect.server
               << " (heartbeat every " << interval.count() << " ms)\n";
@@ -371,6 +373,7 @@ class Runner {
         answer = std::move(*done);
       }
       if (!session.send(answer)) return;
+      fail_point(done ? "runner.result_sent" : "runner.failure_sent");
     }
   }
 
@@ -400,7 +403,9 @@ class Runner {
     run.checks = request->checks;
     run.stop = stop;
     run.reuse = request->reuse;
+    fail_point("runner.sandbox_start");
     auto outcome = (*runner)->run(**repo, run);
+    fail_point("runner.checks_ran");
     if (!outcome) return fail(Errc::io_error, outcome.error().message());
     const std::string nonce = to_hex(task.nonce());
     auto signature = identity_.key->sign(
@@ -496,6 +501,8 @@ class Runner {
         got.insert(o.id());
         if (o.type() == "tree") walk.push_back(*id);
       }
+      // A tree stored, its entries not yet: the store is left as a kill mid-fetch leaves it.
+      if (!walk.empty()) fail_point("runner.fetch.tree_stored");
       std::erase_if(want, [&](const std::string& id) { return got.contains(id); });
     }
   }
