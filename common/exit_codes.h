@@ -1,6 +1,6 @@
 // The one mapping from what went wrong to the `warden` CLI's exit status. Commands decide
 // nothing themselves: an Error maps by its Errc, a refusal by its RefusalCode, so the same
-// failure exits the same way from every subcommand (the README and `warden --help` document
+// failure exits the same way from every subcommand (docs/commands.md and `warden --help` document
 // the codes, and tests assert them).
 //
 // Pure functions over enums; safe from any thread.

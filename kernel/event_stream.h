@@ -1,4 +1,4 @@
-// The one event schema of every `--json` stream (README, "JSON Lines"): a build's, a
+// The one event schema of every `--json` stream (docs/commands.md, "JSON Lines"): a build's, a
 // proposal's and a pipeline's events all print as seeds/002's RunEvent fields, snake_case:
 //   {"type", "event_id", "run_id", "timestamp", "step_index", "tool_name", "data"}
 // every key on every event line; `type` is the event's type (run_started, step_started, ...,

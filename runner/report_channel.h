@@ -11,7 +11,7 @@
 // The report ends with the line "# warden-report-hmac-sha256: <64 hex>\n", HMAC-SHA256 keyed
 // by the nonce over every byte before that line (the body). verify_report() accepts only that
 // shape; the body is what is parsed and recorded, so recorded bytes never depend on the nonce.
-// What this does and does not stop is the README's "Threat model" section.
+// What this does and does not stop is in docs/threat-model.md.
 //
 // ReportChannel owns its descriptors (closed when it is destroyed); not thread-safe. Errors
 // from open() are errno errors (the run cannot happen); a report that fails verification is

@@ -7,7 +7,7 @@
 // the interpreter's own sitecustomize (one under /usr), if there is one.
 //
 // What it does not change: the tested code shares the process and its stderr, as with -v
-// itself (the threat model in the README).
+// itself (docs/threat-model.md).
 #pragma once
 
 #include <string_view>

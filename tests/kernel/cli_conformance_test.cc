@@ -7,7 +7,7 @@
 //     is the process's and one the help documents;
 //   - a typical success of the commands cheap enough to run here prints JSON Lines: every
 //     line parses alone, events first in the one event schema, exactly one result line last,
-//     and every key at every depth is snake_case (README, "JSON Lines").
+//     and every key at every depth is snake_case (docs/commands.md, "JSON Lines").
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -197,7 +197,7 @@ json expect_json_lines(const ProcessResult& r, const std::string& what) {
     if (i + 1 == lines.size()) break;
     EXPECT_NE(line.value("type", ""), "result") << "a result before the end";
     EXPECT_NE(line.value("type", ""), "error") << "an error before the end";
-    // A listing's items (README: Listings) are lines of their own type.
+    // A listing's items (docs/commands.md: Listings) are lines of their own type.
     if (line.value("type", "") == "record" || line.value("type", "") == "run") continue;
     // Every other line before the last is an event, with exactly the event schema's keys.
     std::set<std::string> keys;

@@ -273,7 +273,7 @@ TEST(FaultInjection, SigkillAtAHundredRandomMomentsLeavesAConsistentLedgerAndBra
       auto r = t.child->wait();
       // A sandbox can outlive its killed build (bwrap drops the parent-death signal with its
       // capabilities); it would hold the sandbox uid's process budget for every later test.
-      // Known and open (README, issue 13's confinement): removed here, not asserted.
+      // Known and open (docs/blueprints-and-plans.md, dead runs): removed here, not asserted.
       kill_sandboxes_of(t.child->pid());
       EXPECT_TRUE(r.term_signal == SIGKILL || r.exited_with(0)) << trial << ": " << describe(r);
       expect_consistent(t.out, t.out / "ledger", t.run_id, trial);

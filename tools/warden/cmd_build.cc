@@ -223,7 +223,7 @@ void add_build_commands(CLI::App& app, Action& action) {
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's, 30)");
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
-  cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line (README: JSON Lines)");
+  cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line (docs/commands.md: JSON Lines)");
   cmd->footer("Exit: 0 completed, 1 failed (a refused plan, retries exhausted, an execution error, a branch already past "
               "the base), 124 timeout "
               "(watchdog), 130 cancelled, 3/4/5 bad input, missing file, I/O error.\nWith --server ADDR [--token FILE]: "

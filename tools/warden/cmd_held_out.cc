@@ -9,7 +9,7 @@
 namespace warden::cli {
 
 void add_held_out_commands(CLI::App& app, Action& action) {
-  auto* group = app.add_subcommand("held-out", "Held-out checks: tests a proposal's author never sees (README: held-out checks)");
+  auto* group = app.add_subcommand("held-out", "Held-out checks: tests a proposal's author never sees (docs/held-out.md)");
   group->require_subcommand(1);
   struct Options {
     std::string digest, ledger;

@@ -194,7 +194,7 @@ void add_propose_commands(CLI::App& app, Action& action) {
                   "A signed approval (warden approve) admitting changes to named base tests for this proposal (repeatable); "
                   "recorded in the plan before the decision");
   cmd->add_option("--held-out", a->held_out,
-                  "A directory of tests the proposal's author never sees (README: held-out checks): laid over the tree "
+                  "A directory of tests the proposal's author never sees (docs/held-out.md): laid over the tree "
                   "under test at --held-out-at in a run of its own, the plan holding only its salted digest; sealed "
                   "beside the ledger until `warden held-out reveal`");
   cmd->add_option("--held-out-check", a->held_out_checks,
@@ -221,7 +221,7 @@ void add_propose_commands(CLI::App& app, Action& action) {
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json,
                 "Print the run's events as JSON Lines, then the decision as the result line: accepted (branch, commit), "
-                "refused (the refusal's codes, reasons and report) or undecided (error_type, error); README: JSON Lines");
+                "refused (the refusal's codes, reasons and report) or undecided (error_type, error); docs/commands.md: JSON Lines");
   cmd->footer("Exit: 0 accepted and committed, 1 refused (the reasons are printed and in the ledger), 124 timeout, "
               "130 cancelled, 3 the proposal is neither a Diff nor a patch or the branch cannot take it, 4 missing "
               "file or revision, 5 I/O error.");

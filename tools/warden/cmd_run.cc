@@ -192,7 +192,7 @@ void add_run_commands(CLI::App& app, Action& action) {
       ->group(runner);
   run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)")->group(runner);
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache")->group(runner);
-  run->add_flag("--json", o->json, "Print the RunResult as the result line (README: JSON Lines)")->group(runner);
+  run->add_flag("--json", o->json, "Print the RunResult as the result line (docs/commands.md: JSON Lines)")->group(runner);
   add_run_control_commands(*run, action);
   // CLI11 runs this after a subcommand's callback: the subcommand's action wins.
   run->callback([&action, o, run] {

@@ -11,7 +11,7 @@
 
 namespace warden::cli {
 
-// Every --json stream is JSON Lines (README, "JSON Lines"): one object per line, each with
+// Every --json stream is JSON Lines (docs/commands.md, "JSON Lines"): one object per line, each with
 // a "type"; events first (kernel/event_stream.h), then exactly one line that ends the stream:
 // the result, or the error.
 

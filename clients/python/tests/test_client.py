@@ -215,16 +215,16 @@ class TestExecutor(Served):
         self.assertEqual(flaky.run(self.kernel, run_id=run_id).status, "completed")
         self.assertTrue(any("model unavailable" in json.dumps(r) for r in flaky.learned), flaky.learned)
 
-    def test_the_readme_executor_works_as_shown(self):
-        with open(os.path.join(SOURCE, "README.md")) as f:
-            readme = f.read()
-        start = readme.index("```python\nimport hashlib, json")
-        code = readme[start + len("```python\n"):readme.index("```\n", start + 10)]
-        self.assertLess(len(code.strip().splitlines()), 25, "the README's executor should stay short")
+    def test_the_documented_executor_works_as_shown(self):
+        with open(os.path.join(SOURCE, "docs", "service.md")) as f:
+            page = f.read()
+        start = page.index("```python\nimport hashlib, json")
+        code = page[start + len("```python\n"):page.index("```\n", start + 10)]
+        self.assertLess(len(code.strip().splitlines()), 25, "the documented executor should stay short")
         code = code.replace('"/var/lib/warden/warden.sock"', repr(self.socket))
         code = code.replace('label="my-agent")', 'label="my-agent", repository="readme")')
         scope = {}
-        exec(compile(code, "README.md", "exec"), scope)  # prints the run's summary
+        exec(compile(code, "docs/service.md", "exec"), scope)  # prints the run's summary
         self.assertEqual(self.kernel.run(scope["run_id"]).status, "completed")
 
     def test_propose_is_idempotent(self):
