@@ -971,6 +971,56 @@ INSTANTIATE_TEST_SUITE_P(
                       Fault{"redis", "server.task_sent"}, Fault{"redis", "server.result_acked"}),
     fault_name);
 
+// Redis killed (SIGKILL) and restarted on its append-only file while a build's checks run on
+// the fleet it holds: the server's store calls fail meanwhile (the fleet is not ready), then
+// reach it again. The build decides as a local build does or ends with a recorded reason;
+// replay passes; no task is left in the store.
+TEST_F(RemoteChecks, ARedisRestartedUnderABuildCostsNoRecordAndLeavesNoTask) {
+  std::optional<RedisServer> redis;
+  Child server = serve(store_args("redis", redis));
+  Child a = runner("runner-a");
+  wait_connected({"runner-a"});
+  Child build = start_build("calculator", "calc");
+  bool held = false;
+  for (auto until = std::chrono::steady_clock::now() + 60s; !held && std::chrono::steady_clock::now() < until;) {
+    auto agents = listed();
+    held = agents.contains("runner-a") && !agents["runner-a"].value("task_id", "").empty();
+    build.pump(std::chrono::steady_clock::now() + 20ms);
+  }
+  ASSERT_TRUE(held) << "runner-a never held a task";
+  redis->stop(SIGKILL);
+  build.pump(std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(redis->start()) << redis->log();
+  ProcessResult built = build.wait();
+  const std::string children = read_file_or_empty(state / "runs" / "children.log");
+  ProcessResult listed_runs = warden({"runs", "list", ledger.string(), "--json"});
+  ASSERT_TRUE(listed_runs.exited_with(0)) << describe(listed_runs);
+  for (const auto& line : stdout_json_lines(listed_runs)) {
+    if (line.value("type", "") != "run") continue;
+    EXPECT_NE(line.value("status", "live"), "live") << line.dump();
+  }
+  if (built.exited_with(0)) {
+    EXPECT_EQ(decisions(stdout_json(built).value("run_id", "")),
+              (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted", "s4#1=accepted",
+                                        "s5#1=accepted"}));
+  } else {
+    EXPECT_FALSE(built.out.empty() && built.err.empty()) << "the build ended without saying why";
+  }
+  auto store = open_store(redis);
+  ASSERT_TRUE(store) << store.error().message;
+  uint64_t left = 1;
+  for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
+    left = (*store)->queue_length().value_or(99);
+    if (left == 0) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(left, 0u) << describe(built) << children;
+  a.kill(SIGTERM);
+  EXPECT_TRUE(a.wait().exited_with(0));
+  EXPECT_TRUE(stop(server).exited_with(0));
+  expect_replays("calc");
+}
+
 // A runner stopped (SIGSTOP) while it holds a task, past its heartbeat bound: the task runs
 // on another runner; resumed, the stopped runner's late answer counts for nothing, and the
 // build decides as a local build does.
