@@ -161,6 +161,30 @@ class RemoteChecks : public ServeRuns {
     return store::open_lmdb_state_store(state / "fleet", {.sync = true});
   }
 
+  // The tasks in the fleet's store once it has none or 120 s have passed (99: unreadable).
+  uint64_t tasks_left(const std::optional<RedisServer>& redis) {
+    auto store = open_store(redis);
+    EXPECT_TRUE(store) << store.error().message;
+    if (!store) return 99;
+    uint64_t left = 99;
+    for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
+      left = (*store)->queue_length().value_or(99);
+      if (left == 0) break;
+      std::this_thread::sleep_for(200ms);
+    }
+    return left;
+  }
+
+  // Every run in the ledger has a recorded end.
+  void expect_no_live_run() {
+    ProcessResult listed = warden({"runs", "list", ledger.string(), "--json"});
+    ASSERT_TRUE(listed.exited_with(0)) << describe(listed);
+    for (const auto& line : stdout_json_lines(listed)) {
+      if (line.value("type", "") != "run") continue;
+      EXPECT_NE(line.value("status", "live"), "live") << "a run is still live: " << line.dump();
+    }
+  }
+
   // Drains both children until `doomed` has ended (its fail point killed it) or 180 s.
   static ProcessResult until_killed(Child& doomed, Child& build) {
     const auto deadline = std::chrono::steady_clock::now() + 180s;
@@ -943,21 +967,9 @@ TEST_P(ServerFaults, AServerKilledAtThisPointComesBackWithTheRunEndedAndNoTaskLe
   EXPECT_FALSE(lost.exited_with(0)) << describe(lost);
 
   Child server = start(extra);
-  auto store = open_store(redis);
-  ASSERT_TRUE(store) << store.error().message;
-  uint64_t left = 1;
-  for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
-    left = (*store)->queue_length().value_or(99);
-    if (left == 0) break;
-    std::this_thread::sleep_for(200ms);
-  }
+  const uint64_t left = tasks_left(redis);
   EXPECT_EQ(left, 0u) << "a task of the dead build stayed in the store";
-  ProcessResult listed = warden({"runs", "list", ledger.string(), "--json"});
-  ASSERT_TRUE(listed.exited_with(0)) << describe(listed);
-  for (const auto& line : stdout_json_lines(listed)) {
-    if (line.value("type", "") != "run") continue;
-    EXPECT_NE(line.value("status", "live"), "live") << "a run of the dead server is still live: " << line.dump();
-  }
+  expect_no_live_run();
   a.kill(SIGTERM);
   EXPECT_TRUE(a.wait().exited_with(0));
   EXPECT_TRUE(stop(server).exited_with(0));
@@ -993,12 +1005,7 @@ TEST_F(RemoteChecks, ARedisRestartedUnderABuildCostsNoRecordAndLeavesNoTask) {
   ASSERT_TRUE(redis->start()) << redis->log();
   ProcessResult built = build.wait();
   const std::string children = read_file_or_empty(state / "runs" / "children.log");
-  ProcessResult listed_runs = warden({"runs", "list", ledger.string(), "--json"});
-  ASSERT_TRUE(listed_runs.exited_with(0)) << describe(listed_runs);
-  for (const auto& line : stdout_json_lines(listed_runs)) {
-    if (line.value("type", "") != "run") continue;
-    EXPECT_NE(line.value("status", "live"), "live") << line.dump();
-  }
+  expect_no_live_run();
   if (built.exited_with(0)) {
     EXPECT_EQ(decisions(stdout_json(built).value("run_id", "")),
               (std::vector<std::string>{"s1#1=accepted", "s2#1=accepted", "s3#1=refused", "s3#2=accepted", "s4#1=accepted",
@@ -1006,14 +1013,7 @@ TEST_F(RemoteChecks, ARedisRestartedUnderABuildCostsNoRecordAndLeavesNoTask) {
   } else {
     EXPECT_FALSE(built.out.empty() && built.err.empty()) << "the build ended without saying why";
   }
-  auto store = open_store(redis);
-  ASSERT_TRUE(store) << store.error().message;
-  uint64_t left = 1;
-  for (auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
-    left = (*store)->queue_length().value_or(99);
-    if (left == 0) break;
-    std::this_thread::sleep_for(200ms);
-  }
+  const uint64_t left = tasks_left(redis);
   EXPECT_EQ(left, 0u) << describe(built) << children;
   a.kill(SIGTERM);
   EXPECT_TRUE(a.wait().exited_with(0));
