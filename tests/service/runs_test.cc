@@ -187,6 +187,15 @@ TEST_F(ServeRuns, LogicalClockRunsAreNumberedAfterTheLedgersRuns) {
   // replay over the server's repositories checks each branch in its own.
   ProcessResult replay = warden({"replay", ledger.string(), "--repos", (state / "repos").string()});
   EXPECT_TRUE(replay.exited_with(0)) << describe(replay);
+  // The two repositories share their seed and trees; logical-2's branch, moved back behind
+  // the ledger's back, is still held to what the ledger accepted for it there, not excused by
+  // logical-1's.
+  ProcessResult back = run({"/usr/bin/git", "-C", (state / "repos" / "logical-2").string(), "update-ref",
+                            "refs/heads/warden/calculator", "refs/heads/warden/calculator~2"});
+  ASSERT_TRUE(back.exited_with(0)) << describe(back);
+  ProcessResult caught = warden({"replay", ledger.string(), "--repos", (state / "repos").string()});
+  EXPECT_TRUE(caught.exited_with(1)) << describe(caught);
+  EXPECT_NE(caught.out.find("moved without a decision"), std::string::npos) << caught.out;
 }
 
 // A server's ledger spans its repositories (one per StartRun repository): `replay --repos`
