@@ -701,6 +701,53 @@ class LyingRunner {
   std::thread thread_;
 };
 
+// What a runner holding a task may fetch: any object the task's trees reach, even one whose
+// tree it never asked for (a runner whose store kept the tree needs only the entries), and
+// nothing else of the run's repository: a commit, which no tree holds, is refused.
+TEST_F(RemoteChecks, ARunnerFetchesWhatTheTasksTreesReachAndNothingElse) {
+  Child server = serve();
+  auto stub = v1::Runners::NewStub(channel());
+  grpc::ClientContext context;
+  const Ed25519PrivateKey key = Ed25519PrivateKey::generate().value();
+  RawStream stream(*stub, context);
+  ASSERT_TRUE(stream.enrol("prober", key));
+  Child build = start_build("calculator", "calc");
+  v1::ServerMessage in;
+  while (stream.read(in) && !in.has_task()) {
+  }
+  ASSERT_TRUE(in.has_task());
+  const std::string task_id = in.task().task_id();
+  auto request = nlohmann::json::parse(in.task().request_json());
+  auto repo = GitRepo::open(state / "repos" / "calc").value();
+  auto children = repo.tree_children(ObjectId::parse(request["tree"].get<std::string>()).value()).value();
+  ASSERT_FALSE(children.empty());
+  auto fetch = [&](const std::string& id) {
+    v1::RunnerMessage ask;
+    ask.mutable_fetch()->set_task_id(task_id);
+    ask.mutable_fetch()->add_ids(id);
+    EXPECT_TRUE(stream.send(ask));
+    v1::ServerMessage batch;
+    while (stream.read(batch) && !batch.has_objects()) {
+    }
+    return batch.objects();
+  };
+  v1::ObjectBatch entry = fetch(children.front().id.hex());
+  EXPECT_TRUE(entry.error().empty()) << entry.error();
+  ASSERT_EQ(entry.objects_size(), 1);
+  EXPECT_EQ(entry.objects(0).id(), children.front().id.hex());
+  ProcessResult commit = run({"/usr/bin/git", "-C", (state / "repos" / "calc").string(), "rev-list", "--all", "-1"});
+  ASSERT_TRUE(commit.exited_with(0)) << describe(commit);
+  const std::string commit_id = commit.out.substr(0, 40);
+  v1::ObjectBatch refused = fetch(commit_id);
+  EXPECT_EQ(refused.objects_size(), 0);
+  EXPECT_NE(refused.error().find("not reachable from the task's trees"), std::string::npos) << refused.error();
+  context.TryCancel();
+  stream.finish();
+  build.kill(SIGKILL);
+  (void)build.wait();
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
 TEST_F(RemoteChecks, ForgedResultsAreRefusedTheirRunnerIsNamedAndAnHonestRunnerDoesTheWork) {
   Child server = serve();
   LyingRunner liar(channel(), "liar");
