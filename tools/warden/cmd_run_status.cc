@@ -62,6 +62,10 @@ Observed observe(const ControlArgs& a) {
 }
 
 int print_status(const ControlArgs& a, kernel::RunReport& report, bool live) {
+  // A run that recorded its end is over, though its process may not have let go of it yet
+  // (it records the end first): live means a process still drives an unfinished run, as in
+  // `runs list`.
+  live = live && !report.terminal();
   // No process drives it and it recorded no end: it was interrupted, whatever it last said.
   const bool interrupted = !live && !report.terminal();
   const std::string recorded = report.status;
