@@ -29,7 +29,7 @@ pkg_check_modules(LIBGIT2 REQUIRED libgit2)
 pkg_check_modules(LMDB REQUIRED lmdb)
 pkg_check_modules(RE2 REQUIRED re2)
 pkg_check_modules(LIBSECCOMP REQUIRED libseccomp)
-pkg_check_modules(NETTLE REQUIRED nettle hogweed)  # Ed25519, HMAC, SHA-1 (common/ed25519.cc, runner/report_channel.cc)
+pkg_check_modules(NETTLE REQUIRED nettle hogweed)  # Ed25519, HMAC, SHA-1 (common/ed25519.cc, runner/check/report_channel.cc)
 pkg_check_modules(HIREDIS REQUIRED hiredis)  # the Redis StateStore (store/redis_state_store.cc)
 find_package(OpenSSL 3 REQUIRED)
 find_package(ZLIB REQUIRED)
@@ -46,7 +46,7 @@ if(WARDEN_STATIC_DEPS)
   warden_archive(mbedtls DEPENDS warden_archive::mbedx509 warden_archive::mbedcrypto)
   warden_archive(http_parser)
   warden_archive(pcre2-8)
-  # Not libssh2: libgit2's calls into it are answered in runner/libgit2_offline.cc, so no
+  # Not libssh2: libgit2's calls into it are answered in runner/workspace/libgit2_offline.cc, so no
   # OpenSSL comes with it.
   warden_archive(git2 DEPENDS warden_archive::mbedtls warden_archive::http_parser
                  warden_archive::pcre2-8 warden_archive::z rt Threads::Threads)
@@ -67,13 +67,13 @@ if(WARDEN_STATIC_DEPS)
   target_include_directories(warden::git2 INTERFACE ${LIBGIT2_INCLUDE_DIRS})
   target_link_libraries(warden::git2 INTERFACE warden_archive::git2)
   # libgit2's network set-up (the system CA bundle, parsed in every process, and Kerberos for
-  # HTTP Negotiate, six shared libraries) routed to runner/libgit2_offline.cc: Warden opens
+  # HTTP Negotiate, six shared libraries) routed to runner/workspace/libgit2_offline.cc: Warden opens
   # local repositories only. The shims are linked into every executable that links libgit2.
   set(WARDEN_LIBGIT2_WRAPPED mbedtls_x509_crt_parse_file gss_indicate_mechs gss_import_name gss_init_sec_context
       gss_display_status gss_delete_sec_context gss_release_buffer gss_release_name gss_release_oid_set
       GSS_C_NT_HOSTBASED_SERVICE)
   list(TRANSFORM WARDEN_LIBGIT2_WRAPPED PREPEND "-Wl,--wrap=")
-  add_library(warden_libgit2_offline OBJECT ${PROJECT_SOURCE_DIR}/runner/libgit2_offline.cc)
+  add_library(warden_libgit2_offline OBJECT ${PROJECT_SOURCE_DIR}/runner/workspace/libgit2_offline.cc)
   # Without debug information: binutils 2.40's ld crashes on a wrapped data symbol
   # (GSS_C_NT_HOSTBASED_SERVICE) that debug information refers to.
   target_compile_options(warden_libgit2_offline PRIVATE -g0)

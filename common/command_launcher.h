@@ -2,7 +2,7 @@
 // agents): a CommandLauncher runs one program to its end — argv, the program's declared
 // environment, the step's context as stdin bytes, a deadline, a stop token and a cap on what
 // it may write — and says how it confined it. The executor library depends on this seam and
-// never on the sandbox; the one production implementation (runner/sandboxed_launcher.h)
+// never on the sandbox; the one production implementation (runner/sandbox/sandboxed_launcher.h)
 // runs each program in a sandbox profile of its own, and the command line wires it in.
 //
 // A LaunchRequest names the program as its executor's configuration does: relative paths

@@ -35,4 +35,16 @@ ExitCode exit_code_for(RefusalCode code) {
   }
 }
 
+Errc errc_for_exit(int code) {
+  switch (code) {
+    case kVerificationFailed: return Errc::verification_failed;
+    case kUsage:
+    case kInvalidInput: return Errc::invalid_argument;
+    case kNotFound: return Errc::not_found;
+    case kIoError: return Errc::io_error;
+    case kAlreadyExists: return Errc::already_exists;
+    default: return Errc::internal;
+  }
+}
+
 }  // namespace warden

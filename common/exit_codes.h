@@ -20,6 +20,8 @@ enum ExitCode : int {
   kIoError = 5,             // storage or OS failure: permissions, disk, locks, the sandbox
   kAlreadyExists = 6,       // refusing to overwrite
   kInternal = 70,           // a bug: please report it
+  kTimedOut = 124,          // a run's watchdog ended it (as timeout(1) exits)
+  kCancelled = 130,         // a run stopped by Ctrl-C or `warden run cancel` (128 + SIGINT)
 };
 
 ExitCode exit_code_for(Errc code);
@@ -27,5 +29,10 @@ ExitCode exit_code_for(Errc code);
 // missing or failing is the environment's (4, 5); anything else is a refusal of the change
 // itself (1).
 ExitCode exit_code_for(RefusalCode code);
+
+// The other way: what a `warden` child's exit status says went wrong, for a caller that has
+// no error line from it to go by. 1 is verification_failed, 2 and 3 invalid_argument, 4
+// not_found, 5 io_error, 6 already_exists; anything else (70, a signal, 124, 130) internal.
+Errc errc_for_exit(int code);
 
 }  // namespace warden

@@ -1,7 +1,7 @@
 // LineSocket: one end of a connected SOCK_STREAM unix socket that carries JSON Lines (one
 // object per line, ending in "\n"), with a deadline and a stop token on every wait. It is the
 // kernel's side of the channels to `warden serve` (executor/channel_proposer.h for proposals,
-// runner/channel_runner.h for check runs); both speak lines and neither may block past its
+// runner/check/channel_runner.h for check runs); both speak lines and neither may block past its
 // deadline or a stop.
 //
 // Bounds: a line read is at most max_line_bytes (not counting the "\n"); no more than the

@@ -8,14 +8,14 @@
 // or a sink reporting its stream over its limit makes it stop() the child's group, after
 // which (as after a normal exit) the pipes have a grace period to reach EOF. How the child
 // was started (posix_spawn in its own process group here; bwrap under a reaper with a uid
-// drop, overlay and seccomp in runner/sandbox_process.h) is the starter's business.
+// drop, overlay and seccomp in runner/sandbox/sandbox_process.h) is the starter's business.
 //
 // run_subprocess() is the ordinary case built on it: argv with a complete environment, a
 // working directory and stdin bytes, stdout and stderr captured under byte caps, all in the
 // program's own process group. On timeout, a stop request or a stdout flood the whole group
 // is killed; when the program exits, whatever it left running in its group is killed too,
 // so nothing it started outlives the call (a process that leaves the group with setsid
-// escapes this; confinement is the sandbox's job, runner/sandbox_process.h).
+// escapes this; confinement is the sandbox's job, runner/sandbox/sandbox_process.h).
 //
 // Ownership: drive() borrows the child (it calls stop() and reap(), never destroys it) and
 // owns the descriptors it is given, closing them before it returns; run_subprocess owns

@@ -32,8 +32,8 @@
 
 namespace warden {
 
-// add | modify | delete | rename, as DESIGN.md lists, and copy: git's copy (a new file
-// whose pre-image is another file's content) is its own operation, not an add.
+// add | modify | delete | rename, and copy: git's copy (a new file whose pre-image is another
+// file's content) is its own operation, not an add.
 enum class FileOp { add, modify, remove, rename, copy };
 std::string_view file_op_name(FileOp op);
 

@@ -1,6 +1,6 @@
-// The Envelope: all the state of one pipeline run, carried from stage to stage (the fields of
-// seeds/001, in C++). Every member is a value type, so a copy is a deep copy: clone() is the
-// copy constructor, and a checkpoint taken with it shares nothing with the live envelope.
+// The Envelope: all the state of one pipeline run, carried from stage to stage. Every member
+// is a value type, so a copy is a deep copy: clone() is the copy constructor, and a checkpoint
+// taken with it shares nothing with the live envelope.
 //
 // Times are integer milliseconds from the injected Clock (never wall-clock reads here), so
 // an envelope and its JSON are deterministic under a LogicalClock.
@@ -152,8 +152,8 @@ struct Envelope {
   int64_t completed_goal_count() const;
 };
 
-// The complete state as JSON (to_state_dict in the seeds): every field, timestamps as integer
-// milliseconds, absent optionals as null. Lossless: envelope_from_json(envelope_to_json(e)) == e.
+// The complete state as JSON: every field, timestamps as integer milliseconds, absent optionals
+// as null. Lossless: envelope_from_json(envelope_to_json(e)) == e.
 Json envelope_to_json(const Envelope& envelope);
 // The inverse. Missing fields take their defaults; unknown or mistyped fields are refused
 // with the field named. The error carries `code` (invalid_argument for input, corrupt when

@@ -3,12 +3,12 @@
 // kernel, so they speak JSON: the step as the plan holds it, a context (the current content
 // of the step's targets, the refusals so far, the attempt number), and an answer that is a
 // canonical Diff JSON or a git patch. The kernel trusts none of it: it parses, re-hashes and
-// checks every byte (kernel/decide.h).
+// checks every byte (kernel/judge/decide.h).
 //
 // Ownership and threads: the build loop borrows a Proposer for the whole build (the caller
 // owns it and keeps it alive) and calls it from one thread, in order: propose, then learn
 // for that proposal's refusal. Implementations need no locking for that use and should not
-// be shared between concurrent builds. A merge-queue plan (kernel/merge_queue.h) asks for
+// be shared between concurrent builds. A merge-queue plan (kernel/build/merge_queue.h) asks for
 // several steps at once from worker threads when concurrent() says propose() allows it;
 // learn() and replan() still come from the build's thread. A Proposer writes nothing
 // durable; whatever it answers is recorded by the kernel.
@@ -28,7 +28,7 @@
 namespace warden::executor {
 
 struct ProposalRequest {
-  Json step;     // a BuildStep's JSON (kernel/build_plan.h)
+  Json step;     // a BuildStep's JSON (kernel/plan/build_plan.h)
   // {"attempt": N, "plan_sha256": "...", "base_commit": "<hex>",
   //  "files": {path: {"sha256": "sha256:..", "content": "..."}}  (targets that exist now),
   //  "refusals": [RefusalReport JSON, oldest first]}

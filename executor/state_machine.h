@@ -1,10 +1,10 @@
-// The pipeline state machine executor (seeds/000, section 2). Each step: check the bounds
-// (an exceeded bound ends the run with its terminal reason), stop at a pending interrupt,
-// find the stages that may run, run them (independent stages in parallel on up to
-// max_parallel threads), route their outputs (cycles are expected; edge limits and the global
-// iteration limit bound them), checkpoint before each cycle, record everything to the journal
-// and publish events. Decisions depend only on the config, the stage results and the
-// injected Clock and IdSource, so the same inputs give the same run, byte for byte.
+// The pipeline state machine executor. Each step: check the bounds (an exceeded bound ends the
+// run with its terminal reason), stop at a pending interrupt, find the stages that may run, run
+// them (independent stages in parallel on up to max_parallel threads), route their outputs
+// (cycles are expected; edge limits and the global iteration limit bound them), checkpoint
+// before each cycle, record everything to the journal and publish events. Decisions depend only
+// on the config, the stage results and the injected Clock and IdSource, so the same inputs give
+// the same run, byte for byte.
 //
 // Ownership: a PipelineExecutor owns its agents; it borrows the config, clock, id source and
 // journal (set_journal takes a raw pointer), which must outlive it. The RunState belongs to

@@ -46,7 +46,7 @@ struct BlobReference {
 };
 
 // Which blobs a record refers to. The ledger knows no payload schema: whoever writes the
-// records supplies this (the kernel's table is kernel/blob_refs.h). Called from
+// records supplies this (the kernel's table is kernel/record/blob_refs.h). Called from
 // verification's hashing threads at once, so implementations must be thread-safe. An Error
 // means the record names a blob in a form that is not a digest: verification reports it at
 // that record.

@@ -4,7 +4,7 @@
 
 #include "common/canonical_json.h"
 #include "common/sha256.h"
-#include "kernel/records.h"
+#include "kernel/record/records.h"
 #include "service/grpc_status.h"
 
 namespace warden::service {

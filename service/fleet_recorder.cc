@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/sha256.h"
-#include "kernel/fleet_record.h"
+#include "kernel/record/fleet_record.h"
 
 namespace warden::service {
 namespace {

@@ -1,6 +1,6 @@
-// Copies the fleet's events from its store into the server's ledger (issue 16: assignments,
-// crashes, restarts and circuit changes are recorded in the ledger), in store order, as
-// fleet_event records (kernel/fleet_record.h), and signs a checkpoint over each batch.
+// Copies the fleet's events from its store into the server's ledger (so assignments, crashes,
+// restarts and circuit changes are on record beside the decisions), in store order, as
+// fleet_event records (kernel/record/fleet_record.h), and signs a checkpoint over each batch.
 //
 // Where it left off is the ledger's own: the last fleet_event record of this store names the
 // store sequence number it copied, and each batch is one ledger transaction, so a crash at

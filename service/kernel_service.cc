@@ -8,14 +8,15 @@
 
 #include "common/canonical_json.h"
 #include "common/file.h"
+#include "common/identifier.h"
 #include "common/sha256.h"
-#include "kernel/committed_plan.h"
-#include "kernel/policy.h"
-#include "kernel/records.h"
-#include "kernel/run_lifecycle.h"
-#include "kernel/run_listing.h"
-#include "kernel/run_report.h"
-#include "runner/sandbox_profile.h"
+#include "kernel/record/committed_plan.h"
+#include "kernel/judge/policy.h"
+#include "kernel/record/records.h"
+#include "kernel/record/run_lifecycle.h"
+#include "kernel/record/run_listing.h"
+#include "kernel/record/run_report.h"
+#include "runner/model/sandbox_profile.h"
 #include "service/grpc_status.h"
 #include "service/warden_cli.h"
 
@@ -38,13 +39,8 @@ grpc::Status invalid(const std::string& field, const std::string& why) {
 }
 
 // A name that is one path component of ours: no separators, no dot-dot, no hidden files.
-bool safe_name(const std::string& name) {
-  if (name.empty() || name.size() > 100 || name[0] == '.' || name[0] == '-') return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
-}
-constexpr const char* kNameRule = "must be a name of letters, digits, '-', '_' and '.' (not starting with '.' or '-')";
+bool safe_name(const std::string& name) { return is_identifier(name, 100); }
+const std::string kNameRule = "must be a name of " + std::string(kIdentifierRule);
 
 v1::RunKind kind_of(const std::string& kind) {
   if (kind == "build") return v1::RUN_KIND_BUILD;
@@ -53,7 +49,7 @@ v1::RunKind kind_of(const std::string& kind) {
   return v1::RUN_KIND_UNSPECIFIED;
 }
 
-// The listing's one word (kernel/run_listing.h) as the proto's status. A run whose process
+// The listing's one word (kernel/record/run_listing.h) as the proto's status. A run whose process
 // died before it recorded an end (interrupted) has failed.
 v1::RunStatus status_of(const std::string& status) {
   if (status == "completed") return v1::RUN_STATUS_COMPLETED;

@@ -29,7 +29,7 @@ class LedgerService final : public v1::Ledger::Service {
   grpc::Status ListRecords(grpc::ServerContext* context, const v1::ListRecordsRequest*,
                            grpc::ServerWriter<v1::LedgerRecord>*) override;
   grpc::Status GetBlob(grpc::ServerContext* context, const v1::GetBlobRequest*, v1::Blob*) override;
-  // The acceptance receipt of an accepted commit (kernel/receipt.h), as `warden receipt` makes it.
+  // The acceptance receipt of an accepted commit (kernel/audit/receipt.h), as `warden receipt` makes it.
   grpc::Status GetReceipt(grpc::ServerContext* context, const v1::GetReceiptRequest*, v1::Receipt*) override;
 
  private:

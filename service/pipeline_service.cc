@@ -5,8 +5,9 @@
 
 #include "common/canonical_json.h"
 #include "common/file.h"
+#include "common/identifier.h"
 #include "common/sha256.h"
-#include "kernel/run_listing.h"
+#include "kernel/record/run_listing.h"
 #include "service/grpc_status.h"
 #include "service/warden_cli.h"
 
@@ -92,12 +93,7 @@ grpc::Status PipelineService::Resume(grpc::ServerContext* context, const v1::Pip
   if (!identity) return denied;
   const std::string& run_id = request->run_id();
   // A run id is a word of the CLI's command line: never an option, never a path.
-  if (run_id.empty() || run_id.size() > 128 || run_id[0] == '-' ||
-      !std::all_of(run_id.begin(), run_id.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-      })) {
-    return invalid("run_id", "not a run id (letters, digits, '-', '_' and '.', not starting with '-')");
-  }
+  if (!is_identifier(run_id)) return invalid("run_id", "not a run id (" + std::string(kIdentifierRule) + ")");
   // An approval is a person's answer, in any form (approve, or a response naming an approve
   // word): it takes an admin's token, or an agent could approve the pipeline its own work
   // waits on. What the run waits on is read from its records, not taken from the request.

@@ -9,8 +9,8 @@
 #include "common/fail_point.h"
 #include "common/line_socket.h"
 #include "supervisor/supervisor.h"
-#include "runner/git_repo.h"
-#include "runner/run_result.h"
+#include "runner/workspace/git_repo.h"
+#include "runner/model/run_result.h"
 
 namespace warden::service {
 namespace {

@@ -1,7 +1,7 @@
-// The server's side of remote runners doing check work (issue 16): for every run started with
-// checks_on "runners", the channel to its `warden build` child (runner/channel_runner.h speaks
-// the other end), the tasks it queued in the fleet's store, and each enrolled runner's stream
-// while it holds one of them.
+// The server's side of remote runners doing check work: for every run started with checks_on
+// "runners", the channel to its `warden build` child (runner/check/channel_runner.h speaks the
+// other end), the tasks it queued in the fleet's store, and each enrolled runner's stream while
+// it holds one of them.
 //
 // A run request from the child becomes a task of this server's runner kind
 // (Fleet::runner_task_kind: only runners connected here take it; its id the request's id, its
@@ -16,7 +16,7 @@
 // passed on, so one task yields one result. A runner's own failure report fails it too, and
 // after kMaxAttempts claims of one task the child is told the runners could not run it.
 //
-// The kernel in the child checks the relayed result again (runner/channel_runner.h): this
+// The kernel in the child checks the relayed result again (runner/check/channel_runner.h): this
 // side keeps forged results from reaching it and from costing the run its step.
 //
 // Thread-safe: gRPC handlers (RunnersService::Work), one reader thread per channel and the
@@ -41,8 +41,8 @@
 #include "common/error.h"
 #include "common/file.h"
 #include "common/random_source.h"
-#include "runner/remote_run.h"
-#include "runner/tree_hash.h"
+#include "runner/check/remote_run.h"
+#include "runner/workspace/tree_hash.h"
 #include "service/fleet.h"
 
 namespace warden::service {

@@ -14,7 +14,8 @@
 
 #include "common/canonical_json.h"
 #include "common/exit_codes.h"
-#include "kernel/run_registry.h"
+#include "common/identifier.h"
+#include "kernel/record/run_registry.h"
 #include "service/warden_cli.h"
 
 namespace warden::service {
@@ -24,17 +25,6 @@ namespace fs = std::filesystem;
 
 // A child's output line is an event, an error or the summary; anything longer is not ours.
 constexpr size_t kMaxLineBytes = size_t{8} << 20;
-
-Errc errc_for_exit(int code) {
-  switch (code) {
-    case kUsage:
-    case kInvalidInput: return Errc::invalid_argument;
-    case kNotFound: return Errc::not_found;
-    case kAlreadyExists: return Errc::already_exists;
-    case kIoError: return Errc::io_error;
-    default: return Errc::internal;
-  }
-}
 
 // The child's own error code, as its JSON error line spells it (errc_name).
 std::optional<Errc> errc_named(const std::string& name) {
@@ -51,13 +41,7 @@ fs::path result_note(const fs::path& state_dir, const std::string& run_id) {
 
 fs::path repo_note(const fs::path& state_dir, const std::string& run_id) { return state_dir / "runs" / (run_id + ".repo"); }
 
-bool safe_run_id(const std::string& id) {
-  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
-  for (char c : id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
+bool safe_run_id(const std::string& id) { return is_identifier(id); }
 
 std::vector<std::string> build_argv(const RunManagerOptions& o, const RunRequest& r) {
   std::vector<std::string> argv{o.warden_binary.string(), "build"};

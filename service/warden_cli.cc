@@ -35,15 +35,7 @@ Error cli_error(const CliRun& run, const std::string& command) {
   std::string message = std::string(trim(run.err));
   if (auto at = message.rfind("warden: error: "); at != std::string::npos) message = message.substr(at + 15);
   if (message.empty()) message = "warden " + command + " ended abnormally";
-  switch (run.exit_code) {
-    case kVerificationFailed: return Error{Errc::verification_failed, message};
-    case kUsage:
-    case kInvalidInput: return Error{Errc::invalid_argument, message};
-    case kNotFound: return Error{Errc::not_found, message};
-    case kIoError: return Error{Errc::io_error, message};
-    case kAlreadyExists: return Error{Errc::already_exists, message};
-    default: return Error{Errc::internal, message};
-  }
+  return Error{errc_for_exit(run.exit_code), message};
 }
 
 Result<std::string> run_warden(const std::vector<std::string>& args) {

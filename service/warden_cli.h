@@ -1,8 +1,11 @@
-// The server's way to run the `warden` CLI for the few things it does by the CLI's own code in
-// a process of its own: writing to the ledger (a new checkpoint, a receipt's checkpoint, the
-// recorded end of interrupted runs, a fresh ledger). The server process holds its ledger
-// read-only (service/shared_ledger.h), so every write it causes goes through these children,
-// which LMDB serializes with the runs' writes.
+// The server's way to run the `warden` CLI for the things it does by the CLI's own code in a
+// process of its own: plans generated, verified and committed, pipelines run and resumed, a
+// fresh ledger, the recorded end of interrupted runs, a new checkpoint, a receipt (which may
+// store a checkpoint). With the builds, which the RunManager runs as `warden build` children
+// (service/run_manager.h), these are every ledger write the server causes but one: the
+// server process opens its ledger read-write when it can (service/shared_ledger.h) and
+// itself appends the fleet's fleet_event records and signs checkpoints over them
+// (service/fleet_recorder.h). LMDB serializes its writes with those of every child.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,6 @@
-// The agent state machine (DESIGN.md, "Agent supervisor"): an agent — an executor or a
-// runner — moves Idle -> Assigned -> Working -> Reporting -> Idle as it takes a task, starts
-// it, has output ready and delivers it; AgentFailed sends it back to Idle from any state.
+// The agent state machine: an agent — an executor or a runner — moves Idle -> Assigned ->
+// Working -> Reporting -> Idle as it takes a task, starts it, has output ready and delivers it;
+// AgentFailed sends it back to Idle from any state.
 //
 // Pure: apply() reads only its arguments and returns a new snapshot; there is no machine
 // object and no state kept here. The current snapshot lives wherever the caller keeps it (a

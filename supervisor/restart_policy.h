@@ -1,9 +1,8 @@
-// OTP-style restart decisions for one agent (DESIGN.md, "Agent supervisor"): when an agent
-// fails, how long to wait before it may work again (exponential backoff with jitter), when
-// to stop restarting it at all (restart intensity: more than R restarts within T ms), when
-// to stop sending it work until a probe succeeds (a circuit breaker), and a cooldown that
-// assignment checks (with a sentinel that closes the check-then-assign race while a crash
-// is being handled).
+// OTP-style restart decisions for one agent: when an agent fails, how long to wait before it
+// may work again (exponential backoff with jitter), when to stop restarting it at all (restart
+// intensity: more than R restarts within T ms), when to stop sending it work until a probe
+// succeeds (a circuit breaker), and a cooldown that assignment checks (with a sentinel that
+// closes the check-then-assign race while a crash is being handled).
 //
 // Pure decisions: time comes in as int64 milliseconds from the caller's Clock (a
 // LogicalClock in tests) and randomness from a borrowed RandomSource, so the same inputs

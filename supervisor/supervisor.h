@@ -1,9 +1,9 @@
-// The agent supervisor (DESIGN.md, "Agent supervisor"; issue 16): the fleet's control over a
-// StateStore. Agents (executors, runners) register and heartbeat; the supervisor detects the
-// ones whose heartbeats stopped, assigns queued tasks to idle agents of the task's kind, moves
-// each agent through the pure state machine (supervisor/agent_state.h), and on every failure
-// decides with the agent's RestartPolicy (backoff, restart intensity, circuit breaker,
-// cooldown) when it may work again. Every step is a FleetEvent on the store's event stream.
+// The agent supervisor: the fleet's control over a StateStore. Agents (executors, runners)
+// register and heartbeat; the supervisor detects the ones whose heartbeats stopped, assigns
+// queued tasks to idle agents of the task's kind, moves each agent through the pure state
+// machine (supervisor/agent_state.h), and on every failure decides with the agent's
+// RestartPolicy (backoff, restart intensity, circuit breaker, cooldown) when it may work again.
+// Every step is a FleetEvent on the store's event stream.
 //
 // Several supervisors (several `warden serve` processes on one Redis) may share one store:
 // a task is claimed atomically in the store, and an agent moves only by compare-and-set on its

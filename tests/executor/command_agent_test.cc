@@ -1,4 +1,4 @@
-// Command agents as real processes in the executor's sandbox (runner/sandboxed_launcher.h,
+// Command agents as real processes in the executor's sandbox (runner/sandbox/sandboxed_launcher.h,
 // the launcher `warden pipeline` uses): the request they read, the answer they give, and
 // every way one can misbehave (crash, non-zero exit, hang, flood, garbage, fork without end,
 // leave children behind, ignore its input) ending as a stage failure with a clear reason,
@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "common/file.h"
-#include "runner/sandboxed_launcher.h"
+#include "runner/sandbox/sandboxed_launcher.h"
 #include "tests/executor/harness.h"
 #include "tests/support/sandbox_support.h"
 #include "tests/support/temp_dir.h"

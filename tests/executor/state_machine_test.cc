@@ -1,6 +1,6 @@
-// The executor loop in-process: cycles and edge limits (seeds/000 section 7.1), the global
-// iteration limit, every bound with its terminal reason, error routing, parallel stages and
-// joins, interrupts and resume, checkpoints and rollback, events, determinism.
+// The executor loop in-process: cycles and edge limits (a critic sending the run back), the
+// global iteration limit, every bound with its terminal reason, error routing, parallel stages
+// and joins, interrupts and resume, checkpoints and rollback, events, determinism.
 #include "executor/state_machine.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@ using testing::output;
 using testing::reason_of;
 using testing::sequence;
 
-// seeds/000 7.1: a critic that asks for reintent sends the run back to intent.
+// A critic that asks for reintent sends the run back to intent.
 std::string reintent_loop(int edge_limit, int max_iterations = 10) {
   return R"({"name": "reintent", "max_iterations": )" + std::to_string(max_iterations) + R"(, "stages": [
     {"name": "intent", "kind": "constant", "params": {"output": {"intent": "x"}}, "default_next": "critic"},

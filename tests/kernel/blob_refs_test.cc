@@ -1,4 +1,4 @@
-// The kernel's table of which records name blobs (kernel/blob_refs.h) must cover every
+// The kernel's table of which records name blobs (kernel/record/blob_refs.h) must cover every
 // record kind the kernel and the executor write and every digest their records carry: a new
 // kind, or a new digest field, that is not listed fails here rather than going unchecked.
 // Held to the real golden ledgers (every digest-valued field of every record) and to the
@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "common/canonical_json.h"
-#include "kernel/blob_refs.h"
+#include "kernel/record/blob_refs.h"
 #include "ledger/record.h"
 #include "tests/support/files.h"
 
@@ -76,13 +76,13 @@ TEST(BlobRefs, EveryDigestInTheGoldenLedgersIsClassified) {
       ++records;
       const RecordKindDigests* e = entry_for(record->kind);
       ASSERT_NE(e, nullptr) << golden << " record " << record->seq << ": kind \"" << record->kind
-                            << "\" is not in kernel/blob_refs.cc's table";
+                            << "\" is not in kernel/record/blob_refs.cc's table";
       std::set<std::string> paths;
       digest_paths(parse_json(record->payload).value(), "", paths);
       for (const auto& path : paths) {
         EXPECT_TRUE(listed(*e, path)) << golden << " record " << record->seq << " (" << record->kind
                                       << "): digest field " << path
-                                      << " is neither a blob field nor another digest in kernel/blob_refs.cc";
+                                      << " is neither a blob field nor another digest in kernel/record/blob_refs.cc";
       }
     }
   }
@@ -104,7 +104,7 @@ std::set<std::string> source_kinds(const std::string& text) {
 }
 
 TEST(BlobRefs, TheTableListsExactlyTheKindsTheSourceDefines) {
-  std::set<std::string> kinds = source_kinds(source("kernel/records.h"));
+  std::set<std::string> kinds = source_kinds(source("kernel/record/records.h"));
   auto executor = source_kinds(source("executor/run_records.h"));
   ASSERT_GT(kinds.size(), 10u);
   ASSERT_GT(executor.size(), 5u);
@@ -113,13 +113,13 @@ TEST(BlobRefs, TheTableListsExactlyTheKindsTheSourceDefines) {
   for (const auto& e : record_kind_digests()) {
     EXPECT_TRUE(table.insert(std::string(e.kind)).second) << e.kind << " is listed twice";
   }
-  EXPECT_EQ(kinds, table) << "a record kind was added or removed: list it (and the blobs it names) in kernel/blob_refs.cc";
+  EXPECT_EQ(kinds, table) << "a record kind was added or removed: list it (and the blobs it names) in kernel/record/blob_refs.cc";
 }
 
-// A record struct's Digest fields named *_blob or *_sha256 (kernel/records.h): each must be
+// A record struct's Digest fields named *_blob or *_sha256 (kernel/record/records.h): each must be
 // listed for the struct's kind, as a blob or as another digest.
 TEST(BlobRefs, EveryDigestFieldOfARecordStructIsListed) {
-  const std::string text = source("kernel/records.h");
+  const std::string text = source("kernel/record/records.h");
   static const std::regex record_struct(R"(struct (\w+) \{\n  static constexpr std::string_view kind = record_kind::(\w+);([\s\S]*?)\n\};)");
   static const std::regex field(R"(\n  (?:std::optional<Digest>|Digest) (\w+);)");
   static const std::regex kind_value(R"re(inline constexpr std::string_view (\w+) = "([a-z0-9_.-]+)";)re");
@@ -137,7 +137,7 @@ TEST(BlobRefs, EveryDigestFieldOfARecordStructIsListed) {
       if (!name.ends_with("_blob") && !name.ends_with("_sha256")) continue;
       ++fields;
       EXPECT_TRUE(listed_by_name(*e, name)) << (*s)[1] << "::" << name << " (kind " << kind
-                                    << ") is a digest field missing from kernel/blob_refs.cc's table";
+                                    << ") is a digest field missing from kernel/record/blob_refs.cc's table";
     }
   }
   EXPECT_GT(structs, 10u);

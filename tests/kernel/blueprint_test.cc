@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "kernel/blueprint.h"
-#include "kernel/build_plan.h"
+#include "kernel/plan/blueprint.h"
+#include "kernel/plan/build_plan.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 

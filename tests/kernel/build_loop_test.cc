@@ -5,8 +5,8 @@
 // does not get the proposal accepted.
 #include <gtest/gtest.h>
 
-#include "kernel/propose.h"
-#include "kernel/records.h"
+#include "kernel/build/propose.h"
+#include "kernel/record/records.h"
 #include "ledger/ledger.h"
 #include "tests/support/git_fixture.h"
 

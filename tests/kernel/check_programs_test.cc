@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "kernel/blueprint.h"
-#include "runner/report_channel.h"
-#include "runner/sandbox.h"
-#include "runner/sandbox_profile.h"
-#include "runner/scratch_dir.h"
+#include "kernel/plan/blueprint.h"
+#include "runner/check/report_channel.h"
+#include "runner/sandbox/sandbox.h"
+#include "runner/model/sandbox_profile.h"
+#include "runner/sandbox/scratch_dir.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -63,7 +63,7 @@ struct Program {
   std::vector<std::string> args;
 };
 
-// The runner's passed-tests file (runner/passed_tests_input.h) for `ids`, as the "tests"
+// The runner's passed-tests file (runner/check/passed_tests_input.h) for `ids`, as the "tests"
 // check's, in a file that lives as long as the test program.
 std::string tests_ran(const std::vector<std::string>& ids) {
   static TempDir dir;

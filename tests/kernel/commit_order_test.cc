@@ -1,6 +1,6 @@
 // commit_order(): the order a merge queue's commits land in is a function of the plan alone —
 // its dependencies, and plan order among the steps they leave free.
-#include "kernel/commit_order.h"
+#include "kernel/plan/commit_order.h"
 
 #include <gtest/gtest.h>
 

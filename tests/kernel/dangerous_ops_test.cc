@@ -3,7 +3,7 @@
 // rules and their selection, what a change introduces (before/after counts: re-indented,
 // moved, duplicated, renamed), the added-lines fallback, and a pathological line scanned in
 // linear time.
-#include "kernel/dangerous_ops.h"
+#include "kernel/judge/dangerous_ops.h"
 
 #include <chrono>
 #include <set>
@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/canonical_json.h"
-#include "kernel/content_rules.h"
+#include "kernel/judge/content_rules.h"
 
 namespace warden::kernel {
 namespace {

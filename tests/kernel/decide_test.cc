@@ -1,10 +1,10 @@
 // decide(): one test per reason code on a small plan built in code, an accepted proposal,
 // several reasons at once, determinism, checkpoints, and the content rules' function finder.
-#include "kernel/decide.h"
+#include "kernel/judge/decide.h"
 
 #include <gtest/gtest.h>
 
-#include "kernel/content_rules.h"
+#include "kernel/judge/content_rules.h"
 #include "diff/diff.h"
 
 namespace warden::kernel {

@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "kernel/records.h"
-#include "runner/sandbox_profile.h"
+#include "kernel/record/records.h"
+#include "runner/model/sandbox_profile.h"
 #include "tests/kernel/build_fixture.h"
 #include "tests/support/temp_dir.h"
 

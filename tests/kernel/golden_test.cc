@@ -205,7 +205,7 @@ TEST_P(Golden, AForgedDecisionResignedWithTheKeyFailsAtItsRecord) {
   EXPECT_NE(report["problem"]["message"].get<std::string>().find("decide()"), std::string::npos) << report.dump();
 }
 
-// Every record the kernel writes has a schema (kernel/records.h). A record smuggled past it —
+// Every record the kernel writes has a schema (kernel/record/records.h). A record smuggled past it —
 // here a step's evidence claiming a field no kernel writes, re-signed with the key — is
 // caught at its seq, even though no decision depends on it.
 TEST_P(Golden, ARecordOutsideItsSchemaResignedWithTheKeyFailsAtItsRecord) {

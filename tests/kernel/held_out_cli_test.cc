@@ -16,7 +16,7 @@
 #include <chrono>
 #include <string>
 
-#include "kernel/held_out.h"
+#include "kernel/plan/held_out.h"
 #include "tests/kernel/build_fixture.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"

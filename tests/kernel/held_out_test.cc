@@ -1,13 +1,13 @@
-// Held-out bundles (kernel/held_out.h), their vault and their reveal: the digest commits to
+// Held-out bundles (kernel/plan/held_out.h), their vault and their reveal: the digest commits to
 // every file and a salt; the vault is Warden's alone; a reveal is held to the commitment, file
 // by file, salt and sealed run, and any difference is named.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
-#include "kernel/held_out.h"
-#include "kernel/held_out_reveal.h"
-#include "kernel/held_out_vault.h"
+#include "kernel/plan/held_out.h"
+#include "kernel/record/held_out_reveal.h"
+#include "kernel/judge/held_out_vault.h"
 #include "ledger/ledger.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"

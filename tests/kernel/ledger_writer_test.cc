@@ -2,12 +2,12 @@
 // the live run, the same inputs give byte-identical records, a paused or crashed run resumes
 // from the ledger, and a ledger that disagrees with its replay is refused. Then the writer's
 // own promises: names, batches and the failure rule.
-#include "kernel/ledger_writer.h"
+#include "kernel/record/ledger_writer.h"
 
 #include <gtest/gtest.h>
 
 #include "executor/replay.h"
-#include "kernel/run_reader.h"
+#include "kernel/record/run_reader.h"
 #include "ledger/note.h"
 #include "ledger/verify.h"
 #include "tests/executor/harness.h"

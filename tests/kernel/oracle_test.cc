@@ -2,16 +2,16 @@
 // not, comments and whitespace ignored), the built-in globs, the violations one touched file
 // makes, decide() refusing a rewritten oracle as protected_path with a create_test step as the
 // one way in, and the policy's "oracle" field read strictly and kept in its digest.
-#include "kernel/oracle.h"
+#include "kernel/judge/oracle.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 
 #include "diff/diff.h"
-#include "kernel/decide.h"
-#include "kernel/oracle_sections.h"
-#include "kernel/policy.h"
+#include "kernel/judge/decide.h"
+#include "kernel/judge/oracle_sections.h"
+#include "kernel/judge/policy.h"
 
 namespace warden::kernel {
 namespace {

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "diff/diff.h"
-#include "kernel/decide.h"
-#include "kernel/oracle_run.h"
+#include "kernel/judge/decide.h"
+#include "kernel/judge/oracle_run.h"
 
 namespace warden::kernel {
 namespace {

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <functional>
 
-#include "kernel/plan_generate.h"
-#include "kernel/replan.h"
-#include "kernel/plan_verify.h"
+#include "kernel/judge/plan_generate.h"
+#include "kernel/record/replan.h"
+#include "kernel/judge/plan_verify.h"
 
 namespace warden::kernel {
 namespace {

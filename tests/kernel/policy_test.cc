@@ -5,8 +5,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "kernel/glob.h"
-#include "kernel/policy.h"
+#include "kernel/judge/glob.h"
+#include "kernel/judge/policy.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 

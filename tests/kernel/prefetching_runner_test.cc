@@ -1,7 +1,7 @@
 // PrefetchingRunner: a prefetched run is run once and taken by the identical request; any
 // other request runs on its own; what nobody took is handed back in the order prefetched.
 // A fake Runner stands in for the sandbox (the seam Ninja's tests use for CommandRunner).
-#include "runner/prefetching_runner.h"
+#include "runner/check/prefetching_runner.h"
 
 #include <gtest/gtest.h>
 

@@ -9,10 +9,10 @@
 
 #include "common/clock.h"
 #include "common/encoding.h"
-#include "kernel/records.h"
-#include "kernel/dsse.h"
-#include "kernel/receipt.h"
-#include "kernel/verdict.h"
+#include "kernel/record/records.h"
+#include "kernel/audit/dsse.h"
+#include "kernel/audit/receipt.h"
+#include "kernel/judge/verdict.h"
 #include "ledger/ledger.h"
 #include "tests/support/temp_dir.h"
 

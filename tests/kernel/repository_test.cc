@@ -1,7 +1,7 @@
 // open_or_seed_repository: a repository seeded from a directory is one git itself sees as
 // clean — one commit, the seed's files checked out and in the index — and opening an
 // existing repository leaves it as it was.
-#include "kernel/repository.h"
+#include "kernel/build/repository.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // exactly, and strictly: a record that does not is evidence of tampering or of a bug.
 #include <gtest/gtest.h>
 
-#include "kernel/records.h"
+#include "kernel/record/records.h"
 
 namespace warden::kernel {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "kernel/test_file_change.h"
-#include "kernel/test_structure.h"
+#include "kernel/judge/test_file_change.h"
+#include "kernel/judge/test_structure.h"
 #include "tests/kernel/test_file_findings.h"
 
 namespace warden::kernel {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernel/test_file_change.h"
+#include "kernel/judge/test_file_change.h"
 
 namespace warden::kernel {
 

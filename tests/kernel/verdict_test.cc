@@ -1,10 +1,10 @@
 // Verdict, RefusalReport and ProposalEvidence JSON: lossless round trips and strict reading;
 // suggestions per reason code.
-#include "kernel/verdict.h"
+#include "kernel/judge/verdict.h"
 
 #include <gtest/gtest.h>
 
-#include "kernel/decide.h"
+#include "kernel/judge/decide.h"
 
 namespace warden::kernel {
 namespace {

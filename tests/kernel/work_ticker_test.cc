@@ -1,7 +1,7 @@
 // WorkTicker: a notice after each whole second the work runs, from its own thread, none once
 // the work is done (the destructor returns at once, without waiting out the second), and no
 // thread at all without a listener.
-#include "kernel/work_ticker.h"
+#include "kernel/build/work_ticker.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runner/local_runner.h"
-#include "runner/workspace.h"
+#include "runner/check/local_runner.h"
+#include "runner/workspace/workspace.h"
 #include "tests/support/files.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "runner/git_repo.h"
+#include "runner/workspace/git_repo.h"
 #include "tests/support/git_fixture.h"
 
 namespace warden::test {

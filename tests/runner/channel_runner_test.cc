@@ -1,4 +1,4 @@
-// The kernel's side of remote runners (runner/channel_runner.h) on a real repository: the
+// The kernel's side of remote runners (runner/check/channel_runner.h) on a real repository: the
 // other end of its socket plays `warden serve` and a runner in one, running the request in a
 // real LocalRunner (bwrap) and signing the result with a runner key, then answering it as
 // given or altered. What must hold: a result that is what was asked comes back with its
@@ -14,12 +14,12 @@
 #include "common/ed25519.h"
 #include "common/encoding.h"
 #include "common/line_socket.h"
-#include "runner/channel_runner.h"
-#include "runner/diff_layer.h"
-#include "runner/local_runner.h"
-#include "runner/remote_run.h"
-#include "runner/scratch_dir.h"
-#include "runner/workspace.h"
+#include "runner/check/channel_runner.h"
+#include "runner/check/diff_layer.h"
+#include "runner/check/local_runner.h"
+#include "runner/check/remote_run.h"
+#include "runner/sandbox/scratch_dir.h"
+#include "runner/workspace/workspace.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"
 

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "runner/git_repo.h"
+#include "runner/workspace/git_repo.h"
 
 namespace warden::test {
 namespace {

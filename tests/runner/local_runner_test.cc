@@ -4,11 +4,11 @@
 // the determinism of the deterministic digest.
 #include <sys/stat.h>
 
-#include "runner/check_verdict.h"
-#include "runner/local_runner.h"
-#include "runner/report_detection.h"
-#include "runner/tree_hash.h"
-#include "runner/workspace.h"
+#include "runner/check/check_verdict.h"
+#include "runner/check/local_runner.h"
+#include "runner/check/report_detection.h"
+#include "runner/workspace/tree_hash.h"
+#include "runner/workspace/workspace.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"
 

@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "common/encoding.h"
-#include "runner/check_spec.h"
-#include "runner/local_runner.h"
-#include "runner/report_channel.h"
+#include "runner/model/check_spec.h"
+#include "runner/check/local_runner.h"
+#include "runner/check/report_channel.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"
 

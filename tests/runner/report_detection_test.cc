@@ -3,7 +3,7 @@
 // commands it cannot see through, and --report's FORMAT[:PATH] judged like a checks file.
 #include <gtest/gtest.h>
 
-#include "runner/report_detection.h"
+#include "runner/check/report_detection.h"
 
 namespace warden::test {
 namespace {

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runner/run_result.h"
-#include "runner/sandbox.h"
+#include "runner/model/run_result.h"
+#include "runner/sandbox/sandbox.h"
 #include "tests/support/process.h"
 #include "tests/support/git_fixture.h"
 #include "tests/support/sandbox_support.h"

@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "common/file.h"
-#include "runner/sandbox.h"
-#include "runner/sandbox_process.h"
-#include "runner/scratch_dir.h"
+#include "runner/sandbox/sandbox.h"
+#include "runner/sandbox/sandbox_process.h"
+#include "runner/sandbox/scratch_dir.h"
 #include "tests/support/sandbox_support.h"
 
 namespace warden::test {

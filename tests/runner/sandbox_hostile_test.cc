@@ -13,7 +13,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "runner/sandbox.h"
+#include "runner/sandbox/sandbox.h"
 #include "tests/support/sandbox_support.h"
 
 namespace warden::test {

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "common/file.h"
-#include "runner/run_cgroup.h"
-#include "runner/sandbox.h"
+#include "runner/sandbox/run_cgroup.h"
+#include "runner/sandbox/sandbox.h"
 #include "tests/support/sandbox_support.h"
 
 namespace warden::test {

@@ -3,7 +3,7 @@
 // start: they run alone (RUN_SERIAL), away from the other sandbox tests.
 #include <chrono>
 
-#include "runner/sandbox.h"
+#include "runner/sandbox/sandbox.h"
 #include "tests/support/sandbox_support.h"
 
 namespace warden::test {

@@ -11,13 +11,13 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/check_spec.h"
-#include "runner/check_verdict.h"
-#include "runner/output_capture.h"
-#include "runner/test_report.h"
-#include "runner/preflight.h"
-#include "runner/sandbox_profile.h"
-#include "runner/seccomp_filter.h"
+#include "runner/model/check_spec.h"
+#include "runner/check/check_verdict.h"
+#include "runner/sandbox/output_capture.h"
+#include "runner/check/test_report.h"
+#include "runner/model/preflight.h"
+#include "runner/model/sandbox_profile.h"
+#include "runner/sandbox/seccomp_filter.h"
 
 namespace warden {
 namespace {

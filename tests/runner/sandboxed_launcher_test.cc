@@ -1,10 +1,10 @@
-// The executor's sandbox (runner/sandboxed_launcher.h) with real bwrap: what a launched
+// The executor's sandbox (runner/sandbox/sandboxed_launcher.h) with real bwrap: what a launched
 // program sees (its stdin bytes, the files its command names as read-only copies where it
 // names them, the profile's environment plus its declared one, loopback only unless the
 // profile says network) and how it ends (its output cap, its deadline, a stop request, a
 // signal, and nothing it started left behind). Also the profile's network field and the
 // preflight's judgement of it: opt-in, recorded in the digest, and failing closed without it.
-#include "runner/sandboxed_launcher.h"
+#include "runner/sandbox/sandboxed_launcher.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 #include <map>
 
 #include "common/canonical_json.h"
-#include "runner/test_report.h"
-#include "runner/unittest_reporter.h"
+#include "runner/check/test_report.h"
+#include "runner/check/unittest_reporter.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"

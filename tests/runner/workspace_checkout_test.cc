@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "diff/diff_builder.h"
-#include "runner/workspace.h"
+#include "runner/workspace/workspace.h"
 #include "tests/support/files.h"
 #include "tests/support/git_fixture.h"
 

@@ -1,4 +1,4 @@
-// Check work on remote runners (issue 16), with real processes: `warden serve` and `warden
+// Check work on remote runners, with real processes: `warden serve` and `warden
 // runner` processes on state directories of their own (as if on other machines), builds
 // started with `--checks-on runners`, and a raw warden.v1.Runners stream for a runner that
 // lies. What must hold: every check runs on a runner and the ledger names which one, with a
@@ -18,11 +18,11 @@
 #include "common/ed25519.h"
 #include "common/encoding.h"
 #include "diff/diff.h"
-#include "runner/check_spec.h"
-#include "runner/check_verdict.h"
-#include "runner/run_result.h"
-#include "runner/sandbox_profile.h"
-#include "runner/tree_hash.h"
+#include "runner/model/check_spec.h"
+#include "runner/check/check_verdict.h"
+#include "runner/model/run_result.h"
+#include "runner/model/sandbox_profile.h"
+#include "runner/workspace/tree_hash.h"
 #include "store/lmdb_state_store.h"
 #include "store/redis_state_store.h"
 #include "tests/service/runs_fixture.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/sandbox.h"
+#include "runner/sandbox/sandbox.h"
 
 namespace warden::test {
 

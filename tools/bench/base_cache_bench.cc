@@ -1,5 +1,5 @@
 // base_cache_bench: what verifying a cached base checkout costs before it is reused
-// (runner/base_checkout.h): the stat walk of the checkout compared with its seal, for a
+// (runner/check/base_checkout.h): the stat walk of the checkout compared with its seal, for a
 // repository of --files files (10,000 by default; two directory levels, see bench_repo.h).
 //
 //   make        write the checkout and its seal (once per tree and machine)
@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "runner/base_checkout.h"
-#include "runner/scratch_dir.h"
+#include "runner/check/base_checkout.h"
+#include "runner/sandbox/scratch_dir.h"
 #include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "common/canonical_json.h"
-#include "runner/workspace.h"
+#include "runner/workspace/workspace.h"
 #include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
 

@@ -17,14 +17,14 @@
 // A step's wall time runs from its step_started event to the next step's (or run_completed),
 // taken with steady_clock in the event callback. The checks' time is taken from outside the
 // kernel, so nothing in it needs changing: the runner forks one reaper per sandboxed run
-// (runner/sandbox_process.h) that exits only when the sandbox is gone, so the reaper's
+// (runner/sandbox/sandbox_process.h) that exits only when the sandbox is gone, so the reaper's
 // lifetime is the sandboxed run. The kernel's process-events connector reports every fork
 // and exit with a CLOCK_MONOTONIC timestamp (what steady_clock reads); the lifetimes of this
 // process's children inside a step's window are its check time. Their count must equal the
 // check runs the runner's tool_output events name for that step; the first step also holds
 // the sandbox preflight's runs, which are Warden's own cost and stay in the overhead.
 //
-// Targets (issue 6): median kernel overhead per step <= 20 ms; Warden's total build time
+// Targets: median kernel overhead per step <= 20 ms; Warden's total build time
 // <= 1.1x the shell loop's (medians of --runs builds each).
 //
 //   cmake --build build --target kernel_bench && build/kernel_bench [--runs N] [--files N] [--json]
@@ -60,12 +60,12 @@
 #include "common/clock.h"
 #include "common/file.h"
 #include "executor/plan_proposer.h"
-#include "kernel/build_loop.h"
-#include "kernel/plan_generate.h"
-#include "kernel/repository.h"
-#include "runner/passed_tests_input.h"
-#include "runner/sandbox.h"
-#include "runner/scratch_dir.h"
+#include "kernel/build/build_loop.h"
+#include "kernel/judge/plan_generate.h"
+#include "kernel/build/repository.h"
+#include "runner/check/passed_tests_input.h"
+#include "runner/sandbox/sandbox.h"
+#include "runner/sandbox/scratch_dir.h"
 #include "tools/bench/bench_repo.h"
 
 #ifndef WARDEN_SOURCE_DIR
@@ -449,7 +449,7 @@ void write_shell_loop(Scenario& s, warden::Sandbox& sandbox) {
     script += "# " + a.step_id + " attempt " + std::to_string(a.number) + "\n";
     script += "git apply --index " + quote(patch.string()) + "\n";
     // A check with tests_from reads the passed ids of earlier checks, as the runner gives
-    // them (runner/passed_tests_input.h): their TAP is kept, and turned into that file.
+    // them (runner/check/passed_tests_input.h): their TAP is kept, and turned into that file.
     std::set<std::string> feeding;
     for (const auto& name : a.checks) {
       for (const auto& from : check_spec(s, name).tests_from) feeding.insert(from);

@@ -1,4 +1,4 @@
-// plan_bench: what a merge queue (kernel/merge_queue.h) buys a plan of independent steps, in
+// plan_bench: what a merge queue (kernel/build/merge_queue.h) buys a plan of independent steps, in
 // one run on one machine. The same eight-step plan (eight files, no step depending on
 // another, one sandboxed check per step) is built by the real `warden build`, whole process,
 // three ways: sequentially (the plan without merge_queue_depth: the build loop as it always

@@ -43,9 +43,9 @@
 #include <thread>
 #include <vector>
 
-#include "runner/local_runner.h"
-#include "runner/run_cgroup.h"
-#include "runner/workspace.h"
+#include "runner/check/local_runner.h"
+#include "runner/sandbox/run_cgroup.h"
+#include "runner/workspace/workspace.h"
 #include "tools/bench/bench_repo.h"
 #include "tools/bench/median.h"
 

@@ -23,7 +23,7 @@
 //                   harness; this bench runs its sections 4 and 5 (server_bench
 //                   --runners-only --json, beside this binary) and reports them here.
 //
-// Targets (issue 16): LMDB at least 20,000 assignments/s; Redis at least 5,000/s and within
+// Targets: LMDB at least 20,000 assignments/s; Redis at least 5,000/s and within
 // 2x of its bare primitives; detection within two heartbeat intervals plus 100 ms; a remote
 // runner adds at most 15 ms per check run.
 //

@@ -29,7 +29,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/subprocess.h"
-#include "kernel/test_file_change.h"
+#include "kernel/judge/test_file_change.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

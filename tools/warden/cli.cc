@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "common/file.h"
-#include "runner/report_detection.h"
+#include "runner/check/report_detection.h"
 
 namespace warden::cli {
 namespace {

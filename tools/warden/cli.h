@@ -14,7 +14,7 @@
 #include "common/exit_codes.h"
 #include "common/sha256.h"
 #include "ledger/note.h"
-#include "runner/check_spec.h"
+#include "runner/model/check_spec.h"
 #include "tools/warden/json_lines.h"
 
 namespace warden::cli {

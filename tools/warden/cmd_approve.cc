@@ -1,9 +1,9 @@
 // `warden approve --diff DIGEST --test PATH::TEST ... --key FILE`: a person's signed leave for
-// one proposal to change named base tests (kernel/approval.h).
+// one proposal to change named base tests (kernel/judge/approval.h).
 #include <iostream>
 
 #include "common/file.h"
-#include "kernel/approval.h"
+#include "kernel/judge/approval.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {

@@ -1,6 +1,6 @@
 // `warden build`: a blueprint to verified commits and a signed ledger — the kernel's main
 // job. Progress goes to stdout as the run goes (steps done of total, the current step, every
-// attempt's verdict); --json prints the run's events as JSON Lines instead (kernel/event_stream.h),
+// attempt's verdict); --json prints the run's events as JSON Lines instead (kernel/record/event_stream.h),
 // then the summary as the result line.
 // Ctrl-C (SIGINT) or SIGTERM cancels the run cleanly: sandboxes are killed, the ledger records
 // the cancellation, and the branch keeps only accepted commits.
@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "kernel/build_loop.h"
-#include "kernel/committed_plan.h"
-#include "kernel/run_registry.h"
+#include "kernel/build/build_loop.h"
+#include "kernel/record/committed_plan.h"
+#include "kernel/record/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/run_view.h"
@@ -201,7 +201,7 @@ void add_build_commands(CLI::App& app, Action& action) {
                   "for executors attached over gRPC (JSON Lines; executor/channel_proposer.h). Not for direct use");
   cmd->add_option("--runner-channel", a->runner_channel,
                   "FD of a connected unix stream socket to `warden serve`: the build's checks run on the remote "
-                  "runners it governs (JSON Lines; runner/channel_runner.h). Not for direct use");
+                  "runners it governs (JSON Lines; runner/check/channel_runner.h). Not for direct use");
   cmd->add_option("--runner-quorum", a->runner_quorum,
                   "K/N with --runner-channel: the checks run on N remote runners of distinct identities and count once "
                   "K of them return the same result (default 1/1; a policy's runner_quorum, if stricter, holds)");

@@ -4,7 +4,7 @@
 #include "common/clock.h"
 #include "common/file.h"
 #include "diff/patch.h"
-#include "runner/workspace.h"
+#include "runner/workspace/workspace.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {

@@ -1,9 +1,9 @@
 // `warden held-out reveal DIGEST --ledger DIR`: publishes a held-out bundle and every run
-// sealed with it (kernel/held_out_reveal.h), once no proposal is left for it to judge.
+// sealed with it (kernel/record/held_out_reveal.h), once no proposal is left for it to judge.
 #include <iostream>
 
 #include "common/clock.h"
-#include "kernel/held_out_reveal.h"
+#include "kernel/record/held_out_reveal.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {

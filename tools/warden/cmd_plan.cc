@@ -4,10 +4,10 @@
 
 #include "common/clock.h"
 #include "common/file.h"
-#include "kernel/plan_generate.h"
-#include "kernel/build_setup.h"
-#include "kernel/plan_commit.h"
-#include "kernel/plan_verify.h"
+#include "kernel/judge/plan_generate.h"
+#include "kernel/build/build_setup.h"
+#include "kernel/record/plan_commit.h"
+#include "kernel/judge/plan_verify.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/signer_keys.h"
 

@@ -1,13 +1,13 @@
-// `warden propose PATCH_OR_DIFF`: the command line of kernel/propose.h — one proposal
+// `warden propose PATCH_OR_DIFF`: the command line of kernel/build/propose.h — one proposal
 // against an existing repository, judged by the repository's own tests.
 #include <iostream>
 
 #include "common/file.h"
 #include "common/random_source.h"
-#include "kernel/held_out.h"
-#include "kernel/event_stream.h"
-#include "kernel/propose.h"
-#include "kernel/run_registry.h"
+#include "kernel/plan/held_out.h"
+#include "kernel/record/event_stream.h"
+#include "kernel/build/propose.h"
+#include "kernel/record/run_registry.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/signer_keys.h"

@@ -6,8 +6,8 @@
 
 #include "common/clock.h"
 #include "common/file.h"
-#include "kernel/receipt.h"
-#include "runner/git_repo.h"
+#include "kernel/audit/receipt.h"
+#include "runner/workspace/git_repo.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/signer_keys.h"
 

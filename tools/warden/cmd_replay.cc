@@ -2,7 +2,7 @@
 // then every plan verdict, decision and commit recomputed from the recorded inputs.
 #include <iostream>
 
-#include "kernel/replay.h"
+#include "kernel/audit/replay.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/verify_flags.h"

@@ -10,8 +10,8 @@
 #include <iostream>
 
 #include "common/file.h"
-#include "runner/blob_sink.h"
-#include "runner/local_runner.h"
+#include "runner/workspace/blob_sink.h"
+#include "runner/check/local_runner.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 

@@ -2,8 +2,8 @@
 // `warden run recover [RUN_ID...]`:
 // a build's state as its ledger records it, a way to stop it from another shell, and a way to
 // record the end of runs whose process died. The ledger is the source: a run whose process
-// died (kernel/run_registry.h tells) before recording an end is shown `interrupted`, with the
-// last status it managed to record; recover records that end (kernel/run_recovery.h). Cancel
+// died (kernel/record/run_registry.h tells) before recording an end is shown `interrupted`, with the
+// last status it managed to record; recover records that end (kernel/record/run_recovery.h). Cancel
 // sends the live process SIGTERM, which the build treats like Ctrl-C, and waits for the ledger
 // to say the run ended. Status --follow (and watch, without the state) polls the ledger and
 // prints each event as it lands.
@@ -15,13 +15,13 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "kernel/run_listing.h"
-#include "kernel/run_recovery.h"
-#include "kernel/run_registry.h"
+#include "kernel/record/run_listing.h"
+#include "kernel/record/run_recovery.h"
+#include "kernel/record/run_registry.h"
 #include "ledger/ledger.h"
-#include "runner/git_repo.h"
+#include "runner/workspace/git_repo.h"
 #include "tools/warden/cli.h"
-#include "kernel/run_report.h"
+#include "kernel/record/run_report.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/run_view.h"
 

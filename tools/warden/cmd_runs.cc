@@ -1,12 +1,12 @@
 // `warden runs list LEDGER`: every run a ledger holds — builds, proposals and pipelines alike
 // — one line each: its id, kind, status, when it started (its first record's timestamp) and
-// steps done of total. The listing is the kernel's (kernel/run_listing.h); this file prints it.
+// steps done of total. The listing is the kernel's (kernel/record/run_listing.h); this file prints it.
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
-#include "kernel/run_listing.h"
+#include "kernel/record/run_listing.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/run_view.h"
 

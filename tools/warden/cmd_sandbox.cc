@@ -5,7 +5,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "runner/sandbox.h"
+#include "runner/sandbox/sandbox.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 

@@ -12,7 +12,7 @@
 namespace warden::cli {
 
 // Every --json stream is JSON Lines (docs/commands.md, "JSON Lines"): one object per line, each with
-// a "type"; events first (kernel/event_stream.h), then exactly one line that ends the stream:
+// a "type"; events first (kernel/record/event_stream.h), then exactly one line that ends the stream:
 // the result, or the error.
 
 // Prints "warden: error: ..." on stderr and, with --json, the stream's last line on stdout:
@@ -31,7 +31,7 @@ void print_json(const Json& fields);
 void print_item(std::string_view type, const Json& fields);
 // The text of one JSON Lines line ("\n"-ended) of `type` with `fields` (an object).
 std::string json_line(std::string_view type, const Json& fields);
-// One event line (kernel/event_stream.h's schema), flushed so a reader sees it as it happens.
+// One event line (kernel/record/event_stream.h's schema), flushed so a reader sees it as it happens.
 void print_event(const Json& event);
 
 }  // namespace warden::cli

@@ -10,10 +10,11 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/identifier.h"
 #include "executor/channel_proposer.h"
 #include "executor/command_proposer.h"
 #include "executor/plan_proposer.h"
-#include "runner/sandboxed_launcher.h"
+#include "runner/sandbox/sandboxed_launcher.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {
@@ -71,11 +72,7 @@ Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSa
 namespace {
 
 // A remote executor's label: what follows "remote:" in the recorded executor name.
-bool valid_remote_label(std::string_view label) {
-  return !label.empty() && label.size() <= 64 && std::ranges::all_of(label, [](unsigned char c) {
-    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-  });
-}
+bool valid_remote_label(std::string_view label) { return is_identifier(label, 64); }
 
 }  // namespace
 
@@ -111,7 +108,7 @@ Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spe
     }
     const std::string label = spec.substr(kRemote.size());
     if (!valid_remote_label(label)) {
-      return fail(Errc::invalid_argument, "--executor remote:LABEL needs a LABEL of 1 to 64 letters, digits, '.', '_' or '-'");
+      return fail(Errc::invalid_argument, "--executor remote:LABEL needs a LABEL of 1 to 64 " + std::string(kIdentifierRule));
     }
     auto socket = adopt_channel(*channel, "--executor-channel");
     if (!socket) return std::unexpected(socket.error());

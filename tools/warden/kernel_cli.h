@@ -16,13 +16,13 @@
 #include "common/random_source.h"
 #include "common/signal_waiter.h"
 #include "executor/proposer.h"
-#include "kernel/run_lifecycle.h"
-#include "kernel/run_recovery.h"
+#include "kernel/record/run_lifecycle.h"
+#include "kernel/record/run_recovery.h"
 #include "tools/warden/run_view.h"
 
 namespace warden::cli {
 
-// One line per dead run whose end was recorded (kernel/run_recovery.h), on stderr.
+// One line per dead run whose end was recorded (kernel/record/run_recovery.h), on stderr.
 void print_recovered(const std::vector<kernel::RecoveredRun>& runs);
 
 // The default runner cache: shared by every run on this host, reachable by the sandbox's user.

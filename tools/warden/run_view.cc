@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "common/exit_codes.h"
-#include "kernel/event_stream.h"
+#include "kernel/record/event_stream.h"
 #include "tools/warden/json_lines.h"
 
 namespace warden::cli {

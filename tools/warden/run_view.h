@@ -14,12 +14,9 @@
 #include <vector>
 
 #include "common/canonical_json.h"
-#include "kernel/run_lifecycle.h"
+#include "kernel/record/run_lifecycle.h"
 
 namespace warden::cli {
-
-inline constexpr int kTimedOut = 124;   // the watchdog ended the run
-inline constexpr int kCancelled = 130;  // Ctrl-C or `warden run cancel`
 
 // A finished run's exit code: 0 completed, 124 timeout, 130 cancelled, 1 failed.
 int run_exit_code(kernel::RunStatus status);
@@ -49,7 +46,7 @@ struct BuildProgress {
 // labelled by which run it is, replans, watchdog and cancellation); nothing for the others.
 void print_build_progress(const kernel::RunEvent& event, BuildProgress& progress);
 
-// A build's event in its stream: with `json` the event line (kernel/event_stream.h), else the
+// A build's event in its stream: with `json` the event line (kernel/record/event_stream.h), else the
 // progress line(s).
 void print_build_event(const kernel::RunEvent& event, bool json, BuildProgress& progress);
 

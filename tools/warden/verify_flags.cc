@@ -1,7 +1,7 @@
 #include "tools/warden/verify_flags.h"
 
 #include "common/file.h"
-#include "kernel/blob_refs.h"
+#include "kernel/record/blob_refs.h"
 #include "tools/warden/cli.h"
 
 namespace warden::cli {

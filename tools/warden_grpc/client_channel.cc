@@ -166,8 +166,8 @@ int report_status(const grpc::Status& status, bool json) {
     case grpc::StatusCode::DATA_LOSS: code = errc_name(Errc::corrupt), exit_code = kVerificationFailed; break;
     case grpc::StatusCode::UNAUTHENTICATED: code = "unauthenticated", exit_code = kUsage; break;
     case grpc::StatusCode::PERMISSION_DENIED: code = "permission_denied", exit_code = kUsage; break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: code = "deadline_exceeded", exit_code = cli::kTimedOut; break;
-    case grpc::StatusCode::CANCELLED: code = "cancelled", exit_code = cli::kCancelled; break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: code = "deadline_exceeded", exit_code = kTimedOut; break;
+    case grpc::StatusCode::CANCELLED: code = "cancelled", exit_code = kCancelled; break;
     default: break;
   }
   const std::string message = status.error_message().empty() ? "the server answered " + std::to_string(status.error_code())

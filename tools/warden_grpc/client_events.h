@@ -1,11 +1,11 @@
 // A server's RunEvent (proto/warden.proto) back as the kernel's, so that a client renders it
-// with the very code the local commands use (tools/warden/run_view.h, kernel/event_stream.h).
+// with the very code the local commands use (tools/warden/run_view.h, kernel/record/event_stream.h).
 #pragma once
 
 #include <warden.pb.h>
 
 #include "common/error.h"
-#include "kernel/run_lifecycle.h"
+#include "kernel/record/run_lifecycle.h"
 
 namespace warden::grpc_client {
 

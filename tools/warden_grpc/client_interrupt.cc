@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "tools/warden/run_view.h"
+#include "common/exit_codes.h"
 
 namespace warden::grpc_client {
 
@@ -10,7 +10,7 @@ void InterruptToCancel::interrupted() {
   std::function<void()> action;
   {
     std::lock_guard lock(mutex_);
-    if (interrupted_) std::_Exit(cli::kCancelled);
+    if (interrupted_) std::_Exit(kCancelled);
     interrupted_ = true;
     action = action_;
   }

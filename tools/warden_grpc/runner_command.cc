@@ -6,7 +6,7 @@
 // doubling to 30 s, with jitter); an enrolment the server refuses for good (a pinned id, a
 // token without the runner role) ends the runner with the server's reason.
 //
-// Check tasks (runner/remote_run.h): the runner fetches the git objects of the task's trees it
+// Check tasks (runner/check/remote_run.h): the runner fetches the git objects of the task's trees it
 // lacks into STATE/objects.git (each checked against its id as it is stored), runs the checks
 // with a LocalRunner in its own bubblewrap sandbox (its own preflight, base checkouts under
 // STATE/cache), signs the result with its key over the claim's nonce, and answers; a task it
@@ -38,8 +38,8 @@
 #include "common/file.h"
 #include "common/random_source.h"
 #include "diff/diff.h"
-#include "runner/local_runner.h"
-#include "runner/remote_run.h"
+#include "runner/check/local_runner.h"
+#include "runner/check/remote_run.h"
 #include "service/runners_service.h"
 #include "store/record_checks.h"
 #include "tools/warden/json_lines.h"
