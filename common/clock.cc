@@ -19,10 +19,12 @@ std::string RandomIdSource::next_id(std::string_view prefix) {
   return std::string(prefix) + "-" + to_hex(std::span<const uint8_t>(bytes, sizeof bytes));
 }
 
-std::string SequentialIdSource::next_id(std::string_view prefix) {
+std::string SequentialIdSource::nth(std::string_view prefix, uint64_t n) {
   char digits[24];
-  std::snprintf(digits, sizeof digits, "%06llu", static_cast<unsigned long long>(next_++));
+  std::snprintf(digits, sizeof digits, "%06llu", static_cast<unsigned long long>(n));
   return std::string(prefix) + "-" + digits;
 }
+
+std::string SequentialIdSource::next_id(std::string_view prefix) { return nth(prefix, next_++); }
 
 }  // namespace warden

@@ -60,6 +60,8 @@ class SequentialIdSource final : public IdSource {
  public:
   explicit SequentialIdSource(uint64_t start = 1) : next_(start) {}
   std::string next_id(std::string_view prefix) override;
+  // The `n`th id such a source gives for `prefix`: "prefix-00000n".
+  static std::string nth(std::string_view prefix, uint64_t n);
 
  private:
   uint64_t next_;

@@ -330,8 +330,7 @@ grpc::Status KernelService::StartRun(grpc::ServerContext* context, const v1::Sta
     auto listed = ledger_.with([&](const Ledger& ledger) { return kernel::list_runs(ledger); });
     if (!listed) return to_status(listed.error());
     for (uint64_t n = listed->size() + 1;; ++n) {
-      char id[32];
-      std::snprintf(id, sizeof id, "run-%06llu", static_cast<unsigned long long>(n));
+      const std::string id = SequentialIdSource::nth("run", n);
       if (std::none_of(listed->begin(), listed->end(), [&](const kernel::RunEntry& e) { return e.run_id == id; })) {
         // The first is the id the child's own logical id source gives first; naming it would
         // only move every later id of the run by one (a CLI build's bytes are the reference).

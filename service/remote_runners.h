@@ -80,7 +80,7 @@ struct Mailbox {
 class RemoteRunners {
  public:
   static constexpr uint32_t kMaxAttempts = 3;
-  static constexpr size_t kMaxFetchIds = 4096;
+  static constexpr size_t kMaxFetchIds = kMaxFetchObjects;  // runner/check/remote_run.h
   static constexpr size_t kBatchBytes = size_t{4} << 20;
   // Messages a runner's stream may have waiting: a runner that asks and does not read is cut off.
   static constexpr size_t kMaxOutbox = 8;

@@ -7,6 +7,7 @@
 
 #include "common/ed25519.h"
 #include "common/encoding.h"
+#include "runner/model/quorum.h"
 #include "service/grpc_status.h"
 #include "store/record_checks.h"
 
@@ -100,12 +101,6 @@ bool printable(const std::string& text) {
 }
 
 }  // namespace
-
-std::string enrol_message(std::string_view agent_id, std::string_view identity, std::string_view nonce) {
-  std::string m = "warden-runner-enrol-v1\n";
-  m.append(agent_id).append("\n").append(identity).append("\n").append(nonce);
-  return m;
-}
 
 grpc::Status RunnersService::Work(grpc::ServerContext* context,
                                   grpc::ServerReaderWriter<v1::ServerMessage, v1::RunnerMessage>* stream) {

@@ -21,9 +21,6 @@
 
 namespace warden::service {
 
-// What an enrolling runner signs (proto/fleet.proto, EnrolProof).
-std::string enrol_message(std::string_view agent_id, std::string_view identity, std::string_view nonce);
-
 class RunnersService final : public v1::Runners::Service {
  public:
   // Borrows everything; all must outlive it. `random` makes the enrolment nonces.

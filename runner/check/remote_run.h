@@ -27,6 +27,9 @@
 
 namespace warden {
 
+// The most object ids a runner asks for in one fetch (the server refuses more).
+inline constexpr size_t kMaxFetchObjects = 4096;
+
 // A RunRequest as it travels: the base tree, the tree under test (always given: the kernel
 // built it), the Diff that made it (if any), the checks and the sandbox profile to run them in.
 struct RemoteRunRequest {

@@ -65,6 +65,12 @@ Result<ResultAttestation> ResultAttestation::from_json(const Json& json) {
   return a;
 }
 
+std::string enrol_message(std::string_view agent_id, std::string_view identity, std::string_view nonce) {
+  std::string m = "warden-runner-enrol-v1\n";
+  m.append(agent_id).append("\n").append(identity).append("\n").append(nonce);
+  return m;
+}
+
 std::string attestation_message(std::string_view agent_id, std::string_view task_id, std::string_view nonce,
                                  const Digest& result_digest) {
   std::string m = "warden-runner-result-v1\n";

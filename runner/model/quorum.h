@@ -50,6 +50,10 @@ struct ResultAttestation {
   static Result<ResultAttestation> from_json(const Json& json);
 };
 
+// What an enrolling runner signs over the server's challenge (proto/fleet.proto, EnrolProof):
+//   "warden-runner-enrol-v1\n" agent_id "\n" identity "\n" nonce
+std::string enrol_message(std::string_view agent_id, std::string_view identity, std::string_view nonce);
+
 std::string attestation_message(std::string_view agent_id, std::string_view task_id, std::string_view nonce,
                                  const Digest& result_digest);
 // verification_failed unless `a.signature` is `a.key`'s over the message for `result_digest`

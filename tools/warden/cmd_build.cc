@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "kernel/build/run_sources.h"
 #include "kernel/build/build_loop.h"
 #include "kernel/record/committed_plan.h"
 #include "kernel/record/run_registry.h"
@@ -101,7 +102,7 @@ int run(const BuildArgs& a) {
     plan_policy = std::move(*loaded);
   }
 
-  auto sources = make_sources(a.clock);
+  auto sources = kernel::RunSources::for_build(a.clock);
   if (target->blueprint && target->blueprint->held_out) warn_logical_held_out(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
   // Close-on-exec before any process starts.

@@ -12,6 +12,8 @@
 #include "executor/replay.h"
 #include "executor/state_machine.h"
 #include "kernel/build/build_setup.h"
+#include "kernel/build/pipeline_run.h"
+#include "kernel/build/run_sources.h"
 #include "kernel/record/event_stream.h"
 #include "kernel/record/ledger_writer.h"
 #include "kernel/record/run_reader.h"
@@ -26,7 +28,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace warden::executor;
 
-constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 // A CLI run exits when it pauses or ends: every step is durable before the next one runs.
 constexpr kernel::JournalOptions kCliJournal{.flush_every_steps = 1, .flush_at_pauses = true};
 
@@ -59,53 +60,6 @@ Result<BoundAgents> bind_agents(const PipelineConfig& config, const fs::path& ba
 }
 
 // ---------------------------------------------------------------- loading
-
-struct Loaded {
-  PipelineConfig config;
-  fs::path base_dir;
-};
-
-Result<Loaded> load_config(const std::string& path) {
-  auto text = read_file(path, kMaxConfigBytes);
-  if (!text) return std::unexpected(text.error());
-  auto config = PipelineConfig::parse_text(*text, "pipeline config " + path);
-  if (!config) return std::unexpected(config.error());
-  std::error_code ec;
-  fs::path dir = fs::absolute(path, ec).parent_path();
-  return Loaded{std::move(*config), dir};
-}
-
-// Time and ids: the system's, or for golden runs a logical clock and sequential ids that
-// continue after whatever the ledger already holds, so runs in one ledger never share ids.
-struct TimeSource {
-  std::unique_ptr<Clock> clock;
-  std::unique_ptr<IdSource> ids;
-  bool logical = false;
-
-  explicit TimeSource(bool deterministic) : logical(deterministic) {
-    if (logical) {
-      clock = std::make_unique<LogicalClock>();
-      ids = std::make_unique<SequentialIdSource>();
-    } else {
-      clock = std::make_unique<SystemClock>();
-      ids = std::make_unique<RandomIdSource>();
-    }
-  }
-  Status continue_after(const Ledger& ledger) {
-    if (!logical) return {};
-    auto snap = ledger.snapshot();
-    if (!snap) return std::unexpected(snap.error());
-    int64_t next_ts = 0;
-    if (snap->size() > 0) {
-      auto last = snap->record(snap->size() - 1);
-      if (!last) return std::unexpected(last.error());
-      next_ts = last->ts + 1;
-    }
-    *static_cast<LogicalClock*>(clock.get()) = LogicalClock(next_ts);
-    *static_cast<SequentialIdSource*>(ids.get()) = SequentialIdSource(snap->size() + 1);
-    return {};
-  }
-};
 
 // ---------------------------------------------------------------- output
 
@@ -202,7 +156,7 @@ Json run_json(const RunState& run, size_t records) {
 // ---------------------------------------------------------------- commands
 
 int run_validate(const Options& o) {
-  auto loaded = load_config(o.config);
+  auto loaded = kernel::load_pipeline_config(o.config);
   if (!loaded) return report_error(loaded.error(), o.json);
   auto agents = bind_agents(loaded->config, loaded->base_dir, o, false);
   if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
@@ -280,11 +234,11 @@ Status sign_checkpoint(RunLedger& run_ledger) {
 }
 
 int run_run(const Options& o) {
-  auto loaded = load_config(o.config);
+  auto loaded = kernel::load_pipeline_config(o.config);
   if (!loaded) return report_error(loaded.error(), o.json);
   auto agents = bind_agents(loaded->config, loaded->base_dir, o, true);
   if (!agents) return report_error(agents.error().with_context("pipeline config " + o.config), o.json);
-  TimeSource time(o.deterministic);
+  kernel::RunSources time = kernel::RunSources::for_pipeline(o.deterministic);
   std::optional<RunLedger> ledger;
   std::optional<kernel::LedgerWriter> journal;
   if (!o.ledger.empty()) {
@@ -297,9 +251,8 @@ int run_run(const Options& o) {
   PipelineExecutor exec(loaded->config, std::move(agents->agents), *time.clock, *time.ids);
   if (journal) exec.set_journal(&*journal);
   exec.subscribe([json = o.json](const ExecutionEvent& e) { show_event(e, json); });
-  Json launch{{"base_dir", loaded->base_dir.string()}, {"clock", time.logical ? "logical" : "system"}};
   // How its command stages are confined: a resume must confine them the same way.
-  if (agents->confinement) launch["executor_sandbox"] = agents->confinement->to_json();
+  const Json launch = kernel::PipelineLaunch{loaded->base_dir, time.logical, agents->confinement}.to_json();
   RunInput input;
   input.raw_input = o.input;
   auto run = exec.start(input, launch);
@@ -319,22 +272,6 @@ Result<RecordedRun> load_recorded(const Ledger& ledger, const std::string& run_i
   return read_recorded_run(reader, run_id);
 }
 
-// A resumed run's command stages are confined as its start recorded (profile, digest,
-// network), or it does not resume: the ledger would otherwise claim a confinement the rest of
-// the run did not have.
-Status same_confinement(const Json& launch, const std::optional<LaunchConfinement>& now) {
-  std::optional<LaunchConfinement> recorded;
-  if (auto it = launch.find("executor_sandbox"); it != launch.end()) {
-    auto parsed = LaunchConfinement::from_json(*it, "launch.executor_sandbox");
-    if (!parsed) return std::unexpected(parsed.error());
-    recorded = std::move(*parsed);
-  }
-  if (recorded == now) return {};
-  auto text = [](const std::optional<LaunchConfinement>& c) { return c ? c->to_json().dump() : std::string("none"); };
-  return fail(Errc::invalid_argument, "the run's command stages were confined as " + text(recorded) + ", now they would be " +
-                                          text(now) + ": resume with the same --executor-profile and --executor-network");
-}
-
 int run_resume(const Options& o, bool has_response) {
   Result<RecordedRun> recorded = fail(Errc::internal, "not loaded");
   {
@@ -347,34 +284,16 @@ int run_resume(const Options& o, bool has_response) {
   }
   if (!recorded) return report_error(recorded.error(), o.json);
   RunState& run = recorded->state;
-  const Envelope& e = run.envelope;
-  if (run.ended()) {
-    return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " already ended: " +
-                                                          std::string(terminal_reason_name(*e.terminal_reason))},
-                        o.json);
-  }
-  if (run.waiting() && !has_response) {
-    std::string question = e.interrupt->question ? ": " + *e.interrupt->question : "";
-    return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " waits for a response to its " +
-                                                          e.interrupt->kind + " interrupt" + question +
-                                                          " (pass --response TEXT)"},
-                        o.json);
-  }
-  if (!run.waiting() && has_response) {
-    return report_error(Error{Errc::invalid_argument, "run " + o.run_id + " is not waiting for a response"}, o.json);
-  }
-  // `launch` is what `run` recorded: the config's directory and the kind of clock.
-  auto launch = [&](const char* key) {
-    auto it = recorded->start.launch.find(key);
-    return it != recorded->start.launch.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  fs::path base_dir = launch("base_dir");
-  auto agents = bind_agents(recorded->config, base_dir, o, true);
+  if (Status st = kernel::check_resumable(run, has_response); !st) return report_error(st.error(), o.json);
+  // What `run` recorded: the config's directory, the kind of clock, the confinement.
+  auto launch = kernel::PipelineLaunch::from_json(recorded->start.launch);
+  if (!launch) return report_error(launch.error(), o.json);
+  auto agents = bind_agents(recorded->config, launch->base_dir, o, true);
   if (!agents) return report_error(agents.error(), o.json);
-  if (Status st = same_confinement(recorded->start.launch, agents->confinement); !st) return report_error(st.error(), o.json);
+  if (Status st = kernel::check_same_confinement(*launch, agents->confinement); !st) return report_error(st.error(), o.json);
 
   // The run continues in the ledger it was recorded in, with the kind of clock it began with.
-  TimeSource time(launch("clock") == "logical");
+  kernel::RunSources time = kernel::RunSources::for_pipeline(launch->logical_clock);
   auto ledger = open_run_ledger(o, *time.clock);
   if (!ledger) return report_error(ledger.error(), o.json);
   if (auto st = time.continue_after(ledger->ledger); !st) return report_error(st.error(), o.json);

@@ -4,6 +4,7 @@
 
 #include "common/file.h"
 #include "common/random_source.h"
+#include "kernel/build/run_sources.h"
 #include "kernel/plan/held_out.h"
 #include "kernel/record/event_stream.h"
 #include "kernel/build/propose.h"
@@ -88,7 +89,7 @@ int run(ProposeArgs a) {
     if (!json) return report_error(json.error().with_context("--approval " + file), a.json);
     request.approvals.push_back(std::move(*json));
   }
-  auto sources = make_sources(a.clock);
+  auto sources = kernel::RunSources::for_build(a.clock);
   if (!a.held_out.empty()) warn_logical_held_out(a.clock);
   if (!sources) return report_error(sources.error(), a.json);
   if (!a.held_out.empty()) {

@@ -39,24 +39,6 @@ void warn_logical_held_out(const std::string& clock_kind) {
                "can be checked against a guessed bundle: use it for golden runs, never for tests that must stay unseen\n";
 }
 
-Result<Sources> make_sources(const std::string& kind) {
-  Sources s;
-  if (kind == "logical") {
-    // 2023-11-14T22:13:20Z, one second per reading: git dates look like dates, and every
-    // reading is distinct.
-    s.clock = std::make_unique<LogicalClock>(1'700'000'000'000, 1000);
-    s.ids = std::make_unique<SequentialIdSource>();
-    s.random = std::make_unique<SeededRandomSource>(1);
-  } else if (kind == "system") {
-    s.clock = std::make_unique<SystemClock>();
-    s.ids = std::make_unique<RandomIdSource>();
-    s.random = std::make_unique<SystemRandomSource>();
-  } else {
-    return fail(Errc::invalid_argument, "--clock must be system or logical, not " + kind);
-  }
-  return s;
-}
-
 Result<std::shared_ptr<CommandLauncher>> make_executor_launcher(const ExecutorSandboxOptions& options, bool preflight) {
   auto profile = SandboxProfile::load(options.profile);
   if (!profile) return std::unexpected(profile.error().with_context("--executor-profile"));

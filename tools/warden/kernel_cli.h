@@ -14,7 +14,7 @@
 #include "common/command_launcher.h"
 #include "common/error.h"
 #include "common/random_source.h"
-#include "common/signal_waiter.h"
+#include "common/interrupts.h"
 #include "executor/proposer.h"
 #include "kernel/record/run_lifecycle.h"
 #include "kernel/record/run_recovery.h"
@@ -28,14 +28,6 @@ void print_recovered(const std::vector<kernel::RecoveredRun>& runs);
 // The default runner cache: shared by every run on this host, reachable by the sandbox's user.
 std::string default_cache_dir();
 
-struct Sources {
-  std::unique_ptr<Clock> clock;
-  std::unique_ptr<IdSource> ids;
-  std::unique_ptr<RandomSource> random;
-};
-// "system" (wall clock, random ids, the CSPRNG) or "logical" (fixed timestamps, sequential
-// ids, a seeded draw).
-Result<Sources> make_sources(const std::string& kind);
 // Under the logical clock a held-out bundle's salt is drawn from a fixed seed, so its digest
 // can be checked against a guessed bundle: said on stderr, for golden runs only.
 void warn_logical_held_out(const std::string& clock_kind);
@@ -66,17 +58,5 @@ Result<UniqueFd> adopt_channel(int fd, std::string_view option);
 Result<std::unique_ptr<executor::Proposer>> make_proposer(const std::string& spec, const std::filesystem::path& dir,
                                                          const ExecutorSandboxOptions& sandbox,
                                                          std::optional<int> channel = std::nullopt);
-
-// While alive, SIGINT and SIGTERM request a stop on token() instead of killing the process
-// (a dedicated thread waits for them; the signals are blocked in every other thread).
-class CancelOnSignal {
- public:
-  CancelOnSignal() = default;
-  std::stop_token token() const { return source_.get_token(); }
-
- private:
-  std::stop_source source_;
-  SignalWaiter waiter_{[this](int) { source_.request_stop(); }};  // after source_: it stops first
-};
 
 }  // namespace warden::cli

@@ -10,13 +10,13 @@
 #include <memory>
 #include <iostream>
 
+#include "common/interrupts.h"
 #include "common/exit_codes.h"
 #include "common/file.h"
 #include "tools/warden/json_lines.h"
 #include "tools/warden/run_view.h"
 #include "tools/warden_grpc/client_commands.h"
 #include "tools/warden_grpc/client_events.h"
-#include "tools/warden_grpc/client_interrupt.h"
 
 namespace warden::grpc_client {
 namespace {

@@ -1,10 +1,10 @@
-#include "tools/warden_grpc/client_interrupt.h"
+#include "common/interrupts.h"
 
 #include <cstdlib>
 
 #include "common/exit_codes.h"
 
-namespace warden::grpc_client {
+namespace warden {
 
 void InterruptToCancel::interrupted() {
   std::function<void()> action;
@@ -27,4 +27,4 @@ void InterruptToCancel::on_interrupt(std::function<void()> action) {
   if (now) action();
 }
 
-}  // namespace warden::grpc_client
+}  // namespace warden
