@@ -1,4 +1,4 @@
-// The Envelope's JSON form (the seeds' to_state_dict / from_dict).
+// The Envelope's JSON form, as checkpoints and the ledger keep it.
 #include <utility>
 
 #include "executor/envelope.h"

@@ -54,7 +54,7 @@ struct RunState {
     }
     return nullptr;
   }
-  // The most recent checkpoint of a cycle back to `stage` (the seeds' rollbackTo(stage)).
+  // The most recent checkpoint of a cycle back to `stage` (a rollback to `stage`).
   const Checkpoint* latest_checkpoint_for(std::string_view stage) const {
     for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
       if (it->stage == stage) return &*it;

@@ -1,8 +1,8 @@
 // The runs a server starts. Each run is a `warden build --json` child process over the
 // server's state directory: the child opens the shared ledger read-write (LMDB serializes the
 // writers of several processes), records everything a CLI build records, and registers its
-// run marker (kernel/record/run_registry.h) like any build. The server itself never writes the
-// ledger; it reads the run's records (service/shared_ledger.h) and learns from the child's
+// run marker (kernel/record/run_registry.h) like any build. The server writes no run's
+// records (only the fleet's, service/fleet_recorder.h); it reads the run's records (service/shared_ledger.h) and learns from the child's
 // standard output only that something new was recorded (a doorbell, not a source of truth).
 //
 // Why processes and not threads: a run that crashes, leaks or hangs takes nothing else

@@ -1,6 +1,7 @@
 #include "kernel/build/step_stages.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "common/encoding.h"
 #include "kernel/judge/approval.h"
@@ -108,6 +109,51 @@ void note_discarded_checkouts(const StepContext& ctx, const RunOutcome& ran) {
   }
 }
 
+// How one of a step's check runs is named: in "still working" notices, when it is stopped,
+// and in the error a failed or lying runner gives.
+struct RunNames {
+  std::string working;      // "base checks"
+  std::string stopped;      // "stopped while the base's checks ran"
+  std::string tree;         // "the base ": what the tree asked for is, in "not <tree>HEX"
+  bool note_discarded = true;
+};
+
+// One check run on `runner`, held to its request: a runner only reports, and one that reports
+// on another tree or another base than it was asked for (a bug, or a remote runner that lies)
+// is not evidence about this step at all — replay holds every proposal's pre-images to the
+// run's base as the results name it. Every run of a step (its base, the proposal, the oracle
+// run, the held-out run) goes through here, so each is held to the same rule. `on_failure`
+// turns a runner's own error into the stage's (the held-out run keeps its words sealed).
+Result<RunOutcome> run_held_to_request(const StepContext& ctx, Runner& runner, const RunRequest& request,
+                                       const RunNames& names,
+                                       const std::function<Error(const std::string&)>& on_failure) {
+  auto ran = [&] {
+    WorkTicker ticker(ctx.on_working, working(ctx, names.working));
+    return runner.run(ctx.workspace.repo(), request);
+  }();
+  if (ctx.stop.stop_requested()) return std::unexpected(stage_error(names.stopped));
+  if (!ran) return std::unexpected(on_failure(ran.error().message()));
+  if (names.note_discarded) note_discarded_checkouts(ctx, *ran);
+  const std::string asked = request.tree ? request.tree->hex() : request.base_tree.hex();
+  if (ran->result.tree != asked) {
+    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + names.tree + asked));
+  }
+  // A run of the base tree itself, with no diff, need not name a base (LocalRunner does not);
+  // any other names the one it was asked for.
+  const bool layered = request.diff || asked != request.base_tree.hex();
+  const bool base_ok = ran->result.base_tree ? *ran->result.base_tree == request.base_tree.hex() : !layered;
+  if (!base_ok) {
+    return std::unexpected(stage_error("runner: it reports base tree " + ran->result.base_tree.value_or("(none)") +
+                                       ", not the run's base " + request.base_tree.hex()));
+  }
+  return std::move(*ran);
+}
+
+// A runner's own error, as a stage's: `prefix` says which run it was.
+std::function<Error(const std::string&)> runner_failed(std::string prefix) {
+  return [prefix = std::move(prefix)](const std::string& why) { return stage_error(prefix + why); };
+}
+
 // The step's base tested: the accepted run that made the head when it covers the checks,
 // else a run of its own (from the runner's cache when the tree was tested before), recorded.
 Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vector<CheckSpec>& checks) {
@@ -124,16 +170,10 @@ Result<std::optional<BaseRun>> test_base(const StepContext& ctx, const std::vect
   request.checks = wanted;
   request.stop = ctx.stop;
   request.reuse = true;
-  auto ran = [&] {
-    WorkTicker ticker(ctx.on_working, working(ctx, "base checks"));
-    return ctx.runner.run(ctx.workspace.repo(), request);
-  }();
-  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's checks ran"));
-  if (!ran) return std::unexpected(stage_error("runner (the base's tests): " + ran.error().message()));
-  note_discarded_checkouts(ctx, *ran);
-  if (ran->result.tree != tree->hex()) {
-    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the base " + tree->hex()));
-  }
+  auto ran = run_held_to_request(ctx, ctx.runner, request,
+                                 {"base checks", "stopped while the base's checks ran", "the base "},
+                                 runner_failed("runner (the base's tests): "));
+  if (!ran) return std::unexpected(ran.error());
   if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
   Json verdicts = Json::object();
   for (const auto& c : ran->result.checks) verdicts[c.name] = c.verdict;
@@ -172,16 +212,10 @@ Result<std::optional<OracleRun>> test_oracle(const StepContext& ctx, const Propo
   request.diff = &*diff;
   request.checks = checks;
   request.stop = ctx.stop;
-  auto ran = [&] {
-    WorkTicker ticker(ctx.on_working, working(ctx, "oracle checks"));
-    return ctx.runner.run(ctx.workspace.repo(), request);
-  }();
-  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the base's tests ran on the proposal"));
-  if (!ran) return std::unexpected(stage_error("runner (the oracle run): " + ran.error().message()));
-  note_discarded_checkouts(ctx, *ran);
-  if (ran->result.tree != applied->tree.hex()) {
-    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + applied->tree.hex()));
-  }
+  auto ran = run_held_to_request(ctx, ctx.runner, request,
+                                 {"oracle checks", "stopped while the base's tests ran on the proposal", ""},
+                                 runner_failed("runner (the oracle run): "));
+  if (!ran) return std::unexpected(ran.error());
   if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
   Json verdicts = Json::object();
   for (const auto& c : ran->result.checks) verdicts[c.name] = c.verdict;
@@ -223,20 +257,16 @@ Result<HeldOutRun> test_held_out(const StepContext& ctx, const Proposed& propose
   request.checks = spec.checks;
   request.stop = ctx.stop;
   for (const HeldOutFile& f : ctx.held_out->files) request.overlay.push_back({held_out_path(*ctx.held_out, f), f.mode, f.content});
-  auto ran = [&] {
-    WorkTicker ticker(ctx.on_working, working(ctx, "held-out checks"));
-    Runner& runner = ctx.held_out_runner ? *ctx.held_out_runner : ctx.runner;
-    return runner.run(ctx.workspace.repo(), request);
-  }();
-  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the held-out checks ran"));
+  Runner& runner = ctx.held_out_runner ? *ctx.held_out_runner : ctx.runner;
   // The runner's own words may name a held-out file: only the owner's vault hears them.
-  if (!ran) {
-    (void)ctx.vault->note_error(spec.sha256, ran.error().message());
-    return std::unexpected(stage_error("runner: the held-out run could not run (why is in the bundle's errors.log, sealed beside the ledger)"));
-  }
-  if (ran->result.tree != tree.hex()) {
-    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not " + tree.hex()));
-  }
+  auto ran = run_held_to_request(ctx, runner, request,
+                                 {"held-out checks", "stopped while the held-out checks ran", "", false},
+                                 [&](const std::string& why) {
+                                   (void)ctx.vault->note_error(spec.sha256, why);
+                                   return stage_error("runner: the held-out run could not run (why is in the bundle's "
+                                                      "errors.log, sealed beside the ledger)");
+                                 });
+  if (!ran) return std::unexpected(ran.error());
   SealedRun sealed{ran->result.deterministic_digest(), ran->result.deterministic_json(), {}};
   for (const Digest& d : ran->result.named_blobs()) {
     auto body = ran->bodies.find(d);
@@ -396,26 +426,11 @@ Result<std::optional<Tested>> run_checks(const StepContext& ctx, const Proposed&
   request.diff = &*proposed.diff;
   request.checks = checks;
   request.stop = ctx.stop;
-  auto ran = [&] {
-    WorkTicker ticker(ctx.on_working, working(ctx, "checks"));
-    return ctx.runner.run(ctx.workspace.repo(), request);
-  }();
-  if (ctx.stop.stop_requested()) return std::unexpected(stage_error("stopped while the checks ran"));
-  // The diff applied above, so this is the sandbox or the repository failing.
-  if (!ran) return std::unexpected(stage_error("runner: " + ran.error().message()));
-  note_discarded_checkouts(ctx, *ran);
-  // A runner only reports; one that reports on another tree than it was asked to test (a
-  // bug, or a remote runner that lies) is not evidence about this proposal at all.
-  if (ran->result.tree != applied->tree.hex()) {
-    return std::unexpected(stage_error("runner: it reports on tree " + ran->result.tree + ", not the tree under test " +
-                                       applied->tree.hex()));
-  }
-  // Likewise its base: replay holds every proposal's pre-images to the run's base as the run
-  // results name it, so a result naming another base would move what replay checks against.
-  if (ran->result.base_tree != std::optional<std::string>(ctx.start_tree.hex())) {
-    return std::unexpected(stage_error("runner: it reports base tree " + ran->result.base_tree.value_or("(none)") +
-                                       ", not the run's base " + ctx.start_tree.hex()));
-  }
+  // The diff applied above, so a runner error is the sandbox or the repository failing.
+  auto ran = run_held_to_request(ctx, ctx.runner, request,
+                                 {"checks", "stopped while the checks ran", "the tree under test "},
+                                 runner_failed("runner: "));
+  if (!ran) return std::unexpected(ran.error());
 
   if (Status st = keep_bodies(ctx, ran->result, ran->bodies); !st) return std::unexpected(st.error());
 

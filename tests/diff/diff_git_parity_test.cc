@@ -1,4 +1,4 @@
-// Issue 3: `warden diff apply` must give the same tree id as `git apply --cached` +
+// `warden diff apply` must give the same tree id as `git apply --cached` +
 // `git write-tree` for every patch git accepts without fuzz. Each test builds a real
 // repository with the git CLI, makes one kind of change in the work tree, takes git's own
 // patch of it, resets to the base and then compares:

@@ -1,4 +1,4 @@
-// Issue 3, the refusing side: what `warden diff parse|check|apply|commit` does with patches
+// The refusing side of diff application: what `warden diff parse|check|apply|commit` does with patches
 // and diffs it must not apply. Each refusal must carry the documented exit code and its
 // reason code (on stderr, and in the --json output), and must leave the repository exactly
 // as it was: no new object files, no ref moved.

@@ -1,4 +1,4 @@
-// Issue 12, bounded work on hostile input, through the real binary: a patch naming a file in
+// Bounded work on hostile input, through the real binary: a patch naming a file in
 // bytes that are not UTF-8, a JSON number too large for a double, an endless --leaves file and
 // a patch declaring gigabytes of binary literal are each refused with exit 3 and a reason,
 // at once and in little memory; never exit 70, a signal or silence.
@@ -148,7 +148,7 @@ TEST_F(HostileInput, MerkleLeavesFromAnEndlessDeviceAreRefusedAtTheFirstByte) {
   EXPECT_EQ(stdout_json(good)["size"], 3);
 }
 
-// Issue 12's patch: four "literal 1073741824" blocks of real deflated zeros (5.4 MB in all).
+// The patch: four "literal 1073741824" blocks of real deflated zeros (5.4 MB in all).
 // It used to take 6.3 GB and 24 s to refuse; the declared sizes refuse it on the first
 // header, before a byte is decoded.
 TEST_F(HostileInput, FourGibibyteLiteralsAreRefusedBeforeInflating) {

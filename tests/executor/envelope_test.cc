@@ -1,6 +1,6 @@
 // The Envelope: clone() shares nothing with the original, the JSON round trip is lossless
 // (a property test over random envelopes), strict parsing names bad fields, goal helpers and
-// bounds behave as the seeds describe.
+// bounds behave as documented in executor/envelope.h.
 #include "executor/envelope.h"
 
 #include <gtest/gtest.h>

@@ -208,7 +208,7 @@ TEST_F(BuildLoopTest, TheBaseIsTestedFirstAndATestItPassedCannotGo) {
   ASSERT_TRUE(base.tree.has_value());
   EXPECT_EQ(base.tree->hex(), repo_.git_line({"rev-parse", base_ + "^{tree}"}));
   EXPECT_FALSE(runner.requests.back().reuse);
-  ASSERT_NE(outcome->verdict(), nullptr);
+  ASSERT_NE(outcome->verdict(), nullptr) << outcome->to_json().dump();
   EXPECT_EQ(outcome->verdict()->reason_codes(), std::vector<std::string>{"pass_to_pass_failed"});
   EXPECT_EQ(outcome->verdict()->reasons.front().detail, "check1: t::b (missing) passed on the base");
   auto k = kinds();

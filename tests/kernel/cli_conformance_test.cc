@@ -1,4 +1,4 @@
-// Issue 14: one CLI a person learns once. The commands are read from `warden --help` and
+// One CLI a person learns once. The commands are read from `warden --help` and
 // each command's own --help (never a hand list), so a new command or subcommand is held to
 // the same rules without editing this file:
 //   - every command answers --help: exit 0, a usage on stdout, nothing on stderr;

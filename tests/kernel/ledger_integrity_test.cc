@@ -1,4 +1,4 @@
-// A real build's ledger (the calculator golden, copied) against the attacks, through
+// A real build's ledger (the calculator golden, copied) against attacks on its files, through
 // the real binary: every blob a record refers to deleted once, each caught by `ledger
 // verify`, `replay` and `ledger import` at the first record that refers to it; a swapped
 // blob named at its record; the export cut short or given a forged tail refused with the
@@ -81,7 +81,7 @@ TEST(LedgerIntegrity, TheGoldenBuildVerifiesWithEveryReferenceResolvedAndNoUnsig
   EXPECT_EQ(json["unsigned_records"], 0);
 }
 
-// The finding: 7 of 13 blobs could be deleted unnoticed. Now every one is caught,
+// Once found: 7 of 13 blobs could be deleted unnoticed. Now every one is caught,
 // by each command, at the record that first refers to it.
 TEST(LedgerIntegrity, EveryReferencedBlobDeletedOnceIsCaughtAtItsRecord) {
   TempDir tmp;
@@ -115,7 +115,7 @@ TEST(LedgerIntegrity, EveryReferencedBlobDeletedOnceIsCaughtAtItsRecord) {
   }
 }
 
-// The finding: a swapped blob was reported at "record 0".
+// Once found: a swapped blob was reported at "record 0".
 TEST(LedgerIntegrity, ASwappedBlobIsNamedAtTheRecordThatRefersToIt) {
   TempDir tmp;
   auto names = blob_names();
@@ -180,7 +180,7 @@ TEST(LedgerIntegrity, ALedgerDirectoryMissingABlobNamesItsRecord) {
   EXPECT_EQ(replayed.seq, seq);
 }
 
-// The finding: the last 30 records dropped (the last commit and the only checkpoint
+// Once found: the last 30 records dropped (the last commit and the only checkpoint
 // with them), the manifest adjusted, and verify and replay --key said OK.
 TEST(LedgerIntegrity, ATruncatedBuildExportIsRefusedWithTheKey) {
   TempDir tmp;

@@ -47,7 +47,7 @@ class LedgerRulesCli : public ::testing::Test {
   std::string base;
 };
 
-// The finding: --ledger under a missing parent failed on `l1.key.tmp-PID`.
+// Once found: --ledger under a missing parent failed on `l1.key.tmp-PID`.
 TEST_F(LedgerRulesCli, ProposeCreatesTheLedgerAndItsKeysThatCheckpointAndReceiptFind) {
   const fs::path ledger = repo.scratch("missing") / "parent" / "l1";
   const std::string commit = propose_into(ledger);

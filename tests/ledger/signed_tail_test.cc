@@ -133,7 +133,7 @@ TEST_F(SignedTail, TheWholeLedgerSignedVerifiesWithNoUnsignedTail) {
   }
 }
 
-// The attack: the last records dropped (with the last checkpoint), the manifest
+// The attack: the last records dropped (with the last checkpoint), the manifest
 // adjusted. Without a key it is self-consistent; with the key its tail is unsigned.
 TEST_F(SignedTail, ATruncatedExportWithItsManifestAdjustedIsRefusedWithTheKey) {
   fs::path cut = truncated_export(20);
