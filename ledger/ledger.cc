@@ -1,3 +1,4 @@
+// One unit (~770 lines): why in ledger.h.
 #include "ledger/ledger.h"
 
 #include <fcntl.h>

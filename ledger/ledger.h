@@ -21,6 +21,9 @@
 // (or by an older binary since) has it missing or behind: a read-write open and every write
 // transaction bring it up to date first, and a read-only snapshot scans the records it does
 // not cover (see LedgerSnapshot::run_records). LMDB itself is private to ledger/.
+//
+// ledger.cc is one unit (~770 lines): Ledger, WriteTxn and LedgerSnapshot are the writer and
+// readers of the one LMDB layout above, sharing its opening, tail checks and runs-index upkeep.
 #pragma once
 
 #include <cstdint>

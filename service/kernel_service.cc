@@ -8,16 +8,13 @@
 
 #include "common/canonical_json.h"
 #include "common/file.h"
-#include "common/identifier.h"
 #include "common/sha256.h"
-#include "kernel/record/committed_plan.h"
-#include "kernel/judge/policy.h"
 #include "kernel/record/records.h"
 #include "kernel/record/run_lifecycle.h"
 #include "kernel/record/run_listing.h"
 #include "kernel/record/run_report.h"
-#include "runner/model/sandbox_profile.h"
 #include "service/grpc_status.h"
+#include "service/run_watch.h"
 #include "service/warden_cli.h"
 
 namespace warden::service {
@@ -31,16 +28,9 @@ constexpr auto kCancelWait = std::chrono::milliseconds(30'000);
 constexpr auto kRecordedWait = std::chrono::seconds(30);
 // How often a watcher re-reads the ledger of a run another process drives (ours ring a bell).
 constexpr auto kWatchPoll = std::chrono::milliseconds(200);
-// The largest inline blueprint: the CLI's own limit on a content file.
-constexpr size_t kMaxBlueprintBytes = size_t{16} << 20;
-
 grpc::Status invalid(const std::string& field, const std::string& why) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": " + why);
 }
-
-// A name that is one path component of ours: no separators, no dot-dot, no hidden files.
-bool safe_name(const std::string& name) { return is_identifier(name, 100); }
-const std::string kNameRule = "must be a name of " + std::string(kIdentifierRule);
 
 v1::RunKind kind_of(const std::string& kind) {
   if (kind == "build") return v1::RUN_KIND_BUILD;
@@ -71,79 +61,15 @@ void fill_summary(const kernel::RunEntry& e, v1::RunSummary* out) {
   out->set_reason(e.status == "interrupted" && !says_so ? "interrupted: " + e.detail : e.detail);
 }
 
-bool terminal_event(kernel::RunEventType type) {
-  using kernel::RunEventType;
-  return type == RunEventType::run_completed || type == RunEventType::run_failed || type == RunEventType::run_cancelled;
-}
-
-bool builtin_policy(const std::string& name) {
-  auto names = kernel::builtin_policy_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-// A client's document may name a policy only by a built-in name: any other name is a path
-// the CLI child would load on this host, and a policy decides what is accepted and in which
-// sandbox (seen from an executor, the way to accept its own change).
-grpc::Status check_policy_name(const Json& document, const std::string& field) {
-  auto policy = document.find("policy");
-  if (policy == document.end() || policy->is_null()) return grpc::Status::OK;
-  if (!policy->is_string() || (!policy->get<std::string>().empty() && !builtin_policy(policy->get<std::string>()))) {
-    std::string names;
-    for (std::string_view n : kernel::builtin_policy_names()) names += (names.empty() ? "" : ", ") + std::string(n);
-    return invalid(field, "must be a built-in policy name (" + names + ")");
-  }
-  return grpc::Status::OK;
-}
-
-// A client's blueprint or plan commits only on a branch of Warden's own (warden/...), never
-// on a repository's base branch.
-grpc::Status check_branch(const std::string& branch, const std::string& field) {
-  if (branch.empty() || branch.starts_with("warden/")) return grpc::Status::OK;
-  return invalid(field, "\"" + branch + "\": a client's build commits on a branch named warden/...");
-}
-
-// A self-contained blueprint sent by a client, checked: refused are a seed directory and a
-// held-out directory (their files would be read on this host), a policy that is not built-in, a branch outside
-// warden/, and a name that is not a plain name. Sets `name` to the blueprint's name.
-grpc::Status check_inline_blueprint(const std::string& text, std::string& name) {
-  if (text.size() > kMaxBlueprintBytes) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "blueprint_json: larger than " + std::to_string(kMaxBlueprintBytes) + " bytes");
-  }
-  auto parsed = parse_json(text);
-  if (!parsed || !parsed->is_object()) return invalid("blueprint_json", parsed ? "not a JSON object" : parsed.error().message);
-  auto repo = parsed->find("repository");
-  if (repo != parsed->end() && repo->is_object()) {
-    if (repo->contains("seed") && !(*repo)["seed"].is_null()) {
-      return invalid("blueprint_json.repository.seed",
-                     "an inline blueprint cannot name a seed directory on the server; serve the blueprint with "
-                     "`warden serve --blueprints DIR` and start it by name");
-    }
-    if (auto branch = repo->find("branch"); branch != repo->end() && !branch->is_null()) {
-      if (!branch->is_string()) return invalid("blueprint_json.repository.branch", "not a string");
-      if (grpc::Status st = check_branch(branch->get<std::string>(), "blueprint_json.repository.branch"); !st.ok()) return st;
-    }
-  }
-  if (parsed->contains("held_out")) {
-    return invalid("blueprint_json.held_out",
-                   "an inline blueprint cannot name held-out tests on the server (a client that sends them has shown them); "
-                   "serve the blueprint and its held-out directory with `warden serve --blueprints DIR` and start it by name");
-  }
-  if (grpc::Status st = check_policy_name(*parsed, "blueprint_json.policy"); !st.ok()) return st;
-  name = parsed->value("name", std::string());
-  if (!safe_name(name)) return invalid("blueprint_json.name", kNameRule);
-  return grpc::Status::OK;
-}
-
-// A checked inline blueprint kept under STATE/blueprints-inline/<sha256>/ for a run's CLI
-// child to load.
-grpc::Status keep_inline_blueprint(const std::filesystem::path& state_dir, const std::string& text, std::string& name) {
-  if (grpc::Status st = check_inline_blueprint(text, name); !st.ok()) return st;
-  const fs::path dir = state_dir / "blueprints-inline" / sha256(text).hex();
+// A blueprint a client sent, admitted, kept under STATE/blueprints-inline/<sha256>/ for the
+// run's CLI child to load: the very bytes that were admitted.
+Result<fs::path> keep_client_blueprint(const fs::path& state_dir, const ClientBlueprint& blueprint) {
+  const fs::path dir = state_dir / "blueprints-inline" / sha256(blueprint.text).hex();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return to_status(Error{Errc::io_error, "creating " + dir.string() + ": " + ec.message()});
-  if (Status st = write_file_atomic(dir / "blueprint.json", text); !st) return to_status(st.error());
-  return grpc::Status::OK;
+  if (ec) return fail(Errc::io_error, "creating " + dir.string() + ": " + ec.message());
+  if (Status st = write_file_atomic(dir / "blueprint.json", blueprint.text); !st) return std::unexpected(st.error());
+  return dir / "blueprint.json";
 }
 
 // A client's document in a directory of its own under STATE/tmp/ for one CLI child to read,
@@ -177,40 +103,82 @@ class CallDocument {
   fs::path dir_, path_;
 };
 
-// A client's plan: JSON whose policy, if it names one, is built-in, and whose branch is Warden's.
-grpc::Status check_plan_json(const std::string& text) {
-  auto parsed = parse_json(text);
-  if (!parsed || !parsed->is_object()) return invalid("plan_json", parsed ? "not a JSON object" : parsed.error().message);
-  if (grpc::Status st = check_policy_name(*parsed, "plan_json.policy"); !st.ok()) return st;
-  if (auto branch = parsed->find("branch"); branch != parsed->end() && branch->is_string()) {
-    return check_branch(branch->get<std::string>(), "plan_json.branch");
-  }
-  return grpc::Status::OK;
-}
-
-// `--policy P` for a policy a client named (none when it named none): a built-in name as
-// is, a policy's JSON as a document of the call. The JSON may name only a built-in sandbox
-// profile: a path there would be a profile file on this host.
+// `--policy P` for a policy a client named (none when it named none), admitted: a built-in
+// name as is, a policy's JSON as a document of the call.
 Result<std::optional<CallDocument>> add_policy(const fs::path& state_dir, const std::string& policy, std::vector<std::string>& args) {
   if (policy.empty()) return std::nullopt;
-  if (builtin_policy(policy)) {
-    args.insert(args.end(), {"--policy", policy});
+  auto admitted = admit_client_policy(policy, "policy");
+  if (!admitted) return std::unexpected(admitted.error());
+  if (!admitted->builtin.empty()) {
+    args.insert(args.end(), {"--policy", admitted->builtin});
     return std::nullopt;
   }
-  if (!policy.starts_with("{")) return fail(Errc::invalid_argument, "policy: \"" + policy + "\" is neither a built-in policy nor a policy's JSON");
-  auto parsed = parse_json(policy);
-  if (!parsed || !parsed->is_object()) return fail(Errc::invalid_argument, "policy: " + (parsed ? std::string("not a JSON object") : parsed.error().message));
-  if (auto profile = parsed->find("sandbox_profile"); profile != parsed->end()) {
-    auto names = builtin_profile_names();
-    if (!profile->is_string() || std::find(names.begin(), names.end(), profile->get<std::string>()) == names.end()) {
-      return fail(Errc::invalid_argument, "policy.sandbox_profile: a client's policy names a built-in sandbox profile");
-    }
-  }
-  auto file = CallDocument::write(state_dir, "policy.json", policy);
+  auto file = CallDocument::write(state_dir, "policy.json", admitted->json);
   if (!file) return std::unexpected(file.error());
   args.insert(args.end(), {"--policy", file->path().string()});
   return std::optional<CallDocument>(std::move(*file));
 }
+
+// What the run's process writes to the ledger as a Kernel.WatchRun shows it: its run_event
+// records, as recorded (kernel/record/run_lifecycle.h), up to its end (run_completed,
+// run_failed, run_cancelled). A run this server drives rings RunManager's bell as it
+// records; one another process drives is polled.
+class KernelRunWatch final : public WatchedRun {
+ public:
+  KernelRunWatch(RunManager& runs, const fs::path& ledger_dir, std::string run_id)
+      : runs_(runs), ledger_dir_(ledger_dir), run_id_(std::move(run_id)) {}
+
+  Result<bool> growing() override {
+    seen_ = runs_.generation();
+    return runs_.live(run_id_);
+  }
+
+  Result<std::vector<v1::RunEvent>> events(uint64_t seq, const RecordView& record, LedgerSnapshot&) override {
+    if (record.kind != kernel::record_kind::run_event) return std::vector<v1::RunEvent>{};
+    auto payload = parse_json(record.payload);
+    if (!payload) return std::unexpected(payload.error());
+    auto event = kernel::RunEvent::from_json(*payload);
+    if (!event || event->run_id != run_id_) return std::vector<v1::RunEvent>{};  // a "run" field of another meaning
+    auto data = canonicalize(event->data);
+    if (!data) return std::unexpected(data.error());
+    v1::RunEvent e;
+    e.set_event_id(event->event_id);
+    e.set_run_id(event->run_id);
+    e.set_type(std::string(kernel::run_event_type_name(event->type)));
+    e.set_timestamp_ms(event->timestamp_ms);
+    e.set_step_index(event->step_index.value_or(-1));
+    if (event->tool) e.set_tool_name(*event->tool);
+    e.set_data_json(std::move(*data));
+    e.set_ledger_seq(seq);
+    return std::vector<v1::RunEvent>{std::move(e)};
+  }
+
+  bool terminal(const v1::RunEvent& event) const override {
+    using kernel::RunEventType;
+    for (RunEventType end : {RunEventType::run_completed, RunEventType::run_failed, RunEventType::run_cancelled}) {
+      if (event.type() == kernel::run_event_type_name(end)) return true;
+    }
+    return false;
+  }
+
+  // The terminal event is recorded before the run's process prints its summary and exits:
+  // the stream ends once the process is gone too, so a GetRun after it has the summary.
+  void ended() override { (void)runs_.wait_ended(run_id_, kCancelWait); }
+
+  grpc::Status stopped(bool known) override {
+    if (!known) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no run " + run_id_ + " in the ledger");
+    return grpc::Status(grpc::StatusCode::ABORTED, "run " + run_id_ + " has no live process and no recorded end: `warden run recover " +
+                                                       run_id_ + " --ledger " + ledger_dir_.string() + "` records it");
+  }
+
+  void wait() override { runs_.wait_change(seen_, kWatchPoll); }
+
+ private:
+  RunManager& runs_;
+  const fs::path& ledger_dir_;
+  const std::string run_id_;
+  uint64_t seen_ = 0;  // RunManager's generation when the round began
+};
 
 }  // namespace
 
@@ -225,159 +193,113 @@ KernelService::KernelService(KernelServiceOptions options, SharedLedger& ledger,
       runners_(runners),
       streams_(streams) {}
 
+// Admitted, numbered, spawned, and answered once the ledger holds the run.
 grpc::Status KernelService::StartRun(grpc::ServerContext* context, const v1::StartRunRequest* request,
                                      v1::StartRunResponse* out) {
   InFlight::Call call(in_flight_);
-  const std::string& executor = request->executor().empty() ? std::string("plan") : request->executor();
-  const bool command = executor.starts_with("command:");
-  // A command executor is a program of the caller's choosing run on this host.
   grpc::Status denied;
-  auto identity = tokens_.authorize(*context, command ? Role::admin : Role::executor, denied);
+  auto identity = tokens_.authorize(*context, start_run_role(*request), denied);
   if (!identity) return denied;
+  auto admitted = admit_start_run(*request, identity->name, AdmissionScope{options_.blueprints_dir, ledger_});
+  if (!admitted) return to_status(admitted.error());
+  const std::string name = admitted->name, repository = admitted->repository;
+  auto id = allocate_run_id(*admitted);
+  if (!id) return to_status(id.error());
+  auto run_id = spawn(std::move(*admitted), id->run_id);
+  if (!run_id) return to_status(run_id.error());
+  if (Status st = await_recorded(*run_id); !st) return to_status(st.error());
+  out->set_run_id(*run_id);
+  out->set_name(name);
+  out->set_repository(repository);
+  return grpc::Status::OK;
+}
 
+Result<KernelService::RunIdLease> KernelService::allocate_run_id(const AdmittedRun& run) {
+  RunIdLease lease;
+  if (run.clock != RunClock::logical) return lease;
+  // A logical clock numbers runs from 1 in every process: the server numbers them instead,
+  // after the ledger's runs, so each logical run on its shared ledger gets an id of its own
+  // (and the first on a fresh ledger the id a CLI build would give it).
+  lease.hold = std::unique_lock(logical_ids_mu_);
+  auto listed = ledger_.with([&](const Ledger& ledger) { return kernel::list_runs(ledger); });
+  if (!listed) return std::unexpected(listed.error());
+  for (uint64_t n = listed->size() + 1;; ++n) {
+    const std::string id = SequentialIdSource::nth("run", n);
+    if (std::none_of(listed->begin(), listed->end(), [&](const kernel::RunEntry& e) { return e.run_id == id; })) {
+      // The first is the id the child's own logical id source gives first; naming it would
+      // only move every later id of the run by one (a CLI build's bytes are the reference).
+      if (n > 1) lease.run_id = id;
+      return lease;
+    }
+  }
+}
+
+Result<std::string> KernelService::spawn(AdmittedRun admitted, const std::string& run_id) {
   RunRequest run;
-  std::string blueprint_name;
-  std::optional<uint64_t> ticket;  // the remote executor channel's, for executor remote
-  switch (request->plan_case()) {
-    case v1::StartRunRequest::kBlueprint: {
-      blueprint_name = request->blueprint();
-      if (!safe_name(blueprint_name)) return invalid("blueprint", kNameRule);
-      run.blueprint = options_.blueprints_dir / blueprint_name / "blueprint.json";
-      std::error_code ec;
-      if (!fs::is_regular_file(run.blueprint, ec)) {
-        return grpc::Status(grpc::StatusCode::NOT_FOUND, "blueprint: the server serves no blueprint " + blueprint_name +
-                                                             " (no " + run.blueprint.string() + ")");
-      }
-      break;
-    }
-    case v1::StartRunRequest::kBlueprintJson: {
-      auto file = keep_inline_blueprint(options_.state_dir, request->blueprint_json(), blueprint_name);
-      if (!file.ok()) return file;
-      run.blueprint = options_.state_dir / "blueprints-inline" / sha256(request->blueprint_json()).hex() / "blueprint.json";
-      break;
-    }
-    case v1::StartRunRequest::kPlanSha256: {
-      auto digest = Digest::parse(request->plan_sha256());
-      if (!digest) return invalid("plan_sha256", "not a SHA-256 digest (\"sha256:\" and 64 hex digits)");
-      // Found here for its name and a clear NOT_FOUND; the run's process finds and checks it again.
-      auto plan = ledger_.with([&](const Ledger& ledger) { return kernel::find_committed_plan(ledger, *digest); });
-      if (!plan) return to_status(plan.error());
-      if (request->policy().empty() && !plan->policy.empty() && !builtin_policy(plan->policy)) {
-        return invalid("policy", "the committed plan names the policy \"" + plan->policy +
-                                     "\", which is not built-in: name a built-in policy to build it under");
-      }
-      if (grpc::Status st = check_branch(plan->branch, "plan_sha256: the plan's branch"); !st.ok()) return st;
-      blueprint_name = plan->name;
-      run.plan_sha256 = digest->str();
-      break;
-    }
-    default:
-      return invalid("plan", "give blueprint (a name the server serves), blueprint_json or plan_sha256");
+  run.repo = options_.state_dir / "repos" / admitted.repository;
+  if (const auto* served = std::get_if<ServedBlueprint>(&admitted.source)) {
+    run.blueprint = served->file;
+  } else if (const auto* client = std::get_if<ClientBlueprint>(&admitted.source)) {
+    auto file = keep_client_blueprint(options_.state_dir, *client);
+    if (!file) return std::unexpected(file.error());
+    run.blueprint = std::move(*file);
+  } else {
+    run.plan_sha256 = std::get<CommittedPlan>(admitted.source).digest.str();
   }
-
-  const std::string repository = request->repository().empty() ? blueprint_name : request->repository();
-  if (!safe_name(repository)) {
-    return invalid("repository", request->repository().empty() ? "the plan's name \"" + blueprint_name + "\" " + kNameRule + "; name one"
-                                                               : std::string(kNameRule));
+  run.policy = admitted.policy;
+  run.clock = admitted.clock == RunClock::logical ? "logical" : "system";
+  run.step_timeout_ms = admitted.step_timeout_ms;
+  run.run_id = run_id;
+  run.owner = admitted.owner;
+  // Channels last, once nothing else can refuse the run: each is a reader thread and two descriptors.
+  if (admitted.checks_on_runners) {
+    auto channel = runners_.open(run.repo);
+    if (!channel) return std::unexpected(channel.error());
+    run.runner_channel = std::move(*channel);
+    if (admitted.runner_quorum) {
+      run.runner_quorum = std::to_string(admitted.runner_quorum->k) + "/" + std::to_string(admitted.runner_quorum->n);
+    }
   }
-  run.repo = options_.state_dir / "repos" / repository;
-
-  if (executor == "plan" || command) {
-    if (command && executor.size() == std::string_view("command:").size()) return invalid("executor", "command: names no command");
-    if (!request->executor_label().empty()) return invalid("executor_label", "only a remote executor has a label");
-    if (!request->executor_identity().empty()) return invalid("executor_identity", "only a remote executor is served by one");
-    run.executor = executor;
-  } else if (executor == "remote") {
-    if (!safe_name(request->executor_label())) return invalid("executor_label", kNameRule);
-    const std::string& served_by = request->executor_identity().empty() ? identity->name : request->executor_identity();
-    auto channel = remote_.open(request->executor_label(), served_by);
-    if (!channel) return to_status(channel.error());
+  std::optional<uint64_t> ticket;  // the remote executor channel's
+  if (const auto* remote = std::get_if<RemoteExecutor>(&admitted.executor)) {
+    auto channel = remote_.open(remote->label, remote->served_by);
+    if (!channel) return std::unexpected(channel.error());
     run.channel = std::move(channel->child_end);
     ticket = channel->ticket;
-    run.executor = "remote:" + request->executor_label();
+    run.executor = "remote:" + remote->label;
+  } else if (const auto* command = std::get_if<CommandExecutor>(&admitted.executor)) {
+    run.executor = "command:" + command->command;
   } else {
-    return invalid("executor", "\"" + executor + "\" is not plan, command:CMD or remote");
+    run.executor = "plan";
   }
-
-  if (!request->runner_quorum().empty()) {
-    if (request->checks_on() != "runners") return invalid("runner_quorum", "only checks on runners have a quorum");
-    if (auto q = RunnerQuorum::parse(request->runner_quorum()); !q) return invalid("runner_quorum", q.error().message);
-    run.runner_quorum = request->runner_quorum();
-  }
-  if (!request->checks_on().empty() && request->checks_on() != "local" && request->checks_on() != "runners") {
-    return invalid("checks_on", "\"" + request->checks_on() + "\" is not local or runners");
-  }
-
-  if (!request->policy().empty()) {
-    auto names = kernel::builtin_policy_names();
-    if (std::find(names.begin(), names.end(), request->policy()) == names.end()) {
-      return invalid("policy", "\"" + request->policy() + "\" is not a built-in policy");
-    }
-    run.policy = request->policy();
-  }
-  if (!request->clock().empty()) {
-    if (request->clock() != "system" && request->clock() != "logical") return invalid("clock", "system or logical");
-    run.clock = request->clock();
-  }
-  run.step_timeout_ms = request->step_timeout_ms();
-  run.owner = identity->name;
-  std::optional<std::unique_lock<std::mutex>> logical;
-  if (run.clock == "logical") {
-    // A logical clock numbers runs from 1 in every process: the server numbers them instead,
-    // after the ledger's runs, so each logical run on its shared ledger gets an id of its own
-    // (and the first on a fresh ledger the id a CLI build would give it).
-    logical.emplace(logical_ids_mu_);
-    auto listed = ledger_.with([&](const Ledger& ledger) { return kernel::list_runs(ledger); });
-    if (!listed) return to_status(listed.error());
-    for (uint64_t n = listed->size() + 1;; ++n) {
-      const std::string id = SequentialIdSource::nth("run", n);
-      if (std::none_of(listed->begin(), listed->end(), [&](const kernel::RunEntry& e) { return e.run_id == id; })) {
-        // The first is the id the child's own logical id source gives first; naming it would
-        // only move every later id of the run by one (a CLI build's bytes are the reference).
-        if (n > 1) run.run_id = id;
-        break;
-      }
-    }
-  }
-
-  // Last, once the request is known good: a channel is a reader thread and two descriptors.
-  if (request->checks_on() == "runners") {
-    auto channel = runners_.open(run.repo);
-    if (!channel) {
-      if (ticket) remote_.discard(*ticket);
-      return to_status(channel.error());
-    }
-    run.runner_channel = std::move(*channel);
-  }
-  auto run_id = runs_.start(std::move(run));
+  auto started = runs_.start(std::move(run));
   if (ticket) {
-    if (run_id) {
-      remote_.bind(*ticket, *run_id);
+    if (started) {
+      remote_.bind(*ticket, *started);
     } else {
       remote_.discard(*ticket);
     }
   }
-  if (!run_id) return to_status(run_id.error());
+  return started;
+}
+
+Status KernelService::await_recorded(const std::string& run_id) {
   // The child announces the run as it starts recording it: the id goes back once the ledger
   // holds the run, so every call naming it finds it.
   const auto deadline = std::chrono::steady_clock::now() + kRecordedWait;
   for (;;) {
     const uint64_t seen = runs_.generation();
-    const bool live = runs_.live(*run_id);
-    auto recorded = ledger_.with([&](const Ledger& ledger) { return kernel::find_run(ledger, *run_id); });
-    if (recorded) break;
-    if (recorded.error().code != Errc::not_found) return to_status(recorded.error());
+    const bool live = runs_.live(run_id);
+    auto recorded = ledger_.with([&](const Ledger& ledger) { return kernel::find_run(ledger, run_id); });
+    if (recorded) return {};
+    if (recorded.error().code != Errc::not_found) return std::unexpected(recorded.error());
     if (!live || std::chrono::steady_clock::now() >= deadline) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "run " + *run_id + " started but its start was not recorded" +
-                                                             (live ? " in time" : ": its process ended") + " (" +
-                                                             (options_.state_dir / "runs" / "children.log").string() + ")");
+      return fail(Errc::io_error, "run " + run_id + " started but its start was not recorded" +
+                                      (live ? " in time" : ": its process ended") + " (" +
+                                      (options_.state_dir / "runs" / "children.log").string() + ")");
     }
     runs_.wait_change(seen, std::chrono::milliseconds(20));
   }
-  out->set_run_id(*run_id);
-  out->set_name(blueprint_name);
-  out->set_repository(repository);
-  return grpc::Status::OK;
 }
 
 grpc::Status KernelService::summary(const std::string& run_id, v1::RunSummary* out) {
@@ -465,68 +387,17 @@ grpc::Status KernelService::WatchRun(grpc::ServerContext* context, const v1::Wat
   if (!identity) return denied;
   auto held = streams_.acquire(identity->name);
   if (!held) return too_many_streams(identity->name, streams_.per_caller());
-  const std::string& run_id = request->run_id();
-  if (run_id.empty()) return invalid("run_id", "empty");
-  uint64_t next = request->from_seq();
-  bool known = false;
-  for (;;) {
-    const uint64_t seen = runs_.generation();
-    // Asked before the snapshot: whatever a process wrote before it ended is in the snapshot
-    // taken after it was found gone.
-    const bool live = runs_.live(run_id);
-    std::vector<v1::RunEvent> batch;
-    bool ended = false;
-    auto read = ledger_.read_run(run_id, next, [&](uint64_t seq, const RecordView& record, LedgerSnapshot&) -> Result<bool> {
-      if (record.kind != kernel::record_kind::run_event) return true;
-      auto payload = parse_json(record.payload);
-      if (!payload) return std::unexpected(payload.error());
-      auto event = kernel::RunEvent::from_json(*payload);
-      if (!event || event->run_id != run_id) return true;  // a "run" field of another meaning
-      auto data = canonicalize(event->data);
-      if (!data) return std::unexpected(data.error());
-      v1::RunEvent& e = batch.emplace_back();
-      e.set_event_id(event->event_id);
-      e.set_run_id(event->run_id);
-      e.set_type(std::string(kernel::run_event_type_name(event->type)));
-      e.set_timestamp_ms(event->timestamp_ms);
-      e.set_step_index(event->step_index.value_or(-1));
-      if (event->tool) e.set_tool_name(*event->tool);
-      e.set_data_json(std::move(*data));
-      e.set_ledger_seq(seq);
-      ended = terminal_event(event->type);
-      return !ended;
-    });
-    if (!read) return to_status(read.error());
-    next = read->next;
-    known = known || read->known;
-    // Plain writes: a sync Write with a buffer hint waits for a later write to flush it,
-    // which never comes when it was the last event there is.
-    for (const v1::RunEvent& e : batch) {
-      if (!writer->Write(e)) return grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away");
-    }
-    if (ended) {
-      // The terminal event is recorded before the run's process prints its summary and exits:
-      // the stream ends once the process is gone too, so a GetRun after it has the summary.
-      (void)runs_.wait_ended(run_id, kCancelWait);
-      return grpc::Status::OK;
-    }
-    if (!known && !live) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no run " + run_id + " in the ledger");
-    if (!live) {
-      return grpc::Status(grpc::StatusCode::ABORTED, "run " + run_id +
-                                                         " has no live process and no recorded end: `warden run recover " +
-                                                         run_id + " --ledger " + ledger_.dir().string() + "` records it");
-    }
-    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away");
-    runs_.wait_change(seen, kWatchPoll);
-  }
+  KernelRunWatch run(runs_, ledger_.dir(), request->run_id());
+  return watch_run(ledger_, request->run_id(), request->from_seq(), run, *context, *writer);
 }
 
 grpc::Status KernelService::GeneratePlan(grpc::ServerContext* context, const v1::GeneratePlanRequest* request,
                                          v1::PlanResponse* out) {
   InFlight::Call call(in_flight_);
   if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
-  std::string name;
-  if (grpc::Status st = check_inline_blueprint(request->blueprint_json(), name); !st.ok()) return st;
+  if (auto admitted = admit_client_blueprint(request->blueprint_json(), "blueprint_json"); !admitted) {
+    return to_status(admitted.error());
+  }
   auto file = CallDocument::write(options_.state_dir, "blueprint.json", request->blueprint_json());
   if (!file) return to_status(file.error());
   auto run = run_warden_to_end({"plan", "generate", file->path().string(), "--json"}, std::chrono::minutes(2));
@@ -544,7 +415,7 @@ grpc::Status KernelService::VerifyPlan(grpc::ServerContext* context, const v1::V
                                        v1::VerifyPlanResponse* out) {
   InFlight::Call call(in_flight_);
   if (grpc::Status denied; !tokens_.authorize(*context, Role::observer, denied)) return denied;
-  if (grpc::Status st = check_plan_json(request->plan_json()); !st.ok()) return st;
+  if (auto admitted = admit_client_plan(request->plan_json(), "plan_json"); !admitted) return to_status(admitted.error());
   auto plan = CallDocument::write(options_.state_dir, "plan.json", request->plan_json());
   if (!plan) return to_status(plan.error());
   std::vector<std::string> args{"plan", "verify", plan->path().string(), "--json"};
@@ -566,7 +437,7 @@ grpc::Status KernelService::CommitPlan(grpc::ServerContext* context, const v1::C
                                        v1::CommitPlanResponse* out) {
   InFlight::Call call(in_flight_);
   if (grpc::Status denied; !tokens_.authorize(*context, Role::executor, denied)) return denied;
-  if (grpc::Status st = check_plan_json(request->plan_json()); !st.ok()) return st;
+  if (auto admitted = admit_client_plan(request->plan_json(), "plan_json"); !admitted) return to_status(admitted.error());
   auto plan = CallDocument::write(options_.state_dir, "plan.json", request->plan_json());
   if (!plan) return to_status(plan.error());
   std::vector<std::string> args{"plan", "commit", plan->path().string(), "--ledger", ledger_.dir().string(), "--json"};

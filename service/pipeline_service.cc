@@ -7,8 +7,12 @@
 #include "common/file.h"
 #include "common/identifier.h"
 #include "common/sha256.h"
+#include "executor/pipeline_config.h"
+#include "executor/run_records.h"
 #include "kernel/record/run_listing.h"
 #include "service/grpc_status.h"
+#include "service/pipeline_events.h"
+#include "service/run_watch.h"
 #include "service/warden_cli.h"
 
 namespace warden::service {
@@ -19,16 +23,17 @@ namespace fs = std::filesystem;
 // A pipeline call runs the pipeline to its end or its next interrupt.
 constexpr auto kPipelineTimeout = std::chrono::minutes(30);
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+// How often a watcher re-reads the ledger: a pipeline's process is a CLI child that rings no bell.
+constexpr auto kWatchPoll = std::chrono::milliseconds(200);
 
 grpc::Status invalid(const std::string& field, const std::string& why) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": " + why);
 }
 
-bool has_command_stage(const Json& config) {
-  auto stages = config.find("stages");
-  if (stages == config.end() || !stages->is_array()) return false;
-  return std::any_of(stages->begin(), stages->end(),
-                     [](const Json& s) { return s.is_object() && s.value("kind", std::string()) == "command"; });
+// A command stage is a program of the caller's choosing run on this host: asked of the config
+// as the executor parses it (the CLI child parses the same bytes the same way).
+bool has_command_stage(const executor::PipelineConfig& config) {
+  return std::any_of(config.stages.begin(), config.stages.end(), [](const executor::StageSpec& s) { return s.kind == "command"; });
 }
 
 // The result line of `warden pipeline run|resume --json` as the proto's answer; a command
@@ -55,6 +60,57 @@ grpc::Status answer(const CliRun& run, const std::string& command, v1::PipelineR
   return grpc::Status::OK;
 }
 
+// A pipeline run as Pipeline.Watch shows it: its records as the executor's events
+// (service/pipeline_events.h); the stream ends once the run has ended or waits on an
+// interrupt, as the run's listing says before each read. Polled: the process driving it is a
+// CLI child of a Run or Resume call, whose records nothing announces.
+class PipelineRunWatch final : public WatchedRun {
+ public:
+  PipelineRunWatch(SharedLedger& ledger, std::string run_id) : ledger_(ledger), run_id_(std::move(run_id)) {}
+
+  Result<bool> growing() override {
+    auto entry = ledger_.with([&](const Ledger& ledger) { return kernel::find_run(ledger, run_id_); });
+    if (!entry) return std::unexpected(entry.error());
+    if (entry->kind != "pipeline") {
+      return fail(Errc::invalid_argument, "run_id: " + run_id_ + " is a " + entry->kind + " run: watch it with Kernel.WatchRun");
+    }
+    return entry->status == "unfinished";
+  }
+
+  Result<std::vector<v1::RunEvent>> events(uint64_t seq, const RecordView& record, LedgerSnapshot& snapshot) override {
+    std::vector<v1::RunEvent> out;
+    // The run's index also holds kernel records that name the id: only pipeline records whose
+    // "run" is the id are the pipeline run's (as kernel/record/run_reader.h reads them).
+    if (!executor::record_kind::is_pipeline(record.kind)) return out;
+    auto payload = parse_json(record.payload, "record " + std::to_string(seq));
+    if (!payload) return std::unexpected(Error{Errc::corrupt, payload.error().message});
+    auto run = payload->is_object() ? payload->find("run") : payload->end();
+    if (run == payload->end() || !run->is_string() || run->get_ref<const std::string&>() != run_id_) return out;
+    const executor::StoredRecord stored{seq, std::string(record.kind), record.ts, std::move(*payload)};
+    auto shown = pipeline_record_events(stored, [&snapshot](std::string_view text) -> Result<std::string> {
+      auto digest = Digest::parse(text);
+      if (!digest) return fail(Errc::corrupt, "blob reference \"" + std::string(text) + "\": " + digest.error().message);
+      return snapshot.blob(*digest);
+    });
+    if (!shown) return std::unexpected(shown.error());
+    for (const executor::ExecutionEvent& event : *shown) {
+      auto e = wire_event(event, seq);
+      if (!e) return std::unexpected(e.error());
+      out.push_back(std::move(*e));
+    }
+    return out;
+  }
+
+  // A pipeline's end is its status, not an event: a run paused on an interrupt ends the stream too.
+  bool terminal(const v1::RunEvent&) const override { return false; }
+  grpc::Status stopped(bool) override { return grpc::Status::OK; }
+  void wait() override { std::this_thread::sleep_for(kWatchPoll); }
+
+ private:
+  SharedLedger& ledger_;
+  const std::string run_id_;
+};
+
 }  // namespace
 
 PipelineService::PipelineService(fs::path state_dir, SharedLedger& ledger, InFlight& in_flight, const TokenTable& tokens,
@@ -67,8 +123,8 @@ grpc::Status PipelineService::Run(grpc::ServerContext* context, const v1::Pipeli
   if (request->config_json().size() > kMaxConfigBytes) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "config_json: larger than " + std::to_string(kMaxConfigBytes) + " bytes");
   }
-  auto config = parse_json(request->config_json());
-  if (!config || !config->is_object()) return invalid("config_json", config ? "not a JSON object" : config.error().message);
+  auto config = executor::PipelineConfig::parse_text(request->config_json(), "config_json");
+  if (!config) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, config.error().message);
   if (grpc::Status denied; !tokens_.authorize(*context, has_command_stage(*config) ? Role::admin : Role::executor, denied)) {
     return denied;
   }
@@ -128,36 +184,8 @@ grpc::Status PipelineService::Watch(grpc::ServerContext* context, const v1::Watc
   if (!identity) return denied;
   auto held = streams_.acquire(identity->name);
   if (!held) return too_many_streams(identity->name, streams_.per_caller());
-  const std::string& run_id = request->run_id();
-  if (run_id.empty()) return invalid("run_id", "empty");
-  uint64_t next = request->from_seq();
-  for (;;) {
-    auto entry = ledger_.with([&](const Ledger& ledger) { return kernel::find_run(ledger, run_id); });
-    if (!entry) return to_status(entry.error());
-    if (entry->kind != "pipeline") return invalid("run_id", run_id + " is a " + entry->kind + " run: watch it with Kernel.WatchRun");
-    bool gone = false;
-    auto read = ledger_.read_run(run_id, next, [&](uint64_t seq, const RecordView& record, LedgerSnapshot& snap) -> Result<bool> {
-      auto hash = snap.record_hash(seq);
-      if (!hash) return std::unexpected(hash.error());
-      v1::RunEvent e;
-      e.set_event_id(hash->hex().substr(0, 32));  // a record's hash names it uniquely
-      e.set_run_id(run_id);
-      e.set_type(std::string(record.kind));
-      e.set_timestamp_ms(record.ts);
-      e.set_step_index(-1);
-      e.set_data_json(std::string(record.payload));
-      e.set_ledger_seq(seq);
-      gone = !writer->Write(e);
-      return !gone;
-    });
-    if (!read) return to_status(read.error());
-    if (gone) return grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away");
-    next = read->next;
-    // Read before the snapshot: a run that ended or paused then has all its records in it.
-    if (entry->status != "unfinished") return grpc::Status::OK;
-    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  PipelineRunWatch run(ledger_, request->run_id());
+  return watch_run(ledger_, request->run_id(), request->from_seq(), run, *context, *writer);
 }
 
 }  // namespace warden::service

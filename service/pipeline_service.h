@@ -1,6 +1,6 @@
 // warden.v1.Pipeline: state-machine runs (executor/) over gRPC. Run and Resume are the CLI's
 // `warden pipeline run|resume` in a child process over the server's ledger, answered when
-// the run ends or pauses on an interrupt; Watch streams a run's records from the ledger.
+// the run ends or pauses on an interrupt; Watch streams a run's events from its records.
 //
 // Roles: Run and Resume need executor, and admin when the config has a command stage (a
 // program of the caller's choosing run on this host, in the executor sandbox); Watch needs
@@ -26,9 +26,15 @@ class PipelineService final : public v1::Pipeline::Service {
 
   grpc::Status Run(grpc::ServerContext* context, const v1::PipelineRunRequest*, v1::PipelineRunResponse*) override;
   grpc::Status Resume(grpc::ServerContext* context, const v1::PipelineResumeRequest*, v1::PipelineRunResponse*) override;
-  // The run's records (transitions, interrupts, its start and end) with ledger_seq >=
-  // from_seq, as events whose type is the record's kind; ends once the run has ended or
-  // waits on an interrupt.
+  // The run's events, in the one vocabulary of every stream (kernel/record/event_stream.h):
+  // stage_started, stage_completed, stage_failed, interrupt_raised, transition,
+  // checkpoint_created, pipeline_completed, exactly as `warden pipeline run --json` printed
+  // them (event ids included), read back from the run's records with ledger_seq >= from_seq
+  // (service/pipeline_events.h). A step's record shows several events, which share its
+  // ledger_seq: to miss none after a disconnect, watch again from the last event's
+  // ledger_seq (not + 1) and drop the event ids already seen (they are stable). Ends once the
+  // run has ended or waits on an interrupt; INVALID_ARGUMENT for a run that is not a
+  // pipeline's.
   grpc::Status Watch(grpc::ServerContext* context, const v1::WatchRunRequest*, grpc::ServerWriter<v1::RunEvent>*) override;
 
  private:

@@ -1,3 +1,4 @@
+// One unit (~740 lines): why in lmdb_state_store.h.
 #include "store/lmdb_state_store.h"
 
 #include <algorithm>

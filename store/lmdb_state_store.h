@@ -35,6 +35,9 @@
 //   done       acknowledged task id -> "agent token" of the claim that acked it (a task id is
 //              done once; the same claim's retried ack is answered ok); expired task id ->
 //              "expired" (no space, so no claim's "agent token" equals it)
+//
+// lmdb_state_store.cc is one unit (~740 lines): one StateStore implementation, each call one
+// transaction over the layout above, with the row encodings and cursor helpers only it uses.
 #pragma once
 
 #include <cstddef>

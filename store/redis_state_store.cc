@@ -1,3 +1,4 @@
+// One unit (~1,090 lines), and hiredis's only home: why in redis_state_store.h.
 #include "store/redis_state_store.h"
 
 #include <hiredis/hiredis.h>

@@ -1,3 +1,4 @@
+// One unit (~620 lines): why in supervisor.h.
 #include "supervisor/supervisor.h"
 
 #include <algorithm>

@@ -26,6 +26,9 @@
 // Errors: not_found (no such agent), failed_precondition (the agent is not in a state that
 // allows the call, or the claim is no longer the agent's), invalid_argument (bad config or
 // spec), and whatever the store returned (io_error, corrupt).
+//
+// supervisor.cc is one unit (~620 lines): one class whose calls all move agents' records by
+// compare-and-set under mu_, through the same update, failure and settling paths.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 // Each stage records what it did through the RunRecorder and returns its result; an Error
 // means the stage itself failed (the ledger, the repository, the sandbox, a stop request),
 // which ends the step as an execution error — a refusal is a result, not an error. The
-// build loop (build_loop.cc) drives the stages on the pipeline executor.
+// build loop (build_step.cc, one step; build_queue.cc, a parallel plan's rounds) drives the stages on the pipeline executor.
 #pragma once
 
 #include <chrono>

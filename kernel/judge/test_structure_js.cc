@@ -13,6 +13,10 @@
 // (<!-- and a line-leading -->, comments in scripts). Line terminators are JavaScript's (LF,
 // CR, U+2028, U+2029) and so is its whitespace (NBSP, the BOM, ...). Comments that configure
 // the runner or the compiler (@jest-environment, @ts-ignore, ...) are kept as code.
+//
+// One unit (~780 lines), a single parser: the tokenizer's choices (a slash as a regular
+// expression or a division, a template literal's nesting) and the reader's statement ends must
+// agree token for token, so they are read and changed together.
 #include <algorithm>
 #include <cctype>
 #include <set>

@@ -1,6 +1,9 @@
 // The Python reader of test_structure.h: a tokenizer that knows enough of Python's lexical
 // rules to find logical lines (strings of every prefix and quoting, comments, brackets,
 // backslash continuations), blocks by indentation, and the units of a module or class body.
+//
+// One unit (~610 lines), a single parser: the lexer, the block tree and the unit reader share
+// one token and line model, and each stage only makes sense beside the others.
 #include <algorithm>
 #include <cctype>
 #include <set>

@@ -1,3 +1,4 @@
+// One unit (~620 lines): why in sandbox.h.
 #include "runner/sandbox/sandbox.h"
 
 #include <fcntl.h>

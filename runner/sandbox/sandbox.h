@@ -35,6 +35,10 @@
 // run once and remembered, so this Sandbox refuses every later run(); create a new one to
 // re-probe), internal (a process outlived its sandbox: distrust the host), or an errno error
 // from starting bwrap. Nothing here is durable; the run's writes go where the request put them.
+//
+// sandbox.cc is one unit (~620 lines): one Sandbox, from its profile and host to the preflight
+// and each run's start, hold and judgement, over its own state; the reaper, seccomp, cgroups
+// and output capture are in files of their own.
 #pragma once
 
 #include <sys/types.h>

@@ -1,0 +1,108 @@
+// Replay's --rerun (replay_internal.h): a recorded run's checks run again by a runner of the
+// recorded policy, on the tree the recorded diff gives, and the results compared.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "diff/diff_apply.h"
+#include "kernel/audit/replay_internal.h"
+#include "kernel/judge/step_checks.h"
+
+namespace warden::kernel::detail {
+
+Result<Replayer::RerunSite> Replayer::rerun_site(const std::string& policy_name, const std::string& policy_sha256, const RunFacts& run,
+                                                 const Diff& tested, const RunResult& expected) {
+  if (repos_.empty()) return fail(Errc::invalid_argument, "--rerun needs --repo or --repos");
+  GitRepo* repo = run.start_tree ? repo_of(run, *run.start_tree) : (repos_.size() == 1 ? &repos_[0].repo : nullptr);
+  if (!repo) return fail(Errc::not_found, "rerun: the run's base tree is not in " + where());
+  // The ledger names the check programs by digest only; their bytes come from the policy
+  // of that name here, which must be the very same policy.
+  auto policy = Policy::load(policy_name);
+  if (!policy || policy->digest().str() != policy_sha256) {
+    return fail(Errc::not_found, "rerun: policy " + policy_name + " with the recorded programs is not available here");
+  }
+  // A golden run recorded its toolchain without the host kernel's release; ask for the same.
+  const std::string kernel = expected.toolchain.value("kernel", "");
+  const bool with_release = std::count(kernel.begin(), kernel.end(), ' ') >= 2;
+  auto runner = runner_for(*policy, with_release);
+  if (!runner) return std::unexpected(runner.error());
+  auto base = ObjectId::parse(expected.base_tree.value_or(""));
+  if (!base) return fail(Errc::corrupt, "rerun: the recorded run result names no base tree");
+  auto parent = ObjectId::parse(run.tip_tree.value_or(base->hex()));
+  if (!parent) return fail(Errc::corrupt, "rerun: no parent tree");
+  auto parent_tree = repo->tree(*parent);
+  if (!parent_tree) return fail(Errc::not_found, "rerun: tree " + parent->hex() + " is not in the repository");
+  auto files = resolve_diff(tested, *parent_tree);
+  if (!files) return fail(Errc::verification_failed, "rerun: the diff does not apply to its parent: " + files.error().message());
+  auto tree = repo->write_tree(*parent, *files);
+  if (!tree) return fail(Errc::io_error, "rerun: " + tree.error().message());
+  if (tree->hex() != expected.tree) {
+    return fail(Errc::verification_failed, "rerun: the diff on its parent gives tree " + tree->hex() +
+                                               ", the run result says it tested " + expected.tree);
+  }
+  return RerunSite{*runner, repo, tested, *base, *tree};
+}
+
+// Runs `checks` (with `overlay` laid over the tree) again; the result must be the recorded one.
+Status Replayer::rerun_checks(RerunSite& site, std::vector<CheckSpec> checks, std::vector<OverlayFile> overlay, const RunResult& expected) {
+  RunRequest request;
+  request.base_tree = site.base;
+  request.tree = site.tree;
+  request.diff = &site.diff;
+  request.checks = std::move(checks);
+  request.overlay = std::move(overlay);
+  auto again = site.runner->run(*site.repo, request);
+  if (!again) return fail(Errc::verification_failed, "rerun: the runner refused: " + again.error().message());
+  ++report_.reruns;
+  if (again->result.deterministic_digest() != expected.deterministic_digest()) {
+    return fail(Errc::verification_failed, "rerun: the runner's result differs: recorded " +
+                                               expected.deterministic_digest().str() + ", now " +
+                                               again->result.deterministic_digest().str());
+  }
+  return {};
+}
+
+// The runner again, on the same base and diff with the same checks: the deterministic
+// part of its result must be the same bytes.
+Status Replayer::rerun(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
+                       const std::string& step_id, const RunFacts& run, const ProposalEvidence& evidence,
+                       const RunResult& expected) {
+  const BuildStep* step = plan.find(step_id);
+  if (!step) return fail(Errc::corrupt, "rerun: the step is not in the plan");
+  auto diff = Diff::from_json(evidence.diff);
+  if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
+  auto site = rerun_site(policy_name, policy_sha256, run, *diff, expected);
+  if (!site) return std::unexpected(site.error());
+  auto policy = Policy::load(policy_name);
+  if (!policy) return std::unexpected(policy.error());
+  return rerun_checks(*site, checks_for_step(plan, *policy, *step, run.completed), {}, expected);
+}
+
+// The held-out run again, with the revealed bundle laid where it was.
+Status Replayer::rerun_held_out(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
+                                const RunFacts& run, const Diff& tested, const HeldOutBundle& bundle, const RunResult& expected) {
+  auto site = rerun_site(policy_name, policy_sha256, run, tested, expected);
+  if (!site) return std::unexpected(site.error().with_context("the held-out run"));
+  std::vector<OverlayFile> overlay;
+  for (const HeldOutFile& f : bundle.files) overlay.push_back({held_out_path(bundle, f), f.mode, f.content});
+  if (Status st = rerun_checks(*site, plan.held_out->checks, std::move(overlay), expected); !st) {
+    return std::unexpected(st.error().with_context("the held-out run"));
+  }
+  return {};
+}
+
+Result<Runner*> Replayer::runner_for(const Policy& policy, bool kernel_release) {
+  auto key = policy.digest().str() + (kernel_release ? "+release" : "");
+  if (auto it = runners_.find(key); it != runners_.end()) return &it->second;
+  auto profile = policy.sandbox_profile_with_programs();
+  if (!profile) return std::unexpected(profile.error());
+  RunnerOptions o;
+  o.cache_dir = options_.cache_dir;
+  o.use_cache = false;
+  o.kernel_release_in_toolchain = kernel_release;
+  auto runner = LocalRunner::create(std::move(*profile), o);
+  if (!runner) return std::unexpected(runner.error());
+  return &runners_.emplace(key, std::move(*runner)).first->second;
+}
+
+}  // namespace warden::kernel::detail
