@@ -184,6 +184,14 @@ struct ProposalRecord {
 // The record's "attestations": absent when `list` is empty.
 std::optional<Json> attestations_json(const std::vector<ResultAttestation>& list);
 
+// The three records of a step's check runs — the proposal's (run_result), its base's
+// (base_run) and the oracle run's (oracle_run) — are one concept made by one stage
+// (run_held_to_request in kernel/build/step_stages.cc) and share one shape: the result's
+// digest, its deterministic JSON and the runners' attestations. They differ only in what
+// names the run: a proposal's and an oracle run's name the attempt they judge; a base run
+// names the tree it ran on and no attempt, since it is recorded once per step and serves
+// every attempt. They stay three kinds because decisions point at each by its own seq field
+// and the ledger's bytes, which replay re-derives, carry the kind.
 struct RunResultRecord {
   static constexpr std::string_view kind = record_kind::run_result;
   std::string run_id;
