@@ -21,6 +21,7 @@ class FakeRunner final : public Runner {
   bool wrong_diff = false;  // claim to have tested another diff
   bool wrong_tree = false;  // claim to have tested another tree
   bool wrong_base = false;  // claim to have layered the tree over another base
+  bool wrong_base_run_base = false;  // the base's own run (no diff) names a base it was not given
   // Tests each run reports (a check with a report format): the base's (no diff) and the
   // proposal's.
   std::vector<TestCase> base_tests, proposal_tests;
@@ -36,6 +37,7 @@ class FakeRunner final : public Runner {
     RunResult& r = out.result;
     r.tree = wrong_tree ? request.base_tree.hex() : request.tree ? request.tree->hex() : request.base_tree.hex();
     r.base_tree = wrong_base && request.tree ? request.tree->hex() : request.base_tree.hex();
+    if (wrong_base_run_base && !request.diff) r.base_tree = std::string(40, 'a');
     if (request.diff) r.diff_sha256 = wrong_diff ? sha256("another diff") : request.diff->digest();
     r.profile = "fake";
     r.preflight.ok = preflight_ok;
@@ -174,6 +176,30 @@ TEST_F(BuildLoopTest, AResultOverAnotherBaseEndsTheRunWithoutACommit) {
   ASSERT_TRUE(outcome) << outcome.error().message;
   EXPECT_EQ(outcome->summary.status, RunStatus::failed);
   EXPECT_NE(outcome->summary.error.find("not the run's base"), std::string::npos) << outcome->summary.error;
+  EXPECT_FALSE(repo_.try_git({"rev-parse", "--verify", "refs/heads/warden/propose"}).exited_with(0));
+}
+
+// Every run of a step is held to the base it was given, not only the proposal's: a runner
+// that answers the base's own test run (the run pass-to-pass is derived from) with a result
+// naming another base is not believed, and nothing is decided or committed on it.
+TEST_F(BuildLoopTest, ABaseRunNamingAnotherBaseEndsTheRunWithoutACommit) {
+  FakeRunner liar;
+  liar.wrong_base_run_base = true;
+  liar.base_tests = {{"t::a", "passed"}};
+  liar.proposal_tests = {{"t::a", "passed"}};
+  ProposeRequest r = request();
+  r.checks.front().report_format = "tap";
+  KernelSession session(clock_, ids_, signer_);
+  session.cache_dir = repo_.scratch("cache");
+  session.runner = &liar;
+  auto outcome = propose(r, session);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_FALSE(outcome->accepted());
+  EXPECT_EQ(outcome->verdict(), nullptr) << "decided on a result about another base";
+  EXPECT_EQ(outcome->summary.status, RunStatus::failed);
+  EXPECT_NE(outcome->summary.error.find("not the run's base"), std::string::npos) << outcome->summary.error;
+  ASSERT_FALSE(liar.requests.empty());
+  EXPECT_EQ(liar.requests.front().diff, nullptr) << "the base's run comes first";
   EXPECT_FALSE(repo_.try_git({"rev-parse", "--verify", "refs/heads/warden/propose"}).exited_with(0));
 }
 
