@@ -54,6 +54,9 @@ struct ReplayOptions {
   std::optional<std::filesystem::path> repos;
   bool rerun = false;
   std::filesystem::path cache_dir;              // the runner's, for --rerun
+  // For --rerun of runs whose checks ran in an environment: where it is found (or built
+  // again from the recorded recipe); empty, the default store.
+  std::filesystem::path env_store;
 };
 
 struct ReplayProblem {

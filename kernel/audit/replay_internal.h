@@ -163,6 +163,7 @@ class Replayer {
   Status rerun_held_out(const BuildPlan& plan, const std::string& policy_name, const std::string& policy_sha256,
                         const RunFacts& run, const Diff& tested, const HeldOutBundle& bundle, const RunResult& expected);
   Result<Runner*> runner_for(const Policy& policy, bool kernel_release);
+  Status find_or_rebuild(const Digest& environment, const Json& recipe_record);
 
   // Commits and the repositories (replay_repositories.cc).
   size_t repo_index(const RunFacts& run, const std::string& object);

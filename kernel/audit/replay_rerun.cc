@@ -7,6 +7,8 @@
 #include "diff/diff_apply.h"
 #include "kernel/audit/replay_internal.h"
 #include "kernel/judge/step_checks.h"
+#include "runner/environment/environment_recipe.h"
+#include "runner/environment/environment_store.h"
 
 namespace warden::kernel::detail {
 
@@ -18,6 +20,13 @@ Result<Replayer::RerunSite> Replayer::rerun_site(const std::string& policy_name,
   // The ledger names the check programs by digest only; their bytes come from the policy
   // of that name here, which must be the very same policy.
   auto policy = Policy::load(policy_name);
+  // The environment a run pinned is the run's, not the named policy's: taken from the record.
+  if (policy) {
+    if (auto it = run.policies.find(policy_sha256); it != run.policies.end()) {
+      policy->environment = it->second.environment;
+      policy->environment_recipe = it->second.environment_recipe;
+    }
+  }
   if (!policy || policy->digest().str() != policy_sha256) {
     return fail(Errc::not_found, "rerun: policy " + policy_name + " with the recorded programs is not available here");
   }
@@ -96,13 +105,43 @@ Result<Runner*> Replayer::runner_for(const Policy& policy, bool kernel_release) 
   if (auto it = runners_.find(key); it != runners_.end()) return &it->second;
   auto profile = policy.sandbox_profile_with_programs();
   if (!profile) return std::unexpected(profile.error());
+  if (policy.environment) {
+    if (Status st = find_or_rebuild(*policy.environment, policy.environment_recipe); !st) return std::unexpected(st.error());
+  }
   RunnerOptions o;
   o.cache_dir = options_.cache_dir;
   o.use_cache = false;
   o.kernel_release_in_toolchain = kernel_release;
+  o.environment = policy.environment;
+  o.env_store = options_.env_store;
   auto runner = LocalRunner::create(std::move(*profile), o);
   if (!runner) return std::unexpected(runner.error());
   return &runners_.emplace(key, std::move(*runner)).first->second;
+}
+
+// The recorded environment, from the store, or built again from the recorded recipe; a rerun
+// on anything else would not be the recorded run.
+Status Replayer::find_or_rebuild(const Digest& environment, const Json& recipe_record) {
+  auto store = EnvironmentStore::open(options_.env_store.empty() ? EnvironmentStore::default_dir() : options_.env_store);
+  if (!store) return std::unexpected(store.error().with_context("rerun"));
+  auto held = store->find(environment);
+  if (!held) return std::unexpected(held.error().with_context("rerun"));
+  if (*held) return {};
+  if (!recipe_record.is_object()) {
+    return fail(Errc::not_found, "rerun: the run's checks ran in environment " + environment.str() + ", which the store " +
+                                     store->dir().string() + " does not hold and the ledger records no recipe for; "
+                                     "import it there (warden env import) or give --env-store");
+  }
+  auto recipe = EnvironmentRecipe::from_record(recipe_record);
+  if (!recipe) return std::unexpected(recipe.error().with_context("rerun: the recorded recipe"));
+  auto built = build_recipe(*store, *recipe, {});
+  if (!built) return std::unexpected(built.error().with_context("rerun: building the recorded environment again"));
+  if (built->environment.digest != environment) {
+    return fail(Errc::verification_failed, "rerun: the recorded recipe now builds environment " + built->environment.digest.str() +
+                                               ", not the recorded " + environment.str() +
+                                               " (its packages resolved to other versions); the rerun would not be the recorded run");
+  }
+  return {};
 }
 
 }  // namespace warden::kernel::detail

@@ -2,6 +2,7 @@
 // plan it adopts, its steps in order, replacement plans, and the seal at its end; run_build()
 // and run_plan(), and the summary they return.
 #include "kernel/build/build_loop.h"
+#include "kernel/build/run_environment.h"
 
 #include <algorithm>
 #include <set>
@@ -317,6 +318,12 @@ Result<BuildSummary> run_build(const BlueprintSpec& blueprint, const BuildOption
                                                  : std::string(default_policy_for(blueprint.language));
   auto policy = Policy::load(name);
   if (!policy) return std::unexpected(policy.error().with_context("policy " + name));
+  if (Status st = settle_environment(*policy, options.environment.empty() ? blueprint.environment : options.environment,
+                                     options.environment.empty() ? options.blueprint_dir : std::filesystem::current_path(),
+                                     session.env_store);
+      !st) {
+    return std::unexpected(st.error());
+  }
   return build(&blueprint, std::nullopt, *policy, options, session, proposer);
 }
 

@@ -39,6 +39,7 @@ struct BuildOptions {
   std::filesystem::path ledger_dir;  // created when missing
   std::filesystem::path blueprint_dir;  // where the blueprint's seed is resolved
   std::string policy;                   // overrides the blueprint's policy
+  std::string environment;              // overrides the blueprint's (run_environment.h); relative to the cwd
   std::string base;                     // revision the run starts from (default: the blueprint's, else HEAD)
   std::optional<int64_t> step_timeout_ms;  // overrides the plan's watchdog budget
   std::string run_id;                      // empty: one from the session's IdSource

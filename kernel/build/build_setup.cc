@@ -76,11 +76,14 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
   std::function<Result<std::unique_ptr<Runner>>()> another, held_out_runner;
   std::string one_job_why;
   // This host's sandbox under the policy's profile.
-  auto local_runner = [&policy, cache = session.cache_dir, independent = session.host_independent]() -> Result<LocalRunner> {
+  auto local_runner = [&policy, cache = session.cache_dir, store = session.env_store,
+                       independent = session.host_independent]() -> Result<LocalRunner> {
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
     RunnerOptions runner_options;
     runner_options.cache_dir = cache;
+    runner_options.environment = policy.environment;
+    runner_options.env_store = store;
     // Results are not reused across builds: a cached result would name output blobs this
     // ledger does not hold, and a golden run must record the same bytes cold or warm.
     runner_options.use_cache = false;
@@ -88,6 +91,11 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
     return LocalRunner::create(std::move(*profile), runner_options);
   };
   if (!session.runner && session.runner_channel) {
+    if (policy.environment) {
+      return fail(Errc::failed_precondition, "policy " + policy.name + " runs its checks in environment " +
+                                                 policy.environment->str() +
+                                                 ": remote runners do not fetch environments yet; run the build on this host");
+    }
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
     // The stricter of the run's and the policy's: a run may ask for more than its policy, never less.

@@ -1,4 +1,5 @@
 #include "kernel/build/propose.h"
+#include "kernel/build/run_environment.h"
 
 #include <algorithm>
 #include <set>
@@ -260,6 +261,9 @@ Result<ProposeOutcome> propose(const ProposeRequest& r, KernelSession& session) 
   Policy policy = r.policy ? *r.policy : permissive_policy(r.checks);
   policy.oracle.paths.insert(policy.oracle.paths.end(), r.oracle.begin(), r.oracle.end());
   policy.approvers.insert(policy.approvers.end(), r.approvers.begin(), r.approvers.end());
+  if (Status st = settle_environment(policy, r.environment, std::filesystem::current_path(), session.env_store); !st) {
+    return std::unexpected(st.error());
+  }
 
   // Sealed before the run: the plan names it, and the run opens it from here. The same tests
   // sealed earlier and not revealed keep their salt, so they keep their digest.

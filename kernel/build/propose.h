@@ -46,6 +46,9 @@ struct ProposeRequest {
   std::optional<Policy> policy;     // none: the permissive policy over `checks`
   std::vector<std::string> oracle;  // globs added to the policy's oracle paths (--oracle), recorded with it
   std::vector<std::string> approvers;  // verifier keys added to the policy's approvers (--approver), recorded with it
+  // The environment the checks run in (--environment: a digest or a recipe file,
+  // run_environment.h), recorded with the policy; empty: the policy's, else the host's /usr.
+  std::string environment;
   std::vector<Json> approvals;         // signed approvals (approval.h, --approval), recorded in the plan's step
   // Held-out checks (held_out.h, --held-out): the bundle, its salt drawn, and the checks that
   // run it. The plan commits to its digest; the bundle is sealed in the vault beside the ledger

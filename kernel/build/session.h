@@ -34,6 +34,8 @@ struct KernelSession {
   const NoteSigner& signer;  // signs the ledger's checkpoints
   // The runner's base checkouts (searchable by the sandbox's uid); see RunnerOptions.
   std::filesystem::path cache_dir;
+  // Where environments are found and built (runner/environment); empty: the default store.
+  std::filesystem::path env_store;
   std::stop_token stop;                           // a stop request cancels the run
   std::function<void(const RunEvent&)> on_event;  // progress for people and machines
   // "Still working" notices while an executor or the checks run past a second: for people,

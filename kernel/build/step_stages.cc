@@ -146,6 +146,12 @@ Result<RunOutcome> run_held_to_request(const StepContext& ctx, Runner& runner, c
     return std::unexpected(stage_error("runner: it reports base tree " + ran->result.base_tree.value_or("(none)") +
                                        ", not the run's base " + request.base_tree.hex()));
   }
+  // Results are comparable only within one environment: the policy's, or the host's /usr.
+  if (ran->result.environment != ctx.policy.environment) {
+    auto name = [](const std::optional<Digest>& d) { return d ? "environment " + d->str() : std::string("the host's /usr"); };
+    return std::unexpected(stage_error("runner: it ran the checks in " + name(ran->result.environment) + ", not in " +
+                                       name(ctx.policy.environment)));
+  }
   return std::move(*ran);
 }
 

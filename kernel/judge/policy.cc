@@ -93,6 +93,11 @@ Result<Policy> Policy::parse(std::string_view text, std::string_view what) {
   r.string("description", p.description, false);
   r.string("sandbox_profile", p.sandbox_profile, false);
   if (r.ok() && p.sandbox_profile.empty()) r.fail("sandbox_profile", "must name a profile");
+  r.optional_digest("environment", p.environment);
+  if (const Json* recipe = r.value("environment_recipe", Json::value_t::object, false)) {
+    if (r.ok() && !p.environment) r.fail("environment_recipe", "needs the environment it built");
+    p.environment_recipe = *recipe;
+  }
   read_checks(r, "checks", p.checks);
   r.strings("required_checks", p.required_checks, false);
   for (const std::string& required : p.required_checks) {
@@ -242,6 +247,8 @@ Json Policy::to_json() const {
   if (runner_quorum) j["runner_quorum"] = runner_quorum->to_json();
   if (!dangerous_operation_waivers.empty()) j["dangerous_operation_waivers"] = dangerous_operation_waivers;
   if (!approvers.empty()) j["approvers"] = approvers;
+  if (environment) j["environment"] = environment->str();
+  if (environment_recipe.is_object()) j["environment_recipe"] = environment_recipe;
   return j;
 }
 

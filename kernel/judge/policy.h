@@ -2,6 +2,8 @@
 // JSON (policies/<name>.json, embedded in the binary; or any file), format "warden.policy/v1":
 //   {"format": "warden.policy/v1", "name": "python", "language": "python",
 //    "sandbox_profile": "default",
+//    "environment": "sha256:...",             // checks run in this environment (runner/environment)
+//    "environment_recipe": {...},             // what built it, for replay to build it again
 //    "checks": [CheckSpec...],                 // run on every proposal, e.g. the test suite
 //    "required_checks": ["tests"],            // check names that must pass
 //    "allow_paths": ["**"], "deny_paths": ["**/*.pem"],          // globs (glob.h)
@@ -32,6 +34,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +65,13 @@ struct Policy {
   std::string language;
   std::string description;
   std::string sandbox_profile = "default";
+  // The environment checks run in (runner/environment): its digest; none, the host's /usr.
+  // A run's result must name it, or the run is refused as an execution error.
+  std::optional<Digest> environment;
+  // The recipe the environment was built from, as EnvironmentRecipe::record() writes it
+  // (inputs inline), kept as given so replay can rebuild it where the store lacks it; the
+  // judge never reads it.
+  Json environment_recipe;
   std::vector<CheckSpec> checks;
   std::vector<std::string> required_checks;
   std::vector<std::string> allow_paths{"**"};

@@ -174,6 +174,7 @@ Result<BlueprintSpec> BlueprintSpec::from_json(const Json& json, const std::stri
   }
   r.strings("goals", b.goals, false);
   r.string("policy", b.policy, false);
+  r.string("environment", b.environment, false);
   read_intent(r, b.intent);
   for_each_object(r, "modules", false, [&](JsonReader& m, size_t) {
     BlueprintModule mod;
@@ -294,6 +295,7 @@ Json BlueprintSpec::to_json() const {
                            {"max_replans", constraints.max_replans}, {"step_timeout_ms", constraints.step_timeout_ms}}}};
   // Absent unless set: older blueprints keep their digest.
   if (constraints.merge_queue_depth) j["constraints"]["merge_queue_depth"] = *constraints.merge_queue_depth;
+  if (!environment.empty()) j["environment"] = environment;
   if (held_out) {
     Json held_checks = Json::array();
     for (const auto& c : held_out->checks) held_checks.push_back(c.to_json());

@@ -126,6 +126,10 @@ struct BlueprintSpec {
   std::optional<std::string> branch;  // default: warden/<name>
   std::vector<std::string> goals;
   std::string policy;  // builtin policy name or path; empty: the language's default
+  // The environment the checks run in (runner/environment): a digest ("sha256:...") or a
+  // recipe file relative to the blueprint, built (or found built) before the run. Empty: the
+  // policy's, else the host's /usr.
+  std::string environment;
   std::optional<Intent> intent;
   std::vector<BlueprintModule> modules;
   std::vector<BlueprintFunction> functions;

@@ -16,7 +16,8 @@
 #include "runner/check/passed_tests_input.h"
 #include "runner/sandbox/private_dir.h"
 #include "runner/check/test_report.h"
-#include "runner/sandbox/toolchain.h"
+#include "runner/environment/environment_store.h"
+#include "runner/environment/toolchain.h"
 #include "runner/check/unittest_reporter.h"
 
 namespace warden {
@@ -113,8 +114,11 @@ bool channel_report(const ReportChannel& channel, CheckRun& run, std::string& bo
 // The run's environment: the spec's, and for a pytest report the option that makes pytest
 // write its JUnit XML where read_test_report() looks, appended to any PYTEST_ADDOPTS the
 // spec or profile sets, so the command runs as the user wrote it.
-std::map<std::string, std::string> run_env(const CheckSpec& spec, const SandboxProfile& profile) {
-  std::map<std::string, std::string> env = spec.env;
+std::map<std::string, std::string> run_env(const CheckSpec& spec, const SandboxProfile& profile,
+                                           const std::optional<Environment>& environment) {
+  // The environment's variables under the check's own: a check may still set its own PATH.
+  std::map<std::string, std::string> env = environment ? environment->env : std::map<std::string, std::string>{};
+  for (const auto& [k, v] : spec.env) env[k] = v;
   if (spec.report_format == "pytest") {
     std::string opts = env.contains("PYTEST_ADDOPTS")            ? env["PYTEST_ADDOPTS"]
                        : profile.env.contains("PYTEST_ADDOPTS") ? profile.env.at("PYTEST_ADDOPTS")
@@ -203,8 +207,21 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
   r.stores_ = std::make_shared<Stores>();
   r.stores_->cache.emplace(std::move(*cache));
   r.stores_->bases.emplace(r.options_.cache_dir / "checkouts", host);
-  r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, r.options_.kernel_release_in_toolchain);
+  if (r.options_.environment) {
+    auto store = EnvironmentStore::open(r.options_.env_store.empty() ? EnvironmentStore::default_dir() : r.options_.env_store,
+                                        host.drop ? std::optional<uid_t>(host.uid) : std::nullopt);
+    if (!store) return std::unexpected(store.error());
+    auto env = store->open_verified(*r.options_.environment);
+    if (!env) return std::unexpected(env.error());
+    if (Status st = r.sandbox_->use_system_root(env->root); !st) return std::unexpected(st.error());
+    r.environment_ = std::move(*env);
+  }
+  FileDigestMemo memo = FileDigestMemo::load(r.options_.cache_dir / "file-digests");
+  r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, memo,
+                                    {r.options_.kernel_release_in_toolchain, r.environment_ ? &*r.environment_ : nullptr});
   r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());
+  // A memo that cannot be written costs the next runner a re-read, not a wrong identity.
+  (void)memo.save();
   return r;
 }
 
@@ -213,6 +230,10 @@ Result<LocalRunner> LocalRunner::sibling() {
   auto sandbox = Sandbox::create(sandbox_->profile(), sandbox_->host());
   if (!sandbox) return std::unexpected(sandbox.error());
   r.sandbox_.emplace(std::move(*sandbox));
+  if (environment_) {
+    if (Status st = r.sandbox_->use_system_root(environment_->root); !st) return std::unexpected(st.error());
+    r.environment_ = environment_;
+  }
   r.sandbox_->adopt_preflight(sandbox_->preflight());
   r.options_ = options_;
   r.stores_ = stores_;
@@ -311,7 +332,7 @@ CheckRun LocalRunner::run_once(const PreparedWorkspace& ws, const CheckSpec& spe
   req.argv = spec.argv;
   req.overlay = OverlaySpec{ws.lowers(), upper.string(), work.string(), (*dir / "merged").string()};
   req.timeout_ms = spec.timeout_ms;
-  req.env = run_env(spec, sandbox_->profile());
+  req.env = run_env(spec, sandbox_->profile(), environment_);
   req.stop = stop_;
   auto inputs = open_run_inputs(spec, from, options_.nonce_source, req);
   if (!inputs) {
@@ -428,6 +449,7 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
   r.preflight = preflight;
   r.toolchain = toolchain_;
   r.toolchain_sha256 = toolchain_sha256_;
+  if (environment_) r.environment = environment_->digest;
   stop_ = request.stop;
   bodies_ = &outcome.bodies;
   r.checks.reserve(request.checks.size());  // `from` points into it

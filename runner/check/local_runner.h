@@ -28,6 +28,7 @@
 #include "runner/check/diff_layer.h"
 #include "runner/check/report_channel.h"
 #include "runner/check/result_cache.h"
+#include "runner/environment/environment.h"
 #include "runner/check/runner.h"
 #include "runner/sandbox/sandbox.h"
 
@@ -44,6 +45,11 @@ struct RunnerOptions {
   // asks for reuse (RunRequest::reuse).
   bool use_cache = true;
   bool kernel_release_in_toolchain = true;  // toolchain.h: off for golden runs
+  // Checks run in this environment (runner/environment) instead of on the host's /usr: it is
+  // found by digest in `env_store` (empty: EnvironmentStore::default_dir()), scanned again,
+  // and refused (not_found, corrupt) when it is not there or not what its digest says.
+  std::optional<Digest> environment;
+  std::filesystem::path env_store;
   // A fresh nonce per run of a check with an authenticated report (report_channel.h). It is
   // the run's one random input and never recorded; injectable so tests can write a right MAC.
   NonceSource nonce_source = random_nonce;
@@ -69,6 +75,8 @@ class LocalRunner final : public Runner {
   Sandbox& sandbox() { return *sandbox_; }
   const Json& toolchain() const { return toolchain_; }
   const Digest& toolchain_sha256() const { return toolchain_sha256_; }
+  // The environment checks run in; none on the host's /usr.
+  const std::optional<Environment>& environment() const { return environment_; }
 
   Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override;
 
@@ -118,6 +126,7 @@ class LocalRunner final : public Runner {
   std::shared_ptr<Stores> stores_;
   Json toolchain_;
   Digest toolchain_sha256_;
+  std::optional<Environment> environment_;
 };
 
 }  // namespace warden

@@ -88,6 +88,7 @@ Json result_json(const RunResult& r, bool timing) {
             {"toolchain_sha256", r.toolchain_sha256.str()},
             {"checks", checks},
             {"invariants", invariants}};
+  if (r.environment) j["environment"] = r.environment->str();
   if (timing) j["duration_ms"] = r.duration_ms;
   return j;
 }
@@ -180,6 +181,11 @@ Result<RunResult> RunResult::from_json(const Json& json) {
   }
   if (const Json* tc = r.value("toolchain", Json::value_t::object)) out.toolchain = *tc;
   r.digest("toolchain_sha256", out.toolchain_sha256);
+  if (r.value("environment", Json::value_t::string, false)) {
+    Digest d;
+    r.digest("environment", d);
+    out.environment = d;
+  }
   each(r, "checks", [&](JsonReader& c) {
     CheckResult cr;
     c.string("name", cr.name);

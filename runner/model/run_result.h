@@ -112,6 +112,9 @@ struct RunResult {
   PreflightReport preflight;
   Json toolchain = Json::object();        // toolchain.h
   Digest toolchain_sha256;
+  // The environment the checks ran in (runner/environment); none: the host's /usr. In JSON
+  // only when set, so results on the host keep their form.
+  std::optional<Digest> environment;
   std::vector<CheckResult> checks;
   std::map<std::string, InvariantVerdict> invariants;
   int64_t duration_ms = 0;

@@ -152,6 +152,15 @@ Result<SandboxProfile> SandboxProfile::from_json(const Json& json) {
   if (r.ok()) {
     for (const auto& t : p.toolchain) check_path(r, "toolchain", t);
   }
+  r.strings("toolchain_dirs", p.toolchain_dirs, false);
+  if (r.ok()) {
+    for (const auto& t : p.toolchain_dirs) {
+      // A final '*' names every sibling the prefix begins (/usr/lib/python3*).
+      std::string dir = t.ends_with('*') ? t.substr(0, t.size() - 1) : t;
+      if (dir.find('*') != std::string::npos) r.fail("toolchain_dirs", "only a final '*' is a pattern: " + t);
+      else check_path(r, "toolchain_dirs", dir.ends_with('/') || dir.empty() ? dir + "x" : dir);
+    }
+  }
   if (Status st = r.finish(); !st) return std::unexpected(st.error());
   return p;
 }
@@ -224,6 +233,7 @@ Json SandboxProfile::to_json() const {
                  {"deny_namespace_creation", seccomp.deny_namespace_creation}}},
                {"toolchain", toolchain}};
   if (network) json["network"] = true;
+  if (!toolchain_dirs.empty()) json["toolchain_dirs"] = toolchain_dirs;
   return json;
 }
 

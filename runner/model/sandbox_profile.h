@@ -91,6 +91,11 @@ struct SandboxProfile {
   OutputLimits output;
   SeccompPolicy seccomp;
   std::vector<std::string> toolchain;  // host files whose bytes identify the toolchain
+  // Host directories whose whole content identifies the toolchain: what a check can read that
+  // changes results besides the named files (/usr/local, interpreters' standard libraries and
+  // site-packages). A final '*' names every sibling that starts so ("/usr/lib/python3*").
+  // Written to JSON only when set, so profiles without them keep their digests.
+  std::vector<std::string> toolchain_dirs;
 
   // Strict: unknown keys, missing fields, relative or non-normalized paths, empty limits
   // and a missing fixed-environment variable are all refused with the field named.

@@ -247,16 +247,8 @@ Result<Sandbox> Sandbox::make(SandboxProfile profile, SandboxHost host, const Co
     s.seccomp_program_ = std::move(*program);
   }
   s.nproc_limit_ = s.nproc_for(s.host_);
+  s.lay_out_system();
   const SandboxProfile& p = s.profile_;
-  auto& a = s.args_before_files_;
-  a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-       "--uid", std::to_string(p.uid), "--gid", std::to_string(p.gid), "--hostname", p.hostname, "--clearenv"};
-  if (p.network) a.insert(a.begin() + 1, "--share-net");
-  for (const auto& b : p.ro_binds) a.insert(a.end(), {b.optional ? "--ro-bind-try" : "--ro-bind", b.src, b.dest});
-  if (p.network) {
-    for (std::string_view f : kNetworkFiles) a.insert(a.end(), {"--ro-bind-try", std::string(f), std::string(f)});
-  }
-  for (const auto& l : p.symlinks) a.insert(a.end(), {"--symlink", l.target, l.path});
   // The profile's files come next (command_line()), then these.
   auto& b = s.args_after_files_;
   b = {"--dev", "/dev", "--proc", "/proc"};
@@ -265,6 +257,50 @@ Result<Sandbox> Sandbox::make(SandboxProfile profile, SandboxHost host, const Co
   // profile's /dev/shm, mounted above, stays writable and bounded; without one it is absent).
   b.insert(b.end(), {"--remount-ro", "/dev"});
   return s;
+}
+
+void Sandbox::lay_out_system() {
+  const SandboxProfile& p = profile_;
+  auto& a = args_before_files_;
+  a = {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+       "--uid", std::to_string(p.uid), "--gid", std::to_string(p.gid), "--hostname", p.hostname, "--clearenv"};
+  if (p.network) a.insert(a.begin() + 1, "--share-net");
+  namespace fs = std::filesystem;
+  // In an environment, what the profile binds from the host comes from the environment's
+  // root instead (every bind there may be absent but /usr), and the environment's /opt,
+  // where recipes put what their prepare commands made, is bound too.
+  auto source = [&](const std::string& src) { return system_root_.empty() ? src : (system_root_ / fs::path(src).relative_path()).string(); };
+  for (const auto& b : p.ro_binds) {
+    bool optional = b.optional || (!system_root_.empty() && b.dest != "/usr");
+    a.insert(a.end(), {optional ? "--ro-bind-try" : "--ro-bind", source(b.src), b.dest});
+  }
+  if (!system_root_.empty()) a.insert(a.end(), {"--ro-bind-try", source("/opt"), "/opt"});
+  if (p.network) {
+    for (std::string_view f : kNetworkFiles) a.insert(a.end(), {"--ro-bind-try", std::string(f), std::string(f)});
+  }
+  for (const auto& l : p.symlinks) {
+    // An environment whose /bin (say) is a directory rather than merged into /usr keeps it.
+    std::error_code ec;
+    if (!system_root_.empty() && fs::is_directory(fs::symlink_status(source(l.path), ec))) {
+      a.insert(a.end(), {"--ro-bind", source(l.path), l.path});
+    } else {
+      a.insert(a.end(), {"--symlink", l.target, l.path});
+    }
+  }
+}
+
+Status Sandbox::use_system_root(std::filesystem::path root) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root / "usr", ec)) {
+    return std::unexpected(Error{Errc::invalid_argument, "the environment root " + root.string() + " has no usr/ directory"});
+  }
+  system_root_ = std::move(root);
+  lay_out_system();
+  // A verdict was about another file system.
+  preflight_.reset();
+  verdict_key_.reset();
+  preflight_from_cache_ = false;
+  return {};
 }
 
 Result<std::vector<UniqueFd>> Sandbox::profile_files() const {
@@ -349,6 +385,7 @@ const Digest& Sandbox::verdict_key() {
   if (!verdict_key_) {
     identity();
     verdict_key_ = preflight_key(profile_, profile_digest_, seccomp_program_, host_);
+    if (!system_root_.empty()) verdict_key_ = sha256(verdict_key_->hex() + "\n" + system_root_.string());
   }
   return *verdict_key_;
 }

@@ -173,6 +173,14 @@ class Sandbox {
   // the run starts again from the fresh layout, which is remembered instead).
   static Result<Sandbox> open(std::string_view name_or_path, PreflightCache cache);
 
+  // Runs on `root` (an environment's materialized root, runner/environment) instead of the
+  // host: every read-only bind of the profile takes its source below `root` (all may be
+  // absent but usr/), and root/opt is bound at /opt. The root and every directory above it
+  // must be searchable by the sandbox's uid. Forgets the preflight verdict: the next run
+  // probes the new file system. invalid_argument when `root` has no usr/.
+  Status use_system_root(std::filesystem::path root);
+  const std::filesystem::path& system_root() const { return system_root_; }
+
   const SandboxProfile& profile() const { return profile_; }
   const Digest& profile_digest() const { return profile_digest_; }
   const SandboxHost& host() const { return host_; }
@@ -243,7 +251,11 @@ class Sandbox {
   // A run's result, after forgetting what was remembered when its sandbox failed to start.
   Result<SandboxRun> judged_start(Result<SandboxRun> result);
 
+  // The arguments that lay out the file system the command sees (args_before_files_).
+  void lay_out_system();
+
   SandboxProfile profile_;
+  std::filesystem::path system_root_;  // empty: the host's
   Digest profile_digest_;
   SandboxHost host_;
   std::string seccomp_program_;

@@ -25,7 +25,7 @@ namespace warden::cli {
 namespace {
 
 struct BuildArgs {
-  std::string blueprint, plan_sha256, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id;
+  std::string blueprint, plan_sha256, out, repo, ledger, key, executor = "plan", policy, clock = "system", cache, run_id, environment, env_store;
   double step_timeout_s = 0;
   int jobs = 0;  // 0: one per CPU
   std::optional<int> executor_channel;
@@ -127,6 +127,7 @@ int run(const BuildArgs& a) {
   options.policy = a.policy;
   if (a.step_timeout_s > 0) options.step_timeout_ms = static_cast<int64_t>(std::clamp(a.step_timeout_s, 0.001, 86400.0) * 1000);
   options.run_id = a.run_id;
+  options.environment = a.environment;
   options.jobs = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   CancelOnSignal cancel;
@@ -143,6 +144,7 @@ int run(const BuildArgs& a) {
     session.runner_quorum = *quorum;
   }
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
+  session.env_store = a.env_store;
   session.stop = cancel.token();
   session.host_independent = a.clock == "logical";
   if (!a.json) session.on_working = working_lines();
@@ -223,6 +225,12 @@ void add_build_commands(CLI::App& app, Action& action) {
       ->check(CLI::Range(1, 256));
   cmd->add_option("--step-timeout", a->step_timeout_s, "Watchdog budget per step in seconds (default: the plan's, 30)");
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
+  cmd->add_option("--environment", a->environment,
+                  "Run the checks in this environment instead of on the host's /usr: a digest (sha256:..., see warden env "
+                  "list) or a recipe file, built first when the store does not hold it (docs/environments.md)");
+  cmd->add_option("--env-store", a->env_store,
+                  "Where environments are kept (default /var/cache/warden/environments as root, else "
+                  "~/.cache/warden/environments)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line (docs/commands.md: JSON Lines)");
   cmd->footer("Exit: 0 completed, 1 failed (a refused plan, retries exhausted, an execution error, a branch already past "

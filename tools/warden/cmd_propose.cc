@@ -19,7 +19,7 @@ namespace warden::cli {
 namespace {
 
 struct ProposeArgs {
-  std::string patch, repo, base, policy, ledger, key, branch, step_id, clock = "system", cache, run_id;
+  std::string patch, repo, base, policy, ledger, key, branch, step_id, clock = "system", cache, run_id, environment, env_store;
   std::vector<std::string> checks, reports, oracle, approvers, approvals, held_out_checks;
   std::string held_out, held_out_at = "held_out";
   double step_timeout_s = 0;
@@ -108,6 +108,7 @@ int run(ProposeArgs a) {
   if (a.step_timeout_s > 0) request.step_timeout_ms = static_cast<int64_t>(a.step_timeout_s * 1000);
   request.jobs = a.jobs;
   request.run_id = a.run_id;
+  request.environment = a.environment;
   // Refused before a key is made or anything is recorded.
   if (Status st = kernel::check_proposal(request); !st) return report_error(st.error(), a.json);
   auto ledger = kernel::propose_ledger_dir(request);
@@ -120,6 +121,7 @@ int run(ProposeArgs a) {
   std::optional<kernel::RunRegistration> registration;
   kernel::KernelSession session(*sources->clock, *sources->ids, *signer);
   session.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
+  session.env_store = a.env_store;
   session.stop = cancel.token();
   if (!a.json) session.on_working = working_lines();
   session.on_event = [&](const kernel::RunEvent& ev) {
@@ -219,6 +221,12 @@ void add_propose_commands(CLI::App& app, Action& action) {
                   "never changes what is recorded")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
+  cmd->add_option("--environment", a->environment,
+                  "Run the checks in this environment instead of on the host's /usr: a digest (sha256:..., see warden env "
+                  "list) or a recipe file, built first when the store does not hold it (docs/environments.md)");
+  cmd->add_option("--env-store", a->env_store,
+                  "Where environments are kept (default /var/cache/warden/environments as root, else "
+                  "~/.cache/warden/environments)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json,
                 "Print the run's events as JSON Lines, then the decision as the result line: accepted (branch, commit), "

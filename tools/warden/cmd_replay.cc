@@ -12,7 +12,7 @@ namespace warden::cli {
 namespace {
 
 struct ReplayArgs {
-  std::string path, repo, repos, cache;
+  std::string path, repo, repos, cache, env_store;
   VerifyFlags verify;
   bool rerun = false, json = false;
 };
@@ -31,6 +31,7 @@ int run(const ReplayArgs& a) {
   if (!a.repos.empty()) options.repos = a.repos;
   options.rerun = a.rerun;
   options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
+  options.env_store = a.env_store;
   auto report = kernel::replay(a.path, options);
   if (!report) return report_error(report.error(), a.json);
   // Warnings are about the audit, not its result: stderr, as `warden ledger verify` prints them.
@@ -102,6 +103,9 @@ void add_replay_commands(CLI::App& app, Action& action) {
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
                                      "part of the results (needs --repo or --repos)");
   cmd->add_option("--cache", a->cache, "Runner cache for --rerun (default as warden build)");
+  cmd->add_option("--env-store", a->env_store,
+                  "Where --rerun finds the environments runs recorded (built again from the recorded recipe when "
+                  "missing); default as warden build");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   cmd->footer("Exit: 0 everything replays, 1 a difference (named by record), 2 usage (--rerun without --repo), "
               "3/4/5 unreadable input. Warnings (a key the ledger vouches for itself, an unsigned tail) go to stderr.");

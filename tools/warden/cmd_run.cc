@@ -12,6 +12,7 @@
 #include "common/file.h"
 #include "runner/workspace/blob_sink.h"
 #include "runner/check/local_runner.h"
+#include "runner/environment/environment_recipe.h"
 #include "tools/warden/cli.h"
 #include "tools/warden/kernel_cli.h"
 
@@ -19,7 +20,7 @@ namespace warden::cli {
 namespace {
 
 struct Options {
-  std::string repo, base, diff, profile = "default", checks_file, cache_dir, blobs_dir;
+  std::string repo, base, diff, profile = "default", checks_file, cache_dir, blobs_dir, environment, env_store;
   std::vector<std::string> checks, reports;
   double timeout_s = 0;
   int64_t runs = 1;
@@ -125,6 +126,13 @@ int run_run(const Options& o) {
   RunnerOptions options;
   options.cache_dir = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
   options.use_cache = !o.no_cache;
+  options.env_store = o.env_store;
+  if (!o.environment.empty()) {
+    auto env = resolve_environment(o.environment, std::filesystem::current_path(), o.env_store,
+                                   [&](std::string_view line) { if (!o.json) std::cerr << "warden: environment: " << line << "\n"; });
+    if (!env) return report_error(env.error(), o.json);
+    options.environment = env->digest;
+  }
   auto blobs = DirectoryBlobSink::open(o.blobs_dir.empty() ? options.cache_dir / "blobs" : std::filesystem::path(o.blobs_dir));
   if (!blobs) return report_error(blobs.error(), o.json);
   auto runner = LocalRunner::create(std::move(*profile), options);
@@ -191,6 +199,13 @@ void add_run_commands(CLI::App& app, Action& action) {
                                            "as root, else ~/.cache/warden)")
       ->group(runner);
   run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)")->group(runner);
+  run->add_option("--environment", o->environment,
+                  "Run the checks in this environment instead of on the host's /usr: a digest (sha256:...) or a recipe "
+                  "file, built first when the store does not hold it (docs/environments.md)")
+      ->group(runner);
+  run->add_option("--env-store", o->env_store, "Where environments are kept (default /var/cache/warden/environments as "
+                                               "root, else ~/.cache/warden/environments)")
+      ->group(runner);
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache")->group(runner);
   run->add_flag("--json", o->json, "Print the RunResult as the result line (docs/commands.md: JSON Lines)")->group(runner);
   add_run_control_commands(*run, action);

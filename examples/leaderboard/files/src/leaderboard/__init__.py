@@ -1,0 +1,1 @@
+"""A ranked score board (leaderboard.board)."""

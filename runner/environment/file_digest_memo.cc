@@ -1,0 +1,112 @@
+#include "runner/environment/file_digest_memo.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <vector>
+
+#include "common/file.h"
+
+namespace warden {
+
+Result<Digest> digest_file(const std::filesystem::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return std::unexpected(errno_error("opening " + path.string(), errno));
+  Sha256 h;
+  std::vector<char> buffer(size_t{1} << 20);
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno_error("reading " + path.string(), errno));
+    if (n == 0) break;
+    h.update(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  }
+  return h.finish();
+}
+
+FileDigestMemo::Entry FileDigestMemo::key_of(const struct stat& st) {
+  Entry e;
+  e.dev = st.st_dev;
+  e.ino = st.st_ino;
+  e.size = static_cast<uint64_t>(st.st_size);
+  e.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  e.ctime_ns = int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec;
+  return e;
+}
+
+namespace {
+
+template <typename T>
+bool field(std::string_view& line, T& out) {
+  auto space = line.find(' ');
+  if (space == std::string_view::npos) return false;
+  auto [p, ec] = std::from_chars(line.data(), line.data() + space, out);
+  if (ec != std::errc() || p != line.data() + space) return false;
+  line.remove_prefix(space + 1);
+  return true;
+}
+
+}  // namespace
+
+// One line per file: "dev ino size mtime_ns ctime_ns hex path\n"; a path holding a newline
+// is never remembered (it is read each time).
+FileDigestMemo FileDigestMemo::load(std::filesystem::path file) {
+  FileDigestMemo memo(file);
+  auto text = read_file(file, uint64_t{1} << 30);
+  if (!text) return memo;
+  std::string_view rest = *text;
+  while (!rest.empty()) {
+    auto nl = rest.find('\n');
+    if (nl == std::string_view::npos) break;  // a torn last line is dropped
+    std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl + 1);
+    Entry e;
+    if (!field(line, e.dev) || !field(line, e.ino) || !field(line, e.size) || !field(line, e.mtime_ns) ||
+        !field(line, e.ctime_ns) || line.size() < 66 || line[64] != ' ') {
+      continue;
+    }
+    auto d = Digest::from_hex(line.substr(0, 64));
+    if (!d) continue;
+    e.digest = *d;
+    memo.entries_[std::string(line.substr(65))] = e;
+  }
+  return memo;
+}
+
+Result<Digest> FileDigestMemo::digest(const std::filesystem::path& path, const struct stat& st) {
+  Entry now = key_of(st);
+  const std::string key = path.string();
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    const Entry& e = it->second;
+    if (e.dev == now.dev && e.ino == now.ino && e.size == now.size && e.mtime_ns == now.mtime_ns &&
+        e.ctime_ns == now.ctime_ns) {
+      return e.digest;
+    }
+  }
+  auto d = digest_file(path);
+  if (!d) return d;
+  ++files_read_;
+  bytes_read_ += now.size;
+  if (key.find('\n') == std::string::npos) {
+    now.digest = *d;
+    entries_[key] = now;
+    dirty_ = true;
+  }
+  return d;
+}
+
+Status FileDigestMemo::save() {
+  if (!dirty_ || file_.empty()) return {};
+  std::string out;
+  out.reserve(entries_.size() * 140);
+  for (const auto& [path, e] : entries_) {
+    out += std::to_string(e.dev) + ' ' + std::to_string(e.ino) + ' ' + std::to_string(e.size) + ' ' +
+           std::to_string(e.mtime_ns) + ' ' + std::to_string(e.ctime_ns) + ' ' + e.digest.hex() + ' ' + path + '\n';
+  }
+  if (Status st = write_file_atomic(file_, out, 0600); !st) return st;
+  dirty_ = false;
+  return {};
+}
+
+}  // namespace warden
