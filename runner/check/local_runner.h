@@ -50,6 +50,8 @@ struct RunnerOptions {
   // and refused (not_found, corrupt) when it is not there or not what its digest says.
   std::optional<Digest> environment;
   std::filesystem::path env_store;
+  // Where the host's file digests are remembered (toolchain.h); empty: the host-wide default.
+  std::filesystem::path file_digests;
   // A fresh nonce per run of a check with an authenticated report (report_channel.h). It is
   // the run's one random input and never recorded; injectable so tests can write a right MAC.
   NonceSource nonce_source = random_nonce;

@@ -6,7 +6,7 @@
 namespace warden {
 
 Digest environment_digest(const Digest& tree, const std::map<std::string, std::string>& env) {
-  Json j = {{"format", kEnvironmentFormat}, {"tree", tree.str()}, {"env", env}};
+  Json j = {{"format", kEnvironmentFormat}, {"tree", tree.str()}};
   return sha256(canonicalize(j).value());
 }
 

@@ -1,8 +1,10 @@
 #include "runner/environment/toolchain.h"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/file.h"
@@ -30,6 +32,13 @@ std::string tree_digest(const fs::path& dir, FileDigestMemo& memo) {
 }
 
 }  // namespace
+
+std::filesystem::path default_file_digest_memo() {
+  if (::geteuid() == 0) return "/var/cache/warden/file-digests";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "warden" / "file-digests";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "warden" / "file-digests";
+  return "/tmp/warden-cache-" + std::to_string(::getuid()) + "/file-digests";
+}
 
 std::vector<std::string> expand_toolchain_dirs(const std::vector<std::string>& patterns) {
   std::vector<std::string> out;
@@ -68,7 +77,7 @@ Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host, 
   id["files"] = files;
   if (!profile.toolchain_dirs.empty()) {
     Json dirs = Json::object();
-    for (const auto& d : expand_toolchain_dirs(profile.toolchain_dirs)) dirs[d] = tree_digest(d, memo);
+    for (const auto& d : expand_toolchain_dirs(profile.toolchain_dirs)) dirs[d] = "absent";
     id["dirs"] = dirs;
   }
   return id;

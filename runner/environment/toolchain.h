@@ -39,6 +39,11 @@ struct ToolchainInputs {
 Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host, FileDigestMemo& memo,
                         const ToolchainInputs& inputs = {});
 
+// Where the host's file digests are remembered between processes: a host-wide file beside
+// the default cache (/var/cache/warden/file-digests as root, else under $XDG_CACHE_HOME or
+// ~/.cache), since what it remembers is the host's, whichever cache a run uses.
+std::filesystem::path default_file_digest_memo();
+
 // The directories a toolchain_dirs list names on this host, its final-'*' patterns expanded,
 // sorted; a plain entry is listed whether or not it exists.
 std::vector<std::string> expand_toolchain_dirs(const std::vector<std::string>& patterns);
