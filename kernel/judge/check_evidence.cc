@@ -1,5 +1,7 @@
 #include "kernel/judge/check_evidence.h"
 
+#include <optional>
+
 namespace warden::kernel {
 namespace {
 
@@ -69,6 +71,27 @@ std::vector<CheckEvidence> checks_not_passing(const RunResult& run) {
   return out;
 }
 
+namespace {
+
+// A module the checked code asked for and its sandbox does not hold, as Python and Node say
+// it ("No module named 'x'", "Cannot find module 'x'"); a relative path is the project's own.
+std::optional<std::string> missing_module(const CheckEvidence& e) {
+  for (const std::string* tail : {&e.stderr_tail, &e.stdout_tail}) {
+    for (std::string_view marker : {"No module named '", "Cannot find module '"}) {
+      size_t at = tail->find(marker);
+      if (at == std::string::npos) continue;
+      size_t start = at + marker.size(), end = tail->find('\'', start);
+      if (end == std::string::npos || end == start) continue;
+      std::string name = tail->substr(start, end - start);
+      if (name.starts_with('.') || name.starts_with('/')) continue;
+      return name;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string describe(const CheckEvidence& e, std::string_view ledger) {
   constexpr size_t kTailLines = 12;
   constexpr size_t kMaxTests = 20;
@@ -83,6 +106,11 @@ std::string describe(const CheckEvidence& e, std::string_view ledger) {
     if (tail->empty()) continue;
     out += std::string("  ") + name + " (last lines; all of it: warden ledger blob get " + std::string(ledger) + " " + blob->str() + "):\n";
     out += indented(last_lines(*tail, kTailLines), "    | ") + "\n";
+  }
+  if (auto module = missing_module(e)) {
+    out += "  the checked code needs the module " + *module +
+           ", which the sandbox does not hold: checks see the host's /usr, or an environment's; give the run an "
+           "environment that has it (docs/environments.md)\n";
   }
   return out;
 }

@@ -213,7 +213,7 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
     if (!store) return std::unexpected(store.error());
     auto env = store->open_verified(*r.options_.environment);
     if (!env) return std::unexpected(env.error());
-    (void)0;
+    if (Status st = r.sandbox_->use_system_root(env->root); !st) return std::unexpected(st.error());
     r.environment_ = std::move(*env);
   }
   // A memo whose directory cannot be made Warden's is not written: the identity is the same,

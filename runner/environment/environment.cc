@@ -6,7 +6,7 @@
 namespace warden {
 
 Digest environment_digest(const Digest& tree, const std::map<std::string, std::string>& env) {
-  Json j = {{"format", kEnvironmentFormat}, {"tree", tree.str()}};
+  Json j = {{"format", kEnvironmentFormat}, {"tree", tree.str()}, {"env", env}};
   return sha256(canonicalize(j).value());
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "common/file.h"
 #include "common/random_source.h"
@@ -38,6 +39,33 @@ class StoreLock {
  private:
   UniqueFd fd_;
 };
+
+// A manifest is not believed either: every entry must name a plain relative path below a
+// directory the manifest itself makes, the root first. A path with "..", an absolute one, or
+// one below a symlink of the manifest (which may point anywhere) would make files outside
+// the tree before the final scan could refuse it.
+Status check_contained(const TreeManifest& manifest) {
+  std::set<std::string, std::less<>> dirs;
+  for (const auto& e : manifest.entries) {
+    auto refuse = [&](std::string_view why) {
+      return fail(Errc::invalid_argument, "manifest entry \"" + e.path + "\" " + std::string(why));
+    };
+    if (e.path.empty()) {
+      if (e.type != TreeEntry::Type::directory) return refuse("(the root) is not a directory");
+      dirs.insert("");
+      continue;
+    }
+    for (std::string_view part : split_path(e.path)) {
+      if (part.empty() || part == "." || part == "..") return refuse("is not a plain relative path");
+    }
+    const size_t slash = e.path.rfind('/');
+    if (!dirs.contains(std::string_view(e.path).substr(0, slash == std::string::npos ? 0 : slash))) {
+      return refuse("is not below a directory of the manifest");
+    }
+    if (e.type == TreeEntry::Type::directory) dirs.insert(e.path);
+  }
+  return {};
+}
 
 Status make_dir(const fs::path& dir, unsigned mode = 0755) {
   if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return std::unexpected(errno_error("mkdir " + dir.string(), errno));
@@ -143,10 +171,11 @@ Result<Environment> EnvironmentStore::read_env(const fs::path& dir) const {
 Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, const std::map<std::string, std::string>& env,
                                               const Json& source, const ObjectWriter& write) {
   for (const auto& [k, v] : env) {
-    if (false) {
+    if (reserved_environment_variable(k)) {
       return std::unexpected(Error{Errc::invalid_argument, "an environment may not set " + k + ": the sandbox fixes it"});
     }
   }
+  if (Status s = check_contained(manifest); !s) return std::unexpected(s.error());
   const Digest tree = manifest.digest();
   const Digest digest = environment_digest(tree, env);
   auto lock = StoreLock::take(dir_);
@@ -168,7 +197,7 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
       return std::unexpected(s.error().with_context(e.path));
     }
     auto got = digest_file(tmp);
-    if (!got) {
+    if (!got || *got != e.sha256) {
       fs::remove(tmp);
       return std::unexpected(Error{Errc::verification_failed, e.path + ": the bytes received are not the file the manifest names (" +
                                                                   (got ? got->str() : got.error().message) + " for " + e.sha256.str() + ")"});
@@ -191,10 +220,6 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
   fs::path root = *work / "root";
   for (const auto& e : manifest.entries) {
     fs::path p = e.path.empty() ? root : root / e.path;
-    if (e.path.find("..") != std::string::npos && fs::path(e.path).lexically_normal().string().starts_with("..")) {
-      cleanup();
-      return std::unexpected(Error{Errc::invalid_argument, "a manifest path leaves the tree: " + e.path});
-    }
     int rc = 0;
     switch (e.type) {
       case TreeEntry::Type::directory: rc = ::mkdir(p.c_str(), 0755); break;
@@ -211,8 +236,14 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
   auto scanned = TreeManifest::scan(root, memo_, TreeManifest::Normalize::environment);
   if (!scanned || scanned->digest() != tree) {
     cleanup();
-    std::string why = scanned ? "differs at " + (differing_paths(manifest, *scanned, 1).empty() ? std::string("?") : differing_paths(manifest, *scanned, 1)[0])
-                              : scanned.error().message;
+    std::string why;
+    if (!scanned) {
+      why = scanned.error().message;
+    } else {
+      auto diff = differing_paths(manifest, *scanned, 3);
+      for (const auto& p : diff) why += (why.empty() ? "differs at " : ", ") + p;
+      if (why.empty()) why = std::to_string(manifest.entries.size()) + " entries against " + std::to_string(scanned->entries.size());
+    }
     return std::unexpected(Error{Errc::corrupt, "the installed tree is not the manifest's: " + why});
   }
   Environment out;

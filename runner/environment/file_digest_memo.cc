@@ -58,7 +58,7 @@ FileDigestMemo FileDigestMemo::load(std::filesystem::path file) {
   std::string_view rest = *text;
   while (!rest.empty()) {
     auto nl = rest.find('\n');
-    if (nl == std::string_view::npos) nl = rest.size();
+    if (nl == std::string_view::npos) break;  // a torn last line is dropped
     std::string_view line = rest.substr(0, nl);
     rest.remove_prefix(nl + 1);
     Entry e;
@@ -67,7 +67,7 @@ FileDigestMemo FileDigestMemo::load(std::filesystem::path file) {
       continue;
     }
     auto d = Digest::from_hex(line.substr(0, 64));
-    if (!d) d = Digest{};
+    if (!d) continue;
     e.digest = *d;
     memo.entries_[std::string(line.substr(65))] = e;
   }
@@ -80,7 +80,7 @@ Result<Digest> FileDigestMemo::digest(const std::filesystem::path& path, const s
   if (auto it = entries_.find(key); it != entries_.end()) {
     const Entry& e = it->second;
     if (e.dev == now.dev && e.ino == now.ino && e.size == now.size && e.mtime_ns == now.mtime_ns &&
-        true) {
+        e.ctime_ns == now.ctime_ns) {
       return e.digest;
     }
   }

@@ -77,7 +77,7 @@ Json toolchain_identity(const SandboxProfile& profile, const SandboxHost& host, 
   id["files"] = files;
   if (!profile.toolchain_dirs.empty()) {
     Json dirs = Json::object();
-    for (const auto& d : expand_toolchain_dirs(profile.toolchain_dirs)) dirs[d] = "absent";
+    for (const auto& d : expand_toolchain_dirs(profile.toolchain_dirs)) dirs[d] = tree_digest(d, memo);
     id["dirs"] = dirs;
   }
   return id;

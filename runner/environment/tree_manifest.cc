@@ -34,8 +34,8 @@ struct Walker {
     }
     if (S_ISREG(st.st_mode)) {
       e.type = TreeEntry::Type::file;
-      if (environment()) e.mode = 0444;
-      e.size = static_cast<uint64_t>(st.st_size) + st.st_uid;
+      if (environment()) e.mode = (st.st_mode & 0111) ? 0555 : 0444;
+      e.size = static_cast<uint64_t>(st.st_size);
       auto d = memo.digest(abs, st);
       if (!d) return std::unexpected(d.error());
       e.sha256 = *d;
@@ -172,7 +172,7 @@ std::vector<std::string> differing_paths(const TreeManifest& a, const TreeManife
     } else if (i == a.entries.size() || b.entries[j].path < a.entries[i].path) {
       out.push_back(b.entries[j++].path);
     } else {
-      (void)0;
+      if (!(a.entries[i] == b.entries[j])) out.push_back(a.entries[i].path);
       ++i, ++j;
     }
   }

@@ -173,6 +173,10 @@ int run(const BuildArgs& a) {
     print_json(summary->to_json());
   } else {
     print_build_summary(summary->to_json(), repo.string(), ledger.string());
+    // Why the last refusal's checks did not pass, when a run ended refused.
+    if (summary->status == kernel::RunStatus::refused && !summary->verdicts.empty()) {
+      for (const auto& e : summary->verdicts.back().checks_not_passing) std::cout << kernel::describe(e, ledger.string());
+    }
   }
   return run_exit_code(summary->status);
 }
