@@ -56,7 +56,7 @@ struct EnvironmentRecipe {
   static Result<EnvironmentRecipe> from_json(const Json& json, std::map<std::string, std::string> inputs);
   // A recipe file; its inputs are read from its directory.
   static Result<EnvironmentRecipe> load(const std::filesystem::path& file);
-  // The recipe with every input inline ({"inputs": {name: text}}): what a ledger or a
+  // The recipe with every input inline ({"inputs_base64": {name: base64}}): what a ledger or a
   // store keeps to build it again anywhere. from_record() reads it back.
   Json record() const;
   static Result<EnvironmentRecipe> from_record(const Json& record);
