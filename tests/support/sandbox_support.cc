@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/process.h"
+
 namespace warden::test {
 
 namespace fs = std::filesystem;
@@ -85,6 +87,34 @@ void install_file(const fs::path& from, const fs::path& to, unsigned mode, uid_t
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
   if (::chown(to.c_str(), uid, gid) != 0 || ::chmod(to.c_str(), mode) != 0) {
     throw std::runtime_error("cannot set owner/mode of " + to.string());
+  }
+}
+
+namespace {
+
+// Copies `from` (a link resolved) to `to` with the mode of what it resolves to.
+void copy_with_mode(const fs::path& from, const fs::path& to) {
+  const fs::path real = fs::canonical(from);
+  fs::create_directories(to.parent_path());
+  fs::copy_file(real, to, fs::copy_options::overwrite_existing);
+  fs::permissions(to, fs::status(real).permissions());
+}
+
+}  // namespace
+
+void copy_host_programs(const fs::path& root, const std::vector<std::string>& programs) {
+  for (const auto& name : programs) {
+    const fs::path program = fs::path("/usr/bin") / name;
+    copy_with_mode(program, root / "usr/bin" / name);
+    ProcessResult ldd = run({"/usr/bin/ldd", fs::canonical(program).string()});
+    if (!ldd.exited_with(0)) throw std::runtime_error("ldd " + program.string() + ": " + ldd.err);
+    // ldd prints "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+    std::istringstream words(ldd.out);
+    for (std::string word; words >> word;) {
+      if (!word.starts_with("/")) continue;
+      std::string_view rel = std::string_view(word).substr(word.starts_with("/usr/") ? 5 : 1);
+      copy_with_mode(word, root / "usr" / rel);
+    }
   }
 }
 

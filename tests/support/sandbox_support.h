@@ -45,6 +45,12 @@ class HostileWorkspace {
   std::filesystem::path ws_;
 };
 
+// A root file system for environment tests (runner/environment): the host's /usr/bin/<name>
+// for each of `programs` and the shared libraries ldd names for them, laid out under
+// root/usr as a merged-/usr system is, each file with its host mode (the dynamic loader must
+// stay executable). Throws when a program or library cannot be copied.
+void copy_host_programs(const std::filesystem::path& root, const std::vector<std::string>& programs);
+
 // Copies a file, setting its mode and owner.
 void install_file(const std::filesystem::path& from, const std::filesystem::path& to, unsigned mode, uid_t uid, gid_t gid);
 

@@ -40,6 +40,7 @@ extern const char* const kReportHelp;
 
 void add_build_commands(CLI::App& app, Action& action);
 void add_diff_commands(CLI::App& app, Action& action);
+void add_env_commands(CLI::App& app, Action& action);
 void add_held_out_commands(CLI::App& app, Action& action);
 void add_approve_commands(CLI::App& app, Action& action);
 void add_key_commands(CLI::App& app, Action& action);

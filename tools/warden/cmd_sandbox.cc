@@ -7,6 +7,7 @@
 
 #include "runner/sandbox/sandbox.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/env_flags.h"
 #include "tools/warden/kernel_cli.h"
 
 namespace warden::cli {
@@ -25,6 +26,8 @@ struct Options {
   bool json = false;
   std::string cache;
   bool probe = false;  // exec: ignore a remembered verdict and probe again
+  std::string environment;  // exec: run in this environment instead of on the host's /usr
+  std::string env_store;
 };
 
 Json stream_json(const StreamEvidence& s) {
@@ -65,6 +68,14 @@ int run_exec(const Options& o) {
   const SandboxHost& host = sandbox->host();
   SandboxRequest req;
   req.argv = o.argv;
+  std::optional<Environment> environment;
+  if (!o.environment.empty()) {
+    auto env = open_environment_for_run(o.env_store, o.environment, host);
+    if (!env) return report_error(env.error(), o.json, kExecFailed);
+    if (Status s = sandbox->use_system_root(env->root); !s) return report_error(s.error(), o.json, kExecFailed);
+    req.env = env->env;
+    environment = std::move(*env);
+  }
   req.reap_here = true;  // this process starts one sandbox and exits: no reaper child needed
   std::optional<ScratchDir> scratch;
   if (o.workspace.empty()) {
@@ -94,7 +105,7 @@ int run_exec(const Options& o) {
   }
   int code = run->timed_out || run->output_limit_exceeded ? kExecKilled : run->exit_code;
   if (o.json) {
-    print_json({{"exit_code", run->exit_code},
+    Json out = {{"exit_code", run->exit_code},
                 {"signal", run->signal},
                 {"timed_out", run->timed_out},
                 {"output_limit_exceeded", run->output_limit_exceeded},
@@ -105,7 +116,9 @@ int run_exec(const Options& o) {
                 {"profile_sha256", sandbox->profile_digest().str()},
                 {"preflight", sandbox->preflight().to_json()},
                 {"preflight_cached", sandbox->preflight_from_cache()},
-                {"compiled_cached", sandbox->compiled_from_cache()}});
+                {"compiled_cached", sandbox->compiled_from_cache()}};
+    if (environment) out["environment"] = environment->digest.str();
+    print_json(out);
   } else if (run->timed_out) {
     std::cerr << "warden: sandbox: timed out after " << run->duration_ms << " ms; the process tree was killed\n";
   } else if (run->output_limit_exceeded) {
@@ -184,6 +197,11 @@ void add_sandbox_commands(CLI::App& app, Action& action) {
                    "The sandbox runs as nobody when Warden is root: make it writable for that user.");
   exec->add_option("--timeout", o->timeout_s, "Wall-clock timeout in seconds (at most the profile's)")
       ->check(CLI::PositiveNumber);
+  exec->add_option("--environment", o->environment,
+                   "Run on this environment (warden env list: sha256:<hex> or 8+ hex of it) instead of the host's /usr, "
+                   "with its variables set; it is checked against its digest first");
+  exec->add_option("--env-store", o->env_store,
+                   "The environment store --environment is found in (default as warden env's)");
   exec->add_option("command", o->argv, "The command and its arguments (after --)")->required();
   bind(exec, run_exec);
 

@@ -35,16 +35,16 @@ struct CommandGroup {
 };
 constexpr CommandGroup kGroups[] = {
     {"approve", warden::cli::add_approve_commands},   {"build", warden::cli::add_build_commands},
-    {"diff", warden::cli::add_diff_commands},         {"held-out", warden::cli::add_held_out_commands},
-    {"key", warden::cli::add_key_commands},           {"ledger", warden::cli::add_ledger_commands},
-    {"merkle", warden::cli::add_merkle_commands},     {"note", warden::cli::add_note_commands},
-    {"checkpoint", warden::cli::add_note_commands},   {"pipeline", warden::cli::add_pipeline_commands},
-    {"plan", warden::cli::add_plan_commands},         {"propose", warden::cli::add_propose_commands},
-    {"receipt", warden::cli::add_receipt_commands},   {"replay", warden::cli::add_replay_commands},
-    {"run", warden::cli::add_run_commands},           {"sandbox", warden::cli::add_sandbox_commands},
-    {"runs", warden::cli::add_runs_commands},
-    {"serve", warden::cli::add_serve_commands},
-    {"agents", warden::cli::add_fleet_commands},      {"runner", warden::cli::add_fleet_commands},
+    {"diff", warden::cli::add_diff_commands},         {"env", warden::cli::add_env_commands},
+    {"held-out", warden::cli::add_held_out_commands}, {"key", warden::cli::add_key_commands},
+    {"ledger", warden::cli::add_ledger_commands},     {"merkle", warden::cli::add_merkle_commands},
+    {"note", warden::cli::add_note_commands},         {"checkpoint", warden::cli::add_note_commands},
+    {"pipeline", warden::cli::add_pipeline_commands}, {"plan", warden::cli::add_plan_commands},
+    {"propose", warden::cli::add_propose_commands},   {"receipt", warden::cli::add_receipt_commands},
+    {"replay", warden::cli::add_replay_commands},     {"run", warden::cli::add_run_commands},
+    {"sandbox", warden::cli::add_sandbox_commands},   {"runs", warden::cli::add_runs_commands},
+    {"serve", warden::cli::add_serve_commands},       {"agents", warden::cli::add_fleet_commands},
+    {"runner", warden::cli::add_fleet_commands},
 };
 
 // Ends the process once a command has finished. What a normal exit would still do is the

@@ -1,0 +1,141 @@
+// Checks run in an environment (runner/environment) instead of on the host's /usr: a small
+// root made of the host's shell and core utilities, imported into a store, run on by the
+// real runner and by `warden sandbox exec --environment`, and managed with `warden env`.
+// Nothing of the host's /usr is visible there.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "runner/check/local_runner.h"
+#include "runner/environment/environment_store.h"
+#include "tests/support/files.h"
+#include "tests/support/runner_tree.h"
+#include "tests/support/sandbox_support.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/warden_cli.h"
+
+namespace warden::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What the sandbox's preflight and the checks below use.
+const std::vector<std::string> kPrograms = {"sh", "cat", "echo", "env", "ls", "true", "stat", "readlink"};
+
+class EnvironmentRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The sandbox runs as another uid when Warden is root: it must reach the store.
+    fs::permissions(tmp_.path(), fs::perms(0755));
+    copy_host_programs(tmp_ / "root", kPrograms);
+    auto store = EnvironmentStore::open(store_dir(), SandboxHost::detect().uid);
+    ASSERT_TRUE(store) << store.error().message;
+    auto env = store->import_tree(tmp_ / "root", {{"GREETING", "from the environment"}}, {{"kind", "directory"}});
+    ASSERT_TRUE(env) << env.error().message;
+    env_ = *env;
+
+  }
+
+  fs::path store_dir() const { return tmp_ / "store"; }
+
+  Result<LocalRunner> runner(std::optional<Digest> environment) {
+    RunnerOptions o;
+    o.cache_dir = tree_.cache_dir();
+    o.use_cache = false;
+    o.environment = environment;
+    o.env_store = store_dir();
+    return LocalRunner::create(test_profile(), o, SandboxHost::detect());
+  }
+
+  RunOutcome run(LocalRunner& r, std::vector<CheckSpec> checks) { return tree_.run(r, std::move(checks)); }
+
+  TempDir tmp_;
+  Environment env_;
+  RunnerTestTree tree_{{{"a.txt", "alpha\n"}}};
+};
+
+TEST_F(EnvironmentRunTest, ChecksRunInTheEnvironmentAndSeeNothingOfTheHostsUsr) {
+  auto r = runner(env_.digest);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->environment());
+  EXPECT_EQ(r->environment()->digest, env_.digest);
+  RunOutcome out = run(*r, {CheckSpec::shell("tree", "cat a.txt; ls /usr/bin"),
+                            CheckSpec::shell("vars", "echo \"$GREETING\""),
+                            CheckSpec::shell("python", "/usr/bin/python3 -c 'print(1)'")});
+  ASSERT_TRUE(out.result.preflight.ok) << out.result.preflight.failures();
+  EXPECT_EQ(out.result.environment, env_.digest);
+  ASSERT_TRUE(out.result.toolchain.contains("environment")) << out.result.toolchain.dump();
+  EXPECT_EQ(out.result.toolchain["environment"]["digest"], env_.digest.str());
+  EXPECT_FALSE(out.result.toolchain.contains("files")) << "nothing of the host's /usr identifies this toolchain";
+
+  const CheckResult& tree = out.result.checks.at(0);
+  EXPECT_EQ(tree.verdict, kPassed) << tree.runs.at(0).err.head;
+  EXPECT_EQ(tree.runs.at(0).out.head, "alpha\ncat\necho\nenv\nls\nreadlink\nsh\nstat\ntrue\n");
+  EXPECT_EQ(out.result.checks.at(1).runs.at(0).out.head, "from the environment\n");
+  const CheckResult& python = out.result.checks.at(2);
+  EXPECT_EQ(python.verdict, kFailed);
+  EXPECT_EQ(python.runs.at(0).exit_code, 127) << python.runs.at(0).err.head;
+
+  // The same checks on the host: python is there, and the result says no environment.
+  auto host = runner(std::nullopt);
+  ASSERT_TRUE(host) << host.error().message;
+  RunOutcome on_host = run(*host, {CheckSpec::shell("python", "/usr/bin/python3 -c 'print(1)'")});
+  EXPECT_EQ(on_host.result.checks.at(0).verdict, kPassed) << on_host.result.checks.at(0).runs.at(0).err.head;
+  EXPECT_FALSE(on_host.result.environment);
+  EXPECT_NE(on_host.result.toolchain_sha256, out.result.toolchain_sha256);
+}
+
+TEST_F(EnvironmentRunTest, ARunnerRefusesAnEnvironmentChangedInTheStore) {
+  const fs::path victim = env_.root / "usr/bin/true";
+  ASSERT_EQ(::chmod(victim.c_str(), 0755), 0);
+  write_file(victim, "#!/bin/sh\nexit 0\n");
+  auto r = runner(env_.digest);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::corrupt) << r.error().message;
+  auto missing = runner(sha256("no such environment"));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, Errc::not_found) << missing.error().message;
+}
+
+// The commands: import, list, show and gc by a digest prefix, and a one-shot sandbox on it.
+TEST_F(EnvironmentRunTest, TheEnvCommandsAndSandboxExecOnAnEnvironment) {
+  const std::string store = "--env-store=" + store_dir().string();
+  ProcessResult imported = warden({"env", "import", (tmp_ / "root").string(), "--env", "GREETING=from the environment", store});
+  ASSERT_TRUE(imported.exited_with(0)) << describe(imported);
+  EXPECT_EQ(imported.out, env_.digest.str() + "\n") << "the same tree and variables are the same environment";
+
+  const std::string prefix = env_.digest.hex().substr(0, 10);
+  ProcessResult list = warden({"env", "list", "--json", store});
+  ASSERT_TRUE(list.exited_with(0)) << describe(list);
+  auto lines = stdout_json_lines(list);
+  ASSERT_EQ(lines.size(), 2u) << list.out;
+  EXPECT_EQ(lines[0]["type"], "environment");
+  EXPECT_EQ(lines[0]["digest"], env_.digest.str());
+  EXPECT_EQ(lines[0]["source"], "directory");
+  EXPECT_EQ(lines[1]["environments"], 1);
+
+  ProcessResult show = warden({"env", "show", prefix, "--json", store});
+  ASSERT_TRUE(show.exited_with(0)) << describe(show);
+  EXPECT_EQ(stdout_json(show)["env"]["GREETING"], "from the environment");
+  EXPECT_EQ(stdout_json(show)["source"]["kind"], "directory");
+  EXPECT_TRUE(warden({"env", "show", "abc", store}).exited_with(3)) << "a prefix shorter than 8 is refused";
+  EXPECT_TRUE(warden({"env", "show", "00000000", store}).exited_with(4));
+
+  ProcessResult exec = warden({"sandbox", "exec", "--environment", prefix, store, "--", "/bin/sh", "-c",
+                               "echo \"$GREETING\"; test ! -e /usr/bin/python3"});
+  EXPECT_TRUE(exec.exited_with(0)) << describe(exec);
+  EXPECT_EQ(exec.out, "from the environment\n");
+  ProcessResult exec_json = warden({"sandbox", "exec", "--json", "--environment", env_.digest.str(), store, "--", "/bin/true"});
+  ASSERT_TRUE(exec_json.exited_with(0)) << describe(exec_json);
+  EXPECT_EQ(stdout_json(exec_json)["environment"], env_.digest.str());
+
+  ProcessResult gc = warden({"env", "gc", "--remove", prefix, "--json", store});
+  ASSERT_TRUE(gc.exited_with(0)) << describe(gc);
+  EXPECT_EQ(stdout_json(gc)["removed"], nlohmann::json::array({env_.digest.str()}));
+  EXPECT_EQ(stdout_json(gc)["bytes_kept"], 0);
+  ProcessResult gone = warden({"sandbox", "exec", "--environment", env_.digest.str(), store, "--", "/bin/true"});
+  EXPECT_TRUE(gone.exited_with(125)) << describe(gone);
+}
+
+}  // namespace
+}  // namespace warden::test
