@@ -39,6 +39,7 @@ Status Replayer::on_policy(const PolicyRecord& r) {
     return {};
   }
   facts(r.run_id).policies.emplace(r.policy_sha256.str(), std::move(*policy));
+  facts(r.run_id).policy_programs.emplace(r.policy_sha256.str(), r.policy.value("programs", Json::object()));
   policy_seqs_.emplace(seq_, std::pair{r.run_id.value_or(std::string()), r.policy_sha256.str()});
   return {};
 }

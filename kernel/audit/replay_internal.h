@@ -42,6 +42,7 @@ namespace warden::kernel::detail {
 struct RunFacts {
   std::optional<BlueprintSpec> blueprint;
   std::map<std::string, Policy> policies;     // by digest
+  std::map<std::string, Json> policy_programs;  // by the policy's digest: its programs' digests, as recorded
   std::map<std::string, BuildPlan> proposed;  // by digest
   std::map<std::string, BuildPlan> committed; // by digest
   std::set<std::string> completed;            // from commit records
@@ -164,6 +165,7 @@ class Replayer {
                         const RunFacts& run, const Diff& tested, const HeldOutBundle& bundle, const RunResult& expected);
   Result<Runner*> runner_for(const Policy& policy, bool kernel_release);
   Status find_or_rebuild(const Digest& environment, const Json& recipe_record);
+  Result<Policy> policy_for_rerun(const std::string& policy_name, const std::string& policy_sha256, const RunFacts& run) const;
 
   // Commits and the repositories (replay_repositories.cc).
   size_t repo_index(const RunFacts& run, const std::string& object);

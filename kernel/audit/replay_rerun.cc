@@ -17,19 +17,8 @@ Result<Replayer::RerunSite> Replayer::rerun_site(const std::string& policy_name,
   if (repos_.empty()) return fail(Errc::invalid_argument, "--rerun needs --repo or --repos");
   GitRepo* repo = run.start_tree ? repo_of(run, *run.start_tree) : (repos_.size() == 1 ? &repos_[0].repo : nullptr);
   if (!repo) return fail(Errc::not_found, "rerun: the run's base tree is not in " + where());
-  // The ledger names the check programs by digest only; their bytes come from the policy
-  // of that name here, which must be the very same policy.
-  auto policy = Policy::load(policy_name);
-  // The environment a run pinned is the run's, not the named policy's: taken from the record.
-  if (policy) {
-    if (auto it = run.policies.find(policy_sha256); it != run.policies.end()) {
-      policy->environment = it->second.environment;
-      policy->environment_recipe = it->second.environment_recipe;
-    }
-  }
-  if (!policy || policy->digest().str() != policy_sha256) {
-    return fail(Errc::not_found, "rerun: policy " + policy_name + " with the recorded programs is not available here");
-  }
+  auto policy = policy_for_rerun(policy_name, policy_sha256, run);
+  if (!policy) return std::unexpected(policy.error());
   // A golden run recorded its toolchain without the host kernel's release; ask for the same.
   const std::string kernel = expected.toolchain.value("kernel", "");
   const bool with_release = std::count(kernel.begin(), kernel.end(), ' ') >= 2;
@@ -82,9 +71,31 @@ Status Replayer::rerun(const BuildPlan& plan, const std::string& policy_name, co
   if (!diff) return fail(Errc::corrupt, "rerun: the recorded diff does not parse");
   auto site = rerun_site(policy_name, policy_sha256, run, *diff, expected);
   if (!site) return std::unexpected(site.error());
-  auto policy = Policy::load(policy_name);
+  auto policy = policy_for_rerun(policy_name, policy_sha256, run);
   if (!policy) return std::unexpected(policy.error());
   return rerun_checks(*site, checks_for_step(plan, *policy, *step, run.completed), {}, expected);
+}
+
+// The recorded policy with its check programs' bytes. The ledger names the programs by
+// digest only: the bytes are this Warden's built-in programs, which must be the very ones
+// recorded (the policy's digest covers their digests), whatever the policy is called — a
+// built-in one, a file, or the one `warden propose` made from its --check flags.
+Result<Policy> Replayer::policy_for_rerun(const std::string& policy_name, const std::string& policy_sha256,
+                                          const RunFacts& run) const {
+  auto it = run.policies.find(policy_sha256);
+  if (it == run.policies.end()) return fail(Errc::not_found, "rerun: the run's policy " + policy_name + " is not recorded");
+  Policy policy = it->second;
+  policy.programs.clear();
+  const auto& builtin = builtin_check_programs();
+  if (auto named = run.policy_programs.find(policy_sha256); named != run.policy_programs.end() && named->second.is_object()) {
+    for (const auto& [file, digest] : named->second.items()) {
+      if (auto b = builtin.find(file); b != builtin.end()) policy.programs.emplace(file, std::string(b->second));
+    }
+  }
+  if (policy.digest().str() != policy_sha256) {
+    return fail(Errc::not_found, "rerun: policy " + policy_name + " with the recorded programs is not available here");
+  }
+  return policy;
 }
 
 // The held-out run again, with the revealed bundle laid where it was.

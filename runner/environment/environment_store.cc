@@ -109,7 +109,7 @@ std::optional<fs::path> unreachable_by(const fs::path& dir, uid_t uid) {
 
 fs::path EnvironmentStore::default_dir() {
   if (const char* e = std::getenv("WARDEN_ENV_STORE"); e && *e) return e;
-  if (::geteuid() == 0) return "/var/cache/warden/environments";
+  if (::geteuid() == 0) return "/var/cache/warden-environments";
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "warden" / "environments";
   if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "warden" / "environments";
   return "/tmp/warden-environments";

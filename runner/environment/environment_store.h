@@ -43,8 +43,8 @@ namespace warden {
 
 class EnvironmentStore {
  public:
-  // As root: /var/cache/warden/environments (a sandbox dropped to another uid must reach it,
-  // and root's home is closed); otherwise $XDG_CACHE_HOME/warden/environments, or
+  // As root: /var/cache/warden-environments (a sandbox dropped to another uid must reach it,
+  // and neither root's home nor the private /var/cache/warden lets it); otherwise $XDG_CACHE_HOME/warden/environments, or
   // ~/.cache/warden/environments. WARDEN_ENV_STORE overrides both.
   static std::filesystem::path default_dir();
   // Makes or checks the layout above. `sandbox_uid`, when given, must be able to search

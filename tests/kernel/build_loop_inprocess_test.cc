@@ -309,6 +309,24 @@ TEST_F(BuildLoopInProcess, ARunnerThatCannotRunFailsTheRunAtThatStep) {
   EXPECT_EQ(records_of<RunStatusRecord>(records).back().record.status, RunStatus::failed);
 }
 
+// Results are comparable only within one environment: a runner whose result says its checks
+// ran in an environment the policy does not name (here, any: the policy runs on the host's
+// /usr) is not believed, and nothing is decided or committed on it.
+TEST_F(BuildLoopInProcess, AResultFromAnotherEnvironmentThanThePolicysEndsTheRunWithoutACommit) {
+  FakeRunner runner;
+  runner.environment = sha256("some other root file system");
+  auto summary = build_with({{"src/a.txt", "a\n"}}, runner);
+  ASSERT_TRUE(summary) << summary.error().message;
+  EXPECT_EQ(summary->status, RunStatus::failed) << summary->to_json().dump(2);
+  EXPECT_EQ(summary->error_type, ErrorType::execution_error);
+  EXPECT_NE(summary->error.find("ran the checks in environment " + runner.environment->str() + ", not in the host's /usr"),
+            std::string::npos)
+      << summary->error;
+  auto records = ledger_records(place_.ledger);
+  EXPECT_TRUE(records_of<DecisionRecord>(records).empty());
+  EXPECT_TRUE(records_of<CommitRecord>(records).empty());
+}
+
 // A check that reports tests makes the loop test each step's base too, so a proposal can be
 // held to the tests that passed there. The run's start is tested once; after that the
 // accepted run that made the branch tip is the next step's base run, and nothing runs twice.

@@ -73,6 +73,8 @@ class FakeRunner final : public Runner {
   std::optional<size_t> unavailable_from;
   // How long a request takes, to make runs overlap or finish out of order.
   std::function<std::chrono::milliseconds(const SeenRun&)> latency;
+  // The environment every result says its checks ran in (none: the host's /usr).
+  std::optional<Digest> environment;
 
   Checked<RunOutcome> run(GitRepo& repo, const RunRequest& request) override {
     SeenRun seen;
@@ -104,7 +106,9 @@ class FakeRunner final : public Runner {
     if (unavailable_from && number >= *unavailable_from) {
       return refuse(RefusalCode::sandbox_unavailable, "", "fake runner: the sandbox is gone");
     }
-    return answer(request, seen);
+    RunOutcome out = answer(request, seen);
+    out.result.environment = environment;
+    return out;
   }
 
   bool concurrent() const override { return concurrent_; }

@@ -137,5 +137,41 @@ TEST_F(EnvironmentRunTest, TheEnvCommandsAndSandboxExecOnAnEnvironment) {
   EXPECT_TRUE(gone.exited_with(125)) << describe(gone);
 }
 
+// A proposal whose checks run in an environment (`warden propose --environment`): the ledger
+// names the environment in the policy and in every result; `replay --rerun` runs the checks
+// again in it, found by its digest, and refuses to run them anywhere else — here, from a
+// store that lacks it, with no recipe recorded to build it again.
+TEST_F(EnvironmentRunTest, AProposalRunsInItsEnvironmentAndReplayRerunsThereOrNowhere) {
+  GitRepoFixture repo;
+  repo.write("greeting.txt", "hi\n");
+  const std::string base = repo.commit_all("base");
+  const fs::path patch = repo.patch_file(base, "hello.patch", {{"greeting.txt", "hello\n"}});
+  const fs::path ledger = tmp_ / "ledger";
+  const std::string check = "[ \"$(cat greeting.txt)\" = hello ] && [ ! -e /usr/bin/python3 ]";
+  ProcessResult proposed = warden({"propose", patch.string(), "--repo", repo.repo().string(), "--base", base, "--check",
+                                   check, "--ledger", ledger.string(), "--environment", env_.digest.str(), "--env-store",
+                                   store_dir().string(), "--cache", (tmp_ / "cache").string()});
+  ASSERT_TRUE(proposed.exited_with(0)) << describe(proposed);
+
+  ProcessResult exported = warden({"ledger", "export", ledger.string(), (tmp_ / "export").string()});
+  ASSERT_TRUE(exported.exited_with(0)) << describe(exported);
+  const std::string records = read_file(tmp_ / "export" / "records.jsonl");
+  const std::string named = "\"environment\":\"" + env_.digest.str() + "\"";
+  size_t results = 0;
+  for (size_t at = records.find(named); at != std::string::npos; at = records.find(named, at + 1)) ++results;
+  EXPECT_GE(results, 2u) << "the policy and the proposal's run name the environment";
+
+  ProcessResult rerun = warden({"replay", ledger.string(), "--repo", repo.repo().string(), "--rerun", "--env-store",
+                                store_dir().string(), "--cache", (tmp_ / "cache").string()});
+  EXPECT_TRUE(rerun.exited_with(0)) << describe(rerun);
+  EXPECT_NE(rerun.out.find("re-executed"), std::string::npos) << rerun.out;
+
+  fs::create_directories(tmp_ / "empty-store");
+  ProcessResult elsewhere = warden({"replay", ledger.string(), "--repo", repo.repo().string(), "--rerun", "--env-store",
+                                    (tmp_ / "empty-store").string(), "--cache", (tmp_ / "cache").string()});
+  EXPECT_FALSE(elsewhere.exited_with(0)) << describe(elsewhere);
+  EXPECT_NE((elsewhere.out + elsewhere.err).find("does not hold"), std::string::npos) << describe(elsewhere);
+}
+
 }  // namespace
 }  // namespace warden::test

@@ -233,7 +233,7 @@ void add_build_commands(CLI::App& app, Action& action) {
                   "Run the checks in this environment instead of on the host's /usr: a digest (sha256:..., see warden env "
                   "list) or a recipe file, built first when the store does not hold it (docs/environments.md)");
   cmd->add_option("--env-store", a->env_store,
-                  "Where environments are kept (default /var/cache/warden/environments as root, else "
+                  "Where environments are kept (default /var/cache/warden-environments as root, else "
                   "~/.cache/warden/environments)");
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json, "Print the run's events as JSON Lines, then the summary as the result line (docs/commands.md: JSON Lines)");

@@ -195,7 +195,7 @@ void add_env_commands(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   auto common = [&](CLI::App* cmd) {
     cmd->add_option("--env-store", o->store,
-                    "The environment store (default $WARDEN_ENV_STORE, else /var/cache/warden/environments as root, else "
+                    "The environment store (default $WARDEN_ENV_STORE, else /var/cache/warden-environments as root, else "
                     "~/.cache/warden/environments)");
     cmd->add_flag("--json", o->json, "Print JSON Lines");
   };

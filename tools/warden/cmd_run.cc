@@ -203,7 +203,7 @@ void add_run_commands(CLI::App& app, Action& action) {
                   "Run the checks in this environment instead of on the host's /usr: a digest (sha256:...) or a recipe "
                   "file, built first when the store does not hold it (docs/environments.md)")
       ->group(runner);
-  run->add_option("--env-store", o->env_store, "Where environments are kept (default /var/cache/warden/environments as "
+  run->add_option("--env-store", o->env_store, "Where environments are kept (default /var/cache/warden-environments as "
                                                "root, else ~/.cache/warden/environments)")
       ->group(runner);
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache")->group(runner);
