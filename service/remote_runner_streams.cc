@@ -9,6 +9,8 @@
 
 #include "common/encoding.h"
 #include "common/fail_point.h"
+#include "common/file.h"
+#include "runner/environment/environment_store.h"
 #include "runner/model/run_result.h"
 #include "runner/workspace/git_repo.h"
 #include "service/remote_runners_internal.h"
@@ -162,6 +164,63 @@ bool RemoteRunners::next(Mailbox& mailbox, v1::ServerMessage& out) {
   out = std::move(mailbox.outbox.front());
   mailbox.outbox.pop_front();
   return true;
+}
+
+void RemoteRunners::fetch_environment(Mailbox& mailbox, const v1::FetchEnvironment& request) {
+  v1::ServerMessage reply;
+  v1::EnvironmentBatch* batch = reply.mutable_environment();
+  batch->set_task_id(request.task_id());
+  auto refuse = [&](const std::string& why) {
+    batch->set_error(why);
+    std::lock_guard lock(mu_);
+    post_locked(mailbox, std::move(reply));
+  };
+  std::optional<Digest> environment;
+  {
+    std::lock_guard lock(mu_);
+    if (mailbox.held && mailbox.held->claim.task_id == request.task_id()) environment = mailbox.held->request.environment;
+    if (!mailbox.held || mailbox.held->claim.task_id != request.task_id()) {
+      batch->set_error("task " + request.task_id() + " is not this runner's");
+    } else if (!environment) {
+      batch->set_error("task " + request.task_id() + " runs in no environment");
+    } else if (static_cast<size_t>(request.files_size()) > kMaxFetchIds) {
+      batch->set_error("ask for at most " + std::to_string(kMaxFetchIds) + " files at a time");
+    }
+    if (!batch->error().empty()) {
+      post_locked(mailbox, std::move(reply));
+      return;
+    }
+  }
+  auto store = EnvironmentStore::open(EnvironmentStore::default_dir());
+  if (!store) return refuse("the server's environment store: " + store.error().message);
+  auto manifest = store->manifest(*environment);
+  if (!manifest) return refuse("the server does not hold environment " + environment->str());
+  if (request.files().empty()) {
+    auto held = store->find(*environment);
+    if (!held || !*held) return refuse("the server does not hold environment " + environment->str());
+    batch->set_record_json((*held)->to_json().dump());
+    batch->set_manifest(manifest->text());
+  } else {
+    std::set<std::string> in_it;
+    for (const TreeEntry& e : manifest->entries) {
+      if (e.type == TreeEntry::Type::file) in_it.insert(e.sha256.hex() + (e.executable() ? "x" : ""));
+    }
+    size_t bytes = 0;
+    for (const std::string& name : request.files()) {
+      if (!in_it.contains(name)) return refuse("file " + name + " is not part of environment " + environment->str());
+      if (batch->files_size() > 0 && bytes >= kBatchBytes) break;
+      auto digest = Digest::from_hex(std::string_view(name).substr(0, 64));
+      auto path = digest ? store->object(*digest, name.size() == 65) : Result<std::filesystem::path>(std::unexpected(digest.error()));
+      auto data = path ? read_file(*path, uint64_t{1} << 32) : Result<std::string>(std::unexpected(path.error()));
+      if (!data) return refuse("reading " + name + ": " + data.error().message);
+      bytes += data->size();
+      v1::EnvironmentFile* f = batch->add_files();
+      f->set_name(name);
+      f->set_data(std::move(*data));
+    }
+  }
+  std::lock_guard lock(mu_);
+  post_locked(mailbox, std::move(reply));
 }
 
 void RemoteRunners::fetch(Mailbox& mailbox, const v1::FetchObjects& request) {

@@ -112,6 +112,10 @@ class RemoteRunners {
   std::string cut_reason(Mailbox& mailbox);
   // The runner's messages. A result or report for a claim it no longer holds is dropped.
   void fetch(Mailbox& mailbox, const v1::FetchObjects& request);
+  // The environment the runner's task names, from this host's store (EnvironmentStore's
+  // default: where the builds this server runs keep theirs): its record and manifest, or the
+  // files of it asked for. Nothing outside that environment is served.
+  void fetch_environment(Mailbox& mailbox, const v1::FetchEnvironment& request);
   void complete(Mailbox& mailbox, const v1::TaskResult& result);
   void failed(Mailbox& mailbox, const v1::TaskFailed& report);
   // A heartbeat while it holds a task keeps the claim's lease.

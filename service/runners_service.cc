@@ -263,6 +263,10 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
         work_.renew(mailbox);
         continue;
       }
+      if (message.has_fetch_environment()) {
+        work_.fetch_environment(mailbox, message.fetch_environment());
+        continue;
+      }
       if (message.has_fetch()) {
         work_.fetch(mailbox, message.fetch());
         continue;

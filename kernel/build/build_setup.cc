@@ -91,18 +91,13 @@ Result<BuildSite> prepare_build(const BlueprintSpec* blueprint, const std::strin
     return LocalRunner::create(std::move(*profile), runner_options);
   };
   if (!session.runner && session.runner_channel) {
-    if (policy.environment) {
-      return fail(Errc::failed_precondition, "policy " + policy.name + " runs its checks in environment " +
-                                                 policy.environment->str() +
-                                                 ": remote runners do not fetch environments yet; run the build on this host");
-    }
     auto profile = policy.sandbox_profile_with_programs();
     if (!profile) return std::unexpected(profile.error());
     // The stricter of the run's and the policy's: a run may ask for more than its policy, never less.
     RunnerQuorum quorum = session.runner_quorum;
     if (policy.runner_quorum && policy.runner_quorum->k > quorum.k) quorum = *policy.runner_quorum;
     local = std::make_unique<ChannelRunner>(std::move(session.runner_channel), std::move(*profile), session.host_independent,
-                                            quorum);
+                                            quorum, policy.environment);
     held_out_runner = [local_runner]() -> Result<std::unique_ptr<Runner>> {
       auto made = local_runner();
       if (!made) return std::unexpected(made.error());

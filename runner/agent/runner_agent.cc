@@ -18,6 +18,7 @@
 #include "runner/agent/profile_acceptance.h"
 #include "runner/check/local_runner.h"
 #include "runner/check/remote_run.h"
+#include "runner/environment/environment_store.h"
 #include "runner/model/quorum.h"
 
 namespace warden::agent {
@@ -152,6 +153,7 @@ class RunnerAgent::Impl {
         std::lock_guard lock(mu_);
         if (message.has_task()) session.tasks.push_back(message.task());
         if (message.has_objects()) session.batches.push_back(message.objects());
+        if (message.has_environment()) session.environments.push_back(message.environment());
         cv_.notify_all();
       }
       std::lock_guard lock(mu_);
@@ -200,6 +202,7 @@ class RunnerAgent::Impl {
     std::mutex write_mu;                  // one Write at a time
     std::deque<v1::CheckTask> tasks;      // guarded by Runner::mu_
     std::deque<v1::ObjectBatch> batches;  // guarded by Runner::mu_
+    std::deque<v1::EnvironmentBatch> environments;  // guarded by Runner::mu_
     bool ended = false;                   // guarded by Runner::mu_
 
     bool send(const v1::RunnerMessage& message) {
@@ -247,6 +250,11 @@ class RunnerAgent::Impl {
     if (Status st = fetch(session, **repo, task.task_id(), {request->base_tree, request->tree}, stop); !st) {
       return std::unexpected(st.error());
     }
+    if (request->environment) {
+      if (Status st = ensure_environment(session, task.task_id(), *request->environment, stop); !st) {
+        return std::unexpected(st.error());
+      }
+    }
     std::optional<Diff> diff;
     if (request->diff) {
       auto parsed = Diff::from_json(*request->diff);
@@ -278,6 +286,88 @@ class RunnerAgent::Impl {
     for (const auto& [digest, bytes] : outcome->bodies) (*result->mutable_bodies())[digest.str()] = bytes;
     result->set_signature(std::string(signature->begin(), signature->end()));
     return message;
+  }
+
+  // The environment a task's checks run in, in this host's store (EnvironmentStore's default
+  // one): when it is not there, its record and manifest, then each file the store lacks, are
+  // fetched from the server and installed. Nothing fetched is believed: the manifest and
+  // variables must give the digest the task names, and the store hashes every file again.
+  Status ensure_environment(Session& session, const std::string& task_id, const Digest& digest, const std::stop_token& stop) {
+    auto store = EnvironmentStore::open(EnvironmentStore::default_dir(), SandboxHost::detect().uid);
+    if (!store) return std::unexpected(store.error());
+    auto held = store->find(digest);
+    if (!held) return std::unexpected(held.error());
+    if (*held) return {};
+    auto first = ask_environment(session, task_id, {}, stop);
+    if (!first) return std::unexpected(first.error());
+    auto record = Environment::from_json(Json::parse(first->record_json(), nullptr, false));
+    if (!record) return fail(Errc::verification_failed, "the server's environment record: " + record.error().message);
+    auto manifest = TreeManifest::parse(first->manifest());
+    if (!manifest) return fail(Errc::verification_failed, "the server's environment manifest: " + manifest.error().message);
+    if (record->digest != digest || manifest->digest() != record->tree) {
+      return fail(Errc::verification_failed, "the server sent another environment than the task's " + digest.str());
+    }
+    std::vector<std::string> want;
+    std::set<std::string> named;
+    for (const TreeEntry& e : manifest->entries) {
+      if (e.type != TreeEntry::Type::file || store->object(e.sha256, e.executable())) continue;
+      std::string name = e.sha256.hex() + (e.executable() ? "x" : "");
+      if (named.insert(name).second) want.push_back(std::move(name));
+    }
+    auto dir = store->make_temp("fetch-");
+    if (!dir) return std::unexpected(dir.error());
+    struct Cleanup {
+      fs::path dir;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } cleanup{*dir};
+    uint64_t bytes = 0;
+    for (size_t at = 0; at < want.size();) {
+      std::vector<std::string> ask(want.begin() + static_cast<std::ptrdiff_t>(at),
+                                   want.begin() + static_cast<std::ptrdiff_t>(std::min(want.size(), at + kMaxFetchObjects)));
+      auto batch = ask_environment(session, task_id, ask, stop);
+      if (!batch) return std::unexpected(batch.error());
+      if (batch->files_size() == 0) return fail(Errc::io_error, "the server sent no environment file");
+      for (const v1::EnvironmentFile& f : batch->files()) {
+        if (at >= want.size() || f.name() != want[at]) return fail(Errc::verification_failed, "the server sent a file not asked for");
+        if (Status st = write_file_atomic(*dir / f.name(), f.data(), 0644); !st) return st;
+        bytes += f.data().size();
+        ++at;
+      }
+    }
+    Json source = {{"kind", "fetched"}, {"from", options_.connect.server}, {"record_source", record->source}};
+    auto installed = store->install(*manifest, record->env, source, [&](const TreeEntry& e, const fs::path& dest) -> Status {
+      std::error_code ec;
+      fs::copy_file(*dir / (e.sha256.hex() + (e.executable() ? "x" : "")), dest, fs::copy_options::overwrite_existing, ec);
+      if (ec) return fail(Errc::io_error, "copying a fetched file: " + ec.message());
+      return {};
+    });
+    if (!installed) return std::unexpected(installed.error());
+    if (installed->digest != digest) return fail(Errc::verification_failed, "the fetched environment is not " + digest.str());
+    std::cerr << "warden runner: environment " << digest.str() << " fetched (" << want.size() << " files, " << bytes
+              << " bytes)\n";
+    return {};
+  }
+
+  // One FetchEnvironment asked and its answer awaited.
+  Result<v1::EnvironmentBatch> ask_environment(Session& session, const std::string& task_id, const std::vector<std::string>& files,
+                                               const std::stop_token& stop) {
+    v1::RunnerMessage ask;
+    ask.mutable_fetch_environment()->set_task_id(task_id);
+    for (const auto& f : files) ask.mutable_fetch_environment()->add_files(f);
+    if (!session.send(ask)) return fail(Errc::io_error, "the server went away while the environment was fetched");
+    v1::EnvironmentBatch batch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !session.environments.empty() || session.ended || stop.stop_requested(); });
+      if (session.environments.empty()) return fail(Errc::io_error, "stopped while the environment was fetched");
+      batch = std::move(session.environments.front());
+      session.environments.pop_front();
+    }
+    if (!batch.error().empty()) return fail(Errc::io_error, "the server refused the environment: " + batch.error());
+    return batch;
   }
 
   // The runner's own object store: git objects only, fetched from the server per task.
@@ -372,12 +462,14 @@ class RunnerAgent::Impl {
     auto profile = SandboxProfile::from_json(request.profile);
     if (!profile) return std::unexpected(profile.error());
     if (Status st = acceptable_profile(*profile, state_, options_.allow_network); !st) return std::unexpected(st.error());
-    const std::string key = profile->digest().str() + (request.host_independent ? "/host-independent" : "");
+    const std::string key = profile->digest().str() + (request.host_independent ? "/host-independent" : "") +
+                            (request.environment ? "/" + request.environment->str() : "");
     if (auto it = runners_.find(key); it != runners_.end()) return it->second.get();
     RunnerOptions options;
     options.cache_dir = state_ / "cache";
     options.use_cache = false;  // as the kernel's own: a run's evidence is made for its ledger
     options.kernel_release_in_toolchain = !request.host_independent;
+    options.environment = request.environment;
     auto runner = LocalRunner::create(std::move(*profile), options);
     if (!runner) return std::unexpected(runner.error());
     auto [it, fresh] = runners_.emplace(key, std::make_unique<LocalRunner>(std::move(*runner)));

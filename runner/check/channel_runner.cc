@@ -19,9 +19,11 @@ UniqueFd dup_of(const UniqueFd& fd) { return UniqueFd(fd ? ::fcntl(fd.get(), F_D
 
 }  // namespace
 
-ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum)
+ChannelRunner::ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum,
+                             std::optional<Digest> environment)
     : profile_(profile.to_json()),
       host_independent_(host_independent),
+      environment_(environment),
       quorum_(quorum),
       out_(dup_of(socket), kMaxLineBytes, "runner"),
       in_(std::move(socket), kMaxLineBytes, "runner") {
@@ -101,6 +103,7 @@ Checked<RunOutcome> ChannelRunner::run(GitRepo& repo, const RunRequest& request)
   sent.profile = profile_;
   sent.reuse = request.reuse;
   sent.host_independent = host_independent_;
+  sent.environment = environment_;
   std::string id;
   {
     std::lock_guard lock(mu_);

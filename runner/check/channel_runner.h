@@ -54,8 +54,10 @@ class ChannelRunner final : public Runner {
   // Results hold captured outputs (base64 in the line): bounded well above the runner's caps.
   static constexpr size_t kMaxLineBytes = size_t{256} << 20;
 
-  // `profile` is sent with every run; `host_independent` as RunnerOptions::kernel_release_in_toolchain off.
-  ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum = {});
+  // `profile` is sent with every run; `host_independent` as RunnerOptions::kernel_release_in_toolchain off;
+  // `environment`, when set, is where every run's checks run (runners fetch it by digest).
+  ChannelRunner(UniqueFd socket, SandboxProfile profile, bool host_independent, RunnerQuorum quorum = {},
+                std::optional<Digest> environment = std::nullopt);
   ~ChannelRunner() override;
   ChannelRunner(const ChannelRunner&) = delete;
   ChannelRunner& operator=(const ChannelRunner&) = delete;
@@ -73,6 +75,7 @@ class ChannelRunner final : public Runner {
 
   Json profile_;
   bool host_independent_;
+  std::optional<Digest> environment_;
   RunnerQuorum quorum_;
   std::string nonce_;
   // Two ends of one socket (a dup): each LineSocket is a one-thread object, so the reader

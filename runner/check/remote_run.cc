@@ -27,6 +27,7 @@ Json RemoteRunRequest::to_json() const {
   Json j = {{"base_tree", base_tree}, {"tree", tree}, {"checks", checks_json}, {"profile", profile},
             {"reuse", reuse}, {"host_independent", host_independent}};
   if (diff) j["diff"] = *diff;
+  if (environment) j["environment"] = environment->str();
   return j;
 }
 
@@ -39,6 +40,7 @@ Result<RemoteRunRequest> RemoteRunRequest::from_json(const Json& json) {
   r.boolean("host_independent", q.host_independent);
   if (const Json* p = r.value("profile", Json::value_t::object)) q.profile = *p;
   if (const Json* d = r.value("diff", Json::value_t::object, /*required=*/false)) q.diff = *d;
+  r.optional_digest("environment", q.environment);
   if (const Json* list = r.value("checks", Json::value_t::array)) {
     for (size_t i = 0; i < list->size() && r.ok(); ++i) {
       auto spec = CheckSpec::from_json((*list)[i], "run request.checks[" + std::to_string(i) + "]");
@@ -84,6 +86,10 @@ Status check_remote_result(GitRepo& repo, const RemoteRunRequest& request, const
   if (!profile) return std::unexpected(profile.error());
   if (result.profile_sha256 != profile->digest() || result.profile != profile->name) {
     return mismatch("was not run in the profile it was sent (" + profile->name + ", " + profile->digest().str() + ")");
+  }
+  if (result.environment != request.environment) {
+    return mismatch("names another environment than the one it was sent (" +
+                    (request.environment ? request.environment->str() : std::string("none: the runner's /usr")) + ")");
   }
   if (!result.preflight.ok) return mismatch("comes from a sandbox whose preflight failed: " + result.preflight.failures());
   if (result.checks.size() != request.checks.size()) {

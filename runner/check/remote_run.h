@@ -40,6 +40,9 @@ struct RemoteRunRequest {
   Json profile = Json::object();  // SandboxProfile::to_json()
   bool reuse = false;             // RunRequest::reuse
   bool host_independent = false;  // the toolchain leaves out the kernel release (golden runs)
+  // The environment the checks run in (runner/environment), fetched from the server when the
+  // runner's store lacks it; none: the runner's /usr. In JSON only when set.
+  std::optional<Digest> environment;
 
   Json to_json() const;
   // invalid_argument naming the first bad field (ids, the diff, a check, the profile).

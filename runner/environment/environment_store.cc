@@ -67,8 +67,14 @@ Status check_contained(const TreeManifest& manifest) {
   return {};
 }
 
+// The mode exactly, whatever the process's umask: the sandbox's uid must search what the
+// store makes 0755.
 Status make_dir(const fs::path& dir, unsigned mode = 0755) {
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return std::unexpected(errno_error("mkdir " + dir.string(), errno));
+  if (::mkdir(dir.c_str(), mode) != 0) {
+    if (errno != EEXIST) return std::unexpected(errno_error("mkdir " + dir.string(), errno));
+    return {};
+  }
+  if (::chmod(dir.c_str(), mode) != 0) return std::unexpected(errno_error("chmod " + dir.string(), errno));
   return {};
 }
 
@@ -222,7 +228,7 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
     fs::path p = e.path.empty() ? root : root / e.path;
     int rc = 0;
     switch (e.type) {
-      case TreeEntry::Type::directory: rc = ::mkdir(p.c_str(), 0755); break;
+      case TreeEntry::Type::directory: rc = ::mkdir(p.c_str(), 0755) == 0 ? ::chmod(p.c_str(), 0755) : -1; break;
       case TreeEntry::Type::file: rc = ::link(object_path(e.sha256, e.executable()).c_str(), p.c_str()); break;
       case TreeEntry::Type::symlink: rc = ::symlink(e.target.c_str(), p.c_str()); break;
       case TreeEntry::Type::other: break;

@@ -3,13 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <vector>
 
 #include "common/file.h"
 
 namespace warden {
-
 Result<Digest> digest_file(const std::filesystem::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return std::unexpected(errno_error("opening " + path.string(), errno));
@@ -88,7 +89,12 @@ Result<Digest> FileDigestMemo::digest(const std::filesystem::path& path, const s
   if (!d) return d;
   ++files_read_;
   bytes_read_ += now.size;
-  if (key.find('\n') == std::string::npos) {
+  // A file changed within the last seconds may change again within the same timestamp tick
+  // (coarse file system clocks) without its stat() changing: read it again next time rather
+  // than remember it, as git treats "racily clean" entries.
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const bool settled = now_ns - std::max(now.mtime_ns, now.ctime_ns) > settle_ns_;
+  if (settled && key.find('\n') == std::string::npos) {
     now.digest = *d;
     entries_[key] = now;
     dirty_ = true;

@@ -6,7 +6,8 @@
 // The memo is believed the way the result cache is: it lives in Warden's private cache
 // directory (private_dir.h), and whoever can write it could already write cached results.
 // A memo file that does not parse, or a line that does not, is a miss: it costs a re-read,
-// never a wrong digest for a file whose stat changed.
+// never a wrong digest for a file whose stat changed. A file changed in the last two seconds
+// is not remembered (it could change again without its times moving on a coarse clock).
 //
 // Ownership and threads: a FileDigestMemo is a plain value owned by one thread; save() writes
 // it atomically (write to a temporary file, rename), so processes that share the file lose
@@ -16,6 +17,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -41,6 +43,10 @@ class FileDigestMemo {
   // Writes the memo when digest() added or changed anything since load(); otherwise nothing.
   Status save();
 
+  // How long after its last change a file is remembered (default two seconds); tests of the
+  // memo itself use zero.
+  void set_settle_time(std::chrono::nanoseconds t) { settle_ns_ = t.count(); }
+
   size_t size() const { return entries_.size(); }
   uint64_t files_read() const { return files_read_; }
   uint64_t bytes_read() const { return bytes_read_; }
@@ -55,6 +61,7 @@ class FileDigestMemo {
   std::filesystem::path file_;
   std::unordered_map<std::string, Entry> entries_;
   bool dirty_ = false;
+  int64_t settle_ns_ = int64_t{2} * 1'000'000'000;
   uint64_t files_read_ = 0, bytes_read_ = 0;
 };
 

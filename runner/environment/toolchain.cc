@@ -27,7 +27,9 @@ std::string tree_digest(const fs::path& dir, FileDigestMemo& memo) {
   std::error_code ec;
   auto resolved = fs::canonical(dir, ec);
   if (ec || !fs::is_directory(resolved, ec)) return "absent";
-  auto m = TreeManifest::scan(resolved, memo);
+  // A file this process may not read still counts by its name, mode and size: one such file
+  // must not make the whole directory "absent", where later changes would go unseen.
+  auto m = TreeManifest::scan(resolved, memo, TreeManifest::Normalize::none, true);
   return m ? m->digest().str() : "absent";
 }
 

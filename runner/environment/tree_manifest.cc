@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "common/file.h"
 
@@ -17,7 +18,9 @@ namespace fs = std::filesystem;
 struct Walker {
   FileDigestMemo& memo;
   TreeManifest::Normalize normalize;
+  bool unreadable_as_entries;
   std::vector<TreeEntry>& out;
+
 
   bool environment() const { return normalize == TreeManifest::Normalize::environment; }
 
@@ -36,9 +39,13 @@ struct Walker {
       e.type = TreeEntry::Type::file;
       if (environment()) e.mode = (st.st_mode & 0111) ? 0555 : 0444;
       e.size = static_cast<uint64_t>(st.st_size);
-      auto d = memo.digest(abs, st);
-      if (!d) return std::unexpected(d.error());
-      e.sha256 = *d;
+      if (unreadable_as_entries && ::access(abs.c_str(), R_OK) != 0) {
+        e.sha256 = Digest{};  // counted by name, mode and size
+      } else {
+        auto d = memo.digest(abs, st);
+        if (!d) return std::unexpected(d.error());
+        e.sha256 = *d;
+      }
     } else if (S_ISLNK(st.st_mode)) {
       e.type = TreeEntry::Type::symlink;
       e.mode = 0;
@@ -55,6 +62,7 @@ struct Walker {
 
   Status directory(const fs::path& abs, const std::string& rel) {
     DIR* dir = ::opendir(abs.c_str());
+    if (!dir && unreadable_as_entries && (errno == EACCES || errno == EPERM)) return {};
     if (!dir) return std::unexpected(errno_error("opening the directory " + abs.string(), errno));
     std::vector<std::string> names;
     while (dirent* d = ::readdir(dir)) {
@@ -85,12 +93,13 @@ Json entry_json(const TreeEntry& e) {
 
 }  // namespace
 
-Result<TreeManifest> TreeManifest::scan(const fs::path& root, FileDigestMemo& memo, Normalize normalize) {
+Result<TreeManifest> TreeManifest::scan(const fs::path& root, FileDigestMemo& memo, Normalize normalize,
+                                        bool unreadable_as_entries) {
   struct stat st{};
   if (::lstat(root.c_str(), &st) != 0) return std::unexpected(errno_error("lstat " + root.string(), errno));
   if (!S_ISDIR(st.st_mode)) return std::unexpected(Error{Errc::invalid_argument, root.string() + " is not a directory"});
   TreeManifest m;
-  Walker w{memo, normalize, m.entries};
+  Walker w{memo, normalize, unreadable_as_entries, m.entries};
   if (Status s = w.entry(root, "", st); !s) return std::unexpected(s.error());
   // Walked in sorted name order per directory; sorted by whole path here so that "a/b" and
   // "a-b" order the same way on every host.

@@ -44,9 +44,12 @@ struct TreeManifest {
 
   std::vector<TreeEntry> entries;  // sorted by path
 
-  // Walks `root` (a directory) with lstat(), hashing files through `memo`.
+  // Walks `root` (a directory) with lstat(), hashing files through `memo`. With
+  // `unreadable_as_entries`, a file or directory this process may not read is an entry of
+  // its own (a file with the zero digest, a directory without contents) instead of an error:
+  // what cannot be read still counts by its name, mode and size.
   static Result<TreeManifest> scan(const std::filesystem::path& root, FileDigestMemo& memo,
-                                   Normalize normalize = Normalize::none);
+                                   Normalize normalize = Normalize::none, bool unreadable_as_entries = false);
   // One canonical JSON array per entry and line: ["d",493,"path"], ["f",420,size,"hex","path"],
   // ["l","target","path"], ["o",mode,"path"].
   std::string text() const;

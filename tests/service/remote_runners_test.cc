@@ -7,6 +7,7 @@
 // (another tree, a wrong digest, a bad signature) never reaches the kernel, and the runner
 // that sent it is failed with the reason in the ledger.
 #include <fleet.grpc.pb.h>
+#include <netdb.h>
 #include <signal.h>
 
 #include <atomic>
@@ -407,6 +408,52 @@ TEST_F(RemoteChecks, HeldOutRunsStayOnTheServersSandboxAndTheRunnerNeverHoldsThe
     EXPECT_EQ(read_file_or_empty(e.path()).find("test_nested_parentheses"), std::string::npos) << e.path();
   }
   expect_replays("held");
+}
+
+// A build whose checks run in an environment (examples/leaderboard: a Debian root with a
+// package the host lacks) on a runner whose store does not hold it: the runner fetches it
+// from the server once, verifies it, and runs every check there; a second build on the same
+// environment fetches nothing. Needs the network the environment is built from, once.
+TEST_F(RemoteChecks, ARunnerFetchesAnEnvironmentItLacksOnceAndRunsTheChecksThere) {
+  addrinfo* found = nullptr;
+  if (::getaddrinfo("deb.debian.org", "443", nullptr, &found) != 0) GTEST_SKIP() << "the environment's recipe needs the network";
+  ::freeaddrinfo(found);
+  fs::create_directory_symlink(fs::path(WARDEN_SOURCE_DIR) / "examples" / "leaderboard", blueprints / "leaderboard");
+  // The runner's store is its own (the server's builds keep theirs in the default store); the
+  // sandbox's uid must reach it.
+  fs::permissions(tmp.path(), fs::perms(0755));
+  const fs::path runner_store = tmp / "runner-environments";
+  Child server = serve();
+  fs::create_directory(tmp / "runner-a");
+  fs::permissions(tmp / "runner-a", fs::perms::owner_all, fs::perm_options::replace);
+  Child a = Child::spawn({"/usr/bin/env", "WARDEN_ENV_STORE=" + runner_store.string(), warden_binary(), "runner", "--server",
+                          socket.string(), "--state", (tmp / "runner-a").string(), "--id", "runner-a"});
+  wait_connected({"runner-a"});
+
+  std::string environment;
+  for (const char* repository : {"first", "second"}) {
+    ProcessResult built = warden(build_argv("leaderboard", repository));
+    ASSERT_TRUE(built.exited_with(0)) << describe(built) << read_file_or_empty(state / "runs" / "children.log");
+    const auto summary = stdout_json(built);
+    ASSERT_EQ(summary.value("status", ""), "completed") << summary.dump();
+    auto held = results(summary.value("run_id", ""));
+    ASSERT_FALSE(held.empty());
+    for (const auto& r : held) {
+      expect_signed(r, {"runner-a"});
+      ASSERT_TRUE(r["run_result"].contains("environment")) << r.dump();
+      if (environment.empty()) environment = r["run_result"]["environment"].get<std::string>();
+      EXPECT_EQ(r["run_result"]["environment"], environment);
+    }
+  }
+  ProcessResult ran = stop(a);
+  size_t fetched = 0;
+  for (size_t at = ran.err.find("environment " + environment + " fetched"); at != std::string::npos;
+       at = ran.err.find("environment " + environment + " fetched", at + 1)) {
+    ++fetched;
+  }
+  EXPECT_EQ(fetched, 1u) << ran.err;
+  EXPECT_TRUE(fs::exists(runner_store / "envs" / environment.substr(7) / "root" / "usr"));
+  stop(server);
 }
 
 TEST_F(RemoteChecks, ARunnerKilledMidCheckHasItsTaskRunByAnotherAndTheRunDecidesOnce) {
