@@ -198,7 +198,8 @@ json expect_json_lines(const ProcessResult& r, const std::string& what) {
     EXPECT_NE(line.value("type", ""), "result") << "a result before the end";
     EXPECT_NE(line.value("type", ""), "error") << "an error before the end";
     // A listing's items (docs/commands.md: Listings) are lines of their own type.
-    if (line.value("type", "") == "record" || line.value("type", "") == "run") continue;
+    const std::string type = line.value("type", "");
+    if (type == "record" || type == "run" || type == "environment") continue;
     // Every other line before the last is an event, with exactly the event schema's keys.
     std::set<std::string> keys;
     for (const auto& [key, v] : line.items()) keys.insert(key);
