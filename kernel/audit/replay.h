@@ -57,6 +57,9 @@ struct ReplayOptions {
   // For --rerun of runs whose checks ran in an environment: where it is found (or built
   // again from the recorded recipe); empty, the default store.
   std::filesystem::path env_store;
+  // A recorded environment the store lacks is built again from the ledger's recipe only when
+  // asked: its prepare steps are the ledger author's commands and run with network.
+  bool rebuild_environments = false;
 };
 
 struct ReplayProblem {

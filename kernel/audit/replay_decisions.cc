@@ -153,6 +153,15 @@ Status Replayer::on_decision(const DecisionRecord& d) {
     problem(evidence.error().message);
     return {};
   }
+  // Results are comparable only within one environment: each run a decision rests on names
+  // the one its policy does (none: the host's /usr), as the kernel required when it decided.
+  auto other_environment = [&](const RunResult& r, const char* what, uint64_t seq) {
+    if (r.environment == policy->environment) return false;
+    auto name = [](const std::optional<Digest>& e) { return e ? "environment " + e->str() : std::string("the host's /usr"); };
+    problem(std::string(what) + " " + std::to_string(seq) + " ran in " + name(r.environment) + ", but the policy names " +
+            name(policy->environment));
+    return true;
+  };
   std::optional<RunResult> run_result;
   if (d.run_result_seq) {
     auto rr = recorded_run_result(*d.run_result_seq, d.step_id);
@@ -161,6 +170,7 @@ Status Replayer::on_decision(const DecisionRecord& d) {
       return {};
     }
     run_result = std::move(*rr);
+    if (other_environment(*run_result, "run result", *d.run_result_seq)) return {};
     // Every step of a run is tested over the run's one base tree; a run result naming another
     // would move the tree the pre-images are held to.
     if (!run.start_tree) {
@@ -197,6 +207,7 @@ Status Replayer::on_decision(const DecisionRecord& d) {
               parent.value_or("(unknown)"));
       return {};
     }
+    if (other_environment(*base, "base run", *d.base_run_seq)) return {};
     base_run = std::move(*base);
   }
   std::optional<RunResult> oracle_run;
@@ -217,6 +228,7 @@ Status Replayer::on_decision(const DecisionRecord& d) {
       problem("oracle run " + std::to_string(*d.oracle_run_seq) + " was tested over another base tree");
       return {};
     }
+    if (other_environment(*oracle, "oracle run", *d.oracle_run_seq)) return {};
     oracle_run = std::move(*oracle);
   }
   std::optional<bool> held_out_passed;

@@ -143,6 +143,12 @@ Status Replayer::find_or_rebuild(const Digest& environment, const Json& recipe_r
                                      store->dir().string() + " does not hold and the ledger records no recipe for; "
                                      "import it there (warden env import) or give --env-store");
   }
+  if (!options_.rebuild_environments) {
+    return fail(Errc::not_found, "rerun: the run's checks ran in environment " + environment.str() + ", which the store " +
+                                     store->dir().string() +
+                                     " does not hold; --rebuild-environments builds it from the ledger's recipe (its prepare "
+                                     "steps run with network), or give --env-store");
+  }
   auto recipe = EnvironmentRecipe::from_record(recipe_record);
   if (!recipe) return std::unexpected(recipe.error().with_context("rerun: the recorded recipe"));
   auto built = build_recipe(*store, *recipe, {});

@@ -87,6 +87,18 @@ Result<EnvironmentRecipe> EnvironmentRecipe::from_json(const Json& json, std::ma
       r.prepare.push_back(std::move(step));
     }
   }
+  // Each step writes only a directory of its own, made by Warden for it: one inside (or
+  // equal to) another step's could have been replaced by a link an earlier step planted,
+  // and Warden, making and handing over the later step's directory, would follow it.
+  for (size_t i = 0; i < r.prepare.size() && top.ok(); ++i) {
+    for (size_t j = 0; j < r.prepare.size() && top.ok(); ++j) {
+      const std::string& a = r.prepare[i].dir;
+      const std::string& b = r.prepare[j].dir;
+      if (i != j && (a == b || b.starts_with(a + "/"))) {
+        top.fail("prepare", "step directories may not repeat or nest (" + a + ", " + b + ")");
+      }
+    }
+  }
   top.string_map("env", r.env, false);
   for (const auto& [k, v] : r.env) {
     if (top.ok() && reserved_environment_variable(k)) top.fail("env", k + " is fixed by the sandbox");
@@ -160,7 +172,7 @@ Result<EnvironmentRecipe> EnvironmentRecipe::from_record(const Json& record) {
 
 namespace {
 
-Status run_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env, const RecipeBuildOptions& options,
+Status run_logged(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                   std::string_view what) {
   SubprocessSpec spec;
   spec.argv = argv;
@@ -199,6 +211,16 @@ Status run_step(const fs::path& root, const PrepareStep& step, const Environment
   if (Status s = sandbox->use_system_root(root); !s) return s;
   fs::path dir = root / fs::path(step.dir).relative_path();
   std::error_code ec;
+  // The directory is new, below parents that are the base's own (no step wrote them): nothing
+  // a step planted lies on the way.
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    return std::unexpected(Error{Errc::invalid_argument, "prepare " + step.dir + ": the base already holds it"});
+  }
+  for (fs::path at = dir.parent_path(); at != root && at.has_relative_path(); at = at.parent_path()) {
+    if (fs::is_symlink(fs::symlink_status(at, ec))) {
+      return std::unexpected(Error{Errc::invalid_argument, "prepare " + step.dir + ": " + at.string() + " is a link"});
+    }
+  }
   fs::create_directories(dir, ec);
   if (ec) return std::unexpected(Error{Errc::io_error, "making " + dir.string() + ": " + ec.message()});
   for (const auto& in : step.inputs) {
@@ -265,7 +287,7 @@ Result<RecipeBuild> build_recipe(EnvironmentStore& store, const EnvironmentRecip
   if (options.progress) options.progress("mmdebstrap " + recipe.suite + " (" + recipe.variant + (include.empty() ? "" : ": " + include) + ")");
   // SOURCE_DATE_EPOCH makes mmdebstrap's own outputs reproducible.
   std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "SOURCE_DATE_EPOCH=0", "HOME=/root"};
-  if (Status s = run_logged(argv, env, options, "mmdebstrap"); !s) return finish(std::unexpected(s.error()));
+  if (Status s = run_logged(argv, env, "mmdebstrap"); !s) return finish(std::unexpected(s.error()));
   // Files a Debian bootstrap writes that say when or where it ran, not what it holds.
   for (const char* f : {"etc/machine-id", "var/cache/ldconfig/aux-cache", "etc/hostname", "etc/resolv.conf"}) {
     std::error_code ec;
@@ -333,7 +355,7 @@ Result<Environment> import_oci_image(EnvironmentStore& store, const fs::path& im
     // An OCI archive is a tar of a layout.
     layout = *work / "layout";
     fs::create_directories(layout, ec);
-    if (Status s = run_logged({"tar", "-xf", image.string(), "-C", layout.string()}, {"PATH=/usr/bin:/bin"}, {}, "unpacking " + image.string());
+    if (Status s = run_logged({"tar", "-xf", image.string(), "-C", layout.string()}, {"PATH=/usr/bin:/bin"}, "unpacking " + image.string());
         !s) {
       return finish(std::unexpected(s.error()));
     }
@@ -347,7 +369,7 @@ Result<Environment> import_oci_image(EnvironmentStore& store, const fs::path& im
   // umoci applies the layers in order with their whiteouts; --rootless keeps it from needing
   // to chown (ownership is not part of an environment's content).
   if (Status s = run_logged({"umoci", "raw", "unpack", "--rootless", "--image", ref, rootfs.string()},
-                            {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8"}, {}, "umoci unpack " + ref);
+                            {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8"}, "umoci unpack " + ref);
       !s) {
     return finish(std::unexpected(s.error()));
   }

@@ -269,32 +269,54 @@ void Sandbox::lay_out_system() {
   // In an environment, what the profile binds from the host comes from the environment's
   // root instead (every bind there may be absent but /usr), and the environment's /opt,
   // where recipes put what their prepare commands made, is bound too.
-  auto source = [&](const std::string& src) { return system_root_.empty() ? src : (system_root_ / fs::path(src).relative_path()).string(); };
+  auto source = [&](const std::string& src) { return system_root_.empty() ? src : inside_root(src).value_or(""); };
   for (const auto& b : p.ro_binds) {
     bool optional = b.optional || (!system_root_.empty() && b.dest != "/usr");
-    a.insert(a.end(), {optional ? "--ro-bind-try" : "--ro-bind", source(b.src), b.dest});
+    const std::string from = source(b.src);
+    if (!from.empty()) a.insert(a.end(), {optional ? "--ro-bind-try" : "--ro-bind", from, b.dest});
   }
-  if (!system_root_.empty()) a.insert(a.end(), {"--ro-bind-try", source("/opt"), "/opt"});
+  if (!system_root_.empty()) {
+    if (std::string opt = source("/opt"); !opt.empty()) a.insert(a.end(), {"--ro-bind-try", opt, "/opt"});
+  }
   if (p.network) {
     for (std::string_view f : kNetworkFiles) a.insert(a.end(), {"--ro-bind-try", std::string(f), std::string(f)});
   }
   for (const auto& l : p.symlinks) {
     // An environment whose /bin (say) is a directory rather than merged into /usr keeps it.
     std::error_code ec;
-    if (!system_root_.empty() && fs::is_directory(fs::symlink_status(source(l.path), ec))) {
-      a.insert(a.end(), {"--ro-bind", source(l.path), l.path});
+    const std::string dir = source(l.path);
+    if (!system_root_.empty() && !dir.empty() && fs::is_directory(fs::symlink_status(dir, ec))) {
+      a.insert(a.end(), {"--ro-bind", dir, l.path});
     } else {
       a.insert(a.end(), {"--symlink", l.target, l.path});
     }
   }
 }
 
+// bwrap resolves a bind's source on the host, so a symlink in an environment that leads out
+// of its root (an absolute one, or one through ..) would bind the host's file where the
+// environment's digest names only the link: such a source is treated as absent.
+std::optional<std::string> Sandbox::inside_root(const std::string& src) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path resolved = fs::weakly_canonical(system_root_ / fs::path(src).relative_path(), ec);
+  if (ec) return std::nullopt;
+  auto [r, p] = std::mismatch(system_root_.begin(), system_root_.end(), resolved.begin(), resolved.end());
+  if (r != system_root_.end()) return std::nullopt;
+  return resolved.string();
+}
+
 Status Sandbox::use_system_root(std::filesystem::path root) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(root / "usr", ec)) {
-    return std::unexpected(Error{Errc::invalid_argument, "the environment root " + root.string() + " has no usr/ directory"});
+  std::filesystem::path canonical = std::filesystem::canonical(root, ec);
+  if (ec) return std::unexpected(Error{Errc::not_found, "the environment root " + root.string() + ": " + ec.message()});
+  system_root_ = canonical;
+  auto usr = inside_root("/usr");
+  if (!usr || !std::filesystem::is_directory(*usr, ec)) {
+    system_root_.clear();
+    return std::unexpected(Error{Errc::invalid_argument, "the environment root " + root.string() +
+                                                             " has no usr/ directory of its own (a link out of the root is not one)"});
   }
-  system_root_ = std::move(root);
   lay_out_system();
   // A verdict was about another file system.
   preflight_.reset();

@@ -253,6 +253,8 @@ class Sandbox {
 
   // The arguments that lay out the file system the command sees (args_before_files_).
   void lay_out_system();
+  // `src` below system_root_, resolved as bwrap will resolve it; nullopt when it leads out.
+  std::optional<std::string> inside_root(const std::string& src) const;
 
   SandboxProfile profile_;
   std::filesystem::path system_root_;  // empty: the host's

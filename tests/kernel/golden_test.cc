@@ -284,6 +284,37 @@ TEST_P(Golden, ARunResultOverAnotherBaseResignedWithTheKeyFailsAtItsDecision) {
   EXPECT_TRUE(message.find("base tree") != std::string::npos || message.find("base run") != std::string::npos) << report.dump();
 }
 
+// A result recorded from another environment than the run's policy names (re-signed with the
+// key, so only replay's own check can catch it) is refused at the decision that rests on it.
+TEST_P(Golden, ARunResultFromAnotherEnvironmentResignedWithTheKeyFailsAtItsDecision) {
+  auto records = read_records(golden());
+  auto forged = std::find_if(records.rbegin(), records.rend(), [](const RecordLine& r) { return r.kind == "run_result"; });
+  ASSERT_NE(forged, records.rend());
+  const std::string old_digest = forged->payload["run_result_sha256"].get<std::string>();
+  Json& result = forged->payload["run_result"];
+  // On the host's /usr when the run named an environment, in some environment when it did not.
+  if (result.contains("environment")) result.erase("environment");
+  else result["environment"] = sha256("another root file system").str();
+  const std::string new_digest = sha256(canonicalize(result).value()).str();
+  forged->payload["run_result_sha256"] = new_digest;
+  for (auto& r : records) {
+    if (r.kind == "commit" && r.payload["run_result_sha256"] == old_digest) r.payload["run_result_sha256"] = new_digest;
+  }
+  const uint64_t forged_seq = forged->seq;
+  auto decision = std::find_if(records.begin(), records.end(), [&](const RecordLine& r) {
+    return r.kind == "decision" && r.payload["run_result_seq"] == forged_seq;
+  });
+  ASSERT_NE(decision, records.end());
+
+  TempDir tmp;
+  write_signed_ledger(tmp / "forged", records, blobs_of(golden()));
+  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key(), "--json"});
+  ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
+  Json report = test::stdout_json(replayed);
+  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), decision->seq) << report.dump();
+  EXPECT_NE(report["problem"]["message"].get<std::string>().find(" ran in "), std::string::npos) << report.dump();
+}
+
 // With the repository at hand, replay holds the recorded pre-images to the tree each
 // proposal was made on: a forged pre-image (re-signed with the key) is caught even where
 // decide() alone could be satisfied by it.

@@ -137,6 +137,28 @@ TEST_F(EnvironmentRunTest, TheEnvCommandsAndSandboxExecOnAnEnvironment) {
   EXPECT_TRUE(gone.exited_with(125)) << describe(gone);
 }
 
+// bwrap resolves its bind sources on the host: an environment whose /opt or /etc/ld.so.cache
+// is a symlink out of its root (an image can hold any) must not bind the host's /etc there.
+// The digest names only the links; what they point at on the host is nothing of the
+// environment's, so those binds are left out.
+TEST_F(EnvironmentRunTest, LinksOutOfTheEnvironmentsRootBindNothingOfTheHost) {
+  const fs::path root = tmp_ / "linked-root";
+  copy_host_programs(root, kPrograms);
+  fs::create_directory_symlink("/etc", root / "opt");
+  fs::create_directories(root / "etc");
+  fs::create_symlink("/etc/passwd", root / "etc" / "ld.so.cache");
+  auto store = EnvironmentStore::open(store_dir(), SandboxHost::detect().uid);
+  ASSERT_TRUE(store) << store.error().message;
+  auto linked = store->import_tree(root, {}, {{"kind", "directory"}});
+  ASSERT_TRUE(linked) << linked.error().message;
+  auto r = runner(linked->digest);
+  ASSERT_TRUE(r) << r.error().message;
+  RunOutcome out = run(*r, {CheckSpec::shell("opt", "[ ! -e /opt/passwd ] && [ ! -e /opt/hostname ]"),
+                            CheckSpec::shell("cache", "[ ! -s /etc/ld.so.cache ]")});
+  ASSERT_TRUE(out.result.preflight.ok) << out.result.preflight.failures();
+  for (const CheckResult& c : out.result.checks) EXPECT_EQ(c.verdict, kPassed) << c.name << ": the host's /etc was bound";
+}
+
 // A proposal whose checks run in an environment (`warden propose --environment`): the ledger
 // names the environment in the policy and in every result; `replay --rerun` runs the checks
 // again in it, found by its digest, and refuses to run them anywhere else — here, from a

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runner/environment/environment_store.h"
+#include "runner/environment/environment_recipe.h"
 #include "runner/environment/file_digest_memo.h"
 #include "runner/environment/tree_manifest.h"
 #include "tests/support/files.h"
@@ -335,9 +336,9 @@ TEST_F(EnvironmentStoreTest, AManifestReachingOutsideItsTreeIsRefused) {
     e.sha256 = sha256("owned\n");
     return e;
   };
-  TreeEntry root{.path = "", .type = TreeEntry::Type::directory, .mode = 0755};
-  TreeEntry usr{.path = "usr", .type = TreeEntry::Type::directory, .mode = 0755};
-  TreeEntry link{.path = "usr/escape", .type = TreeEntry::Type::symlink, .target = outside.string()};
+  TreeEntry root{.path = "", .type = TreeEntry::Type::directory, .mode = 0755, .size = 0, .sha256 = {}, .target = {}};
+  TreeEntry usr{.path = "usr", .type = TreeEntry::Type::directory, .mode = 0755, .size = 0, .sha256 = {}, .target = {}};
+  TreeEntry link{.path = "usr/escape", .type = TreeEntry::Type::symlink, .mode = 0, .size = 0, .sha256 = {}, .target = outside.string()};
   const std::vector<std::vector<TreeEntry>> hostile = {
       {root, usr, link, file("usr/escape/planted")},
       {root, file((outside / "planted").string())},
@@ -357,7 +358,7 @@ TEST_F(EnvironmentStoreTest, AManifestReachingOutsideItsTreeIsRefused) {
   EXPECT_FALSE(fs::exists(tmp_ / "planted"));
   EXPECT_TRUE(stored_envs().empty());
   // The same shapes inside the tree are an environment.
-  TreeManifest fine{{root, usr, file("usr/planted"), TreeEntry{.path = "usr/tool", .type = TreeEntry::Type::symlink, .target = "planted"}}};
+  TreeManifest fine{{root, usr, file("usr/planted"), TreeEntry{.path = "usr/tool", .type = TreeEntry::Type::symlink, .mode = 0, .size = 0, .sha256 = {}, .target = "planted"}}};
   EXPECT_TRUE(store_->install(fine, {}, {}, [](const TreeEntry&, const fs::path& dest) -> Status {
     write_file(dest, "owned\n");
     return {};
@@ -420,6 +421,31 @@ TEST_F(EnvironmentStoreTest, ListIsMostRecentlyUsedFirstAndGcDropsTheLeastRecent
   EXPECT_TRUE(store_->object(sha256("shared by every tree\n"), false));
   EXPECT_TRUE(store_->open_verified(a.digest));
   EXPECT_EQ(stored_envs(), std::vector<std::string>{a.digest.hex()});
+}
+
+// --- Recipes ---
+
+// A prepare step writes only a directory Warden made for it: a step directory inside another
+// step's (or the same one twice) could be a link the earlier step planted, which Warden would
+// follow as root when it makes and hands over the later one.
+TEST(EnvironmentRecipe, StepDirectoriesThatRepeatOrNestAreRefused) {
+  auto recipe = [](const std::string& a, const std::string& b) {
+    Json j = {{"format", "warden.environment-recipe/v1"},
+              {"debian", {{"packages", {"python3-minimal"}}}},
+              {"prepare", {{{"dir", a}, {"run", {"true"}}}, {{"dir", b}, {"run", {"true"}}}}}};
+    return EnvironmentRecipe::from_json(j, {});
+  };
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
+           {"/opt/a", "/opt/a"}, {"/opt/a", "/opt/a/b"}, {"/opt/a/b", "/opt/a"}}) {
+    auto r = recipe(a, b);
+    ASSERT_FALSE(r) << a << " " << b;
+    EXPECT_EQ(r.error().code, Errc::invalid_argument);
+    EXPECT_NE(r.error().message.find("may not repeat or nest"), std::string::npos) << r.error().message;
+  }
+  EXPECT_TRUE(recipe("/opt/a", "/opt/ab")) << "siblings are fine";
+  auto outside = recipe("/etc/x", "/opt/b");
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().message.find("below /opt/"), std::string::npos) << outside.error().message;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ namespace {
 
 struct ReplayArgs {
   std::string path, repo, repos, cache, env_store;
+  bool rebuild_environments = false;
   VerifyFlags verify;
   bool rerun = false, json = false;
 };
@@ -32,6 +33,7 @@ int run(const ReplayArgs& a) {
   options.rerun = a.rerun;
   options.cache_dir = a.cache.empty() ? default_cache_dir() : a.cache;
   options.env_store = a.env_store;
+  options.rebuild_environments = a.rebuild_environments;
   auto report = kernel::replay(a.path, options);
   if (!report) return report_error(report.error(), a.json);
   // Warnings are about the audit, not its result: stderr, as `warden ledger verify` prints them.
@@ -103,6 +105,9 @@ void add_replay_commands(CLI::App& app, Action& action) {
   cmd->add_flag("--rerun", a->rerun, "Also re-execute every recorded run in the sandbox and compare the deterministic "
                                      "part of the results (needs --repo or --repos)");
   cmd->add_option("--cache", a->cache, "Runner cache for --rerun (default as warden build)");
+  cmd->add_flag("--rebuild-environments", a->rebuild_environments,
+                "With --rerun: build a recorded environment the store lacks from the ledger's recipe (its prepare steps, "
+                "the ledger author's commands, run in a sandbox with network)");
   cmd->add_option("--env-store", a->env_store,
                   "Where --rerun finds the environments runs recorded (built again from the recorded recipe when "
                   "missing); default as warden build");
