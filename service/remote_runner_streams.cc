@@ -111,7 +111,7 @@ void RemoteRunners::dispatch(const std::vector<supervisor::Assignment>& assignme
       } else {
         next = Next::sent;
         Mailbox& mailbox = *m->second;
-        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}, false, {}};
+        Mailbox::Held held{ref, a.claim.attempt, nonce_hex(), p->second.request, p->second.channel->repo, {}, false, {}, {}};
         int64_t budget_ms = 120'000;  // fetching and starting
         for (const CheckSpec& c : held.request.checks) budget_ms += c.timeout_ms.value_or(600'000) * std::max<int64_t>(c.runs, 1);
         held.renew_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
@@ -176,12 +176,12 @@ void RemoteRunners::fetch_environment(Mailbox& mailbox, const v1::FetchEnvironme
     post_locked(mailbox, std::move(reply));
   };
   std::optional<Digest> environment;
+  std::shared_ptr<const std::set<std::string>> files;
   {
     std::lock_guard lock(mu_);
-    if (mailbox.held && mailbox.held->claim.task_id == request.task_id()) environment = mailbox.held->request.environment;
     if (!mailbox.held || mailbox.held->claim.task_id != request.task_id()) {
       batch->set_error("task " + request.task_id() + " is not this runner's");
-    } else if (!environment) {
+    } else if (!mailbox.held->request.environment) {
       batch->set_error("task " + request.task_id() + " runs in no environment");
     } else if (static_cast<size_t>(request.files_size()) > kMaxFetchIds) {
       batch->set_error("ask for at most " + std::to_string(kMaxFetchIds) + " files at a time");
@@ -190,24 +190,35 @@ void RemoteRunners::fetch_environment(Mailbox& mailbox, const v1::FetchEnvironme
       post_locked(mailbox, std::move(reply));
       return;
     }
+    environment = mailbox.held->request.environment;
+    files = mailbox.held->environment_files;
   }
   auto store = EnvironmentStore::open(EnvironmentStore::default_dir());
   if (!store) return refuse("the server's environment store: " + store.error().message);
-  auto manifest = store->manifest(*environment);
-  if (!manifest) return refuse("the server does not hold environment " + environment->str());
+  std::optional<TreeManifest> manifest;
+  if (request.files().empty() || !files) {
+    auto read = store->manifest(*environment);
+    if (!read) return refuse("the server does not hold environment " + environment->str());
+    manifest = std::move(*read);
+  }
+  if (!files) {
+    auto names = std::make_shared<std::set<std::string>>();
+    for (const TreeEntry& e : manifest->entries) {
+      if (e.type == TreeEntry::Type::file) names->insert(e.sha256.hex() + (e.executable() ? "x" : ""));
+    }
+    files = std::move(names);
+    std::lock_guard lock(mu_);
+    if (mailbox.held && mailbox.held->claim.task_id == request.task_id()) mailbox.held->environment_files = files;
+  }
   if (request.files().empty()) {
     auto held = store->find(*environment);
     if (!held || !*held) return refuse("the server does not hold environment " + environment->str());
     batch->set_record_json((*held)->to_json().dump());
     batch->set_manifest(manifest->text());
   } else {
-    std::set<std::string> in_it;
-    for (const TreeEntry& e : manifest->entries) {
-      if (e.type == TreeEntry::Type::file) in_it.insert(e.sha256.hex() + (e.executable() ? "x" : ""));
-    }
     size_t bytes = 0;
     for (const std::string& name : request.files()) {
-      if (!in_it.contains(name)) return refuse("file " + name + " is not part of environment " + environment->str());
+      if (!files->contains(name)) return refuse("file " + name + " is not part of environment " + environment->str());
       if (batch->files_size() > 0 && bytes >= kBatchBytes) break;
       auto digest = Digest::from_hex(std::string_view(name).substr(0, 64));
       auto path = digest ? store->object(*digest, name.size() == 65) : Result<std::filesystem::path>(std::unexpected(digest.error()));

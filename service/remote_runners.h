@@ -69,6 +69,9 @@ struct Mailbox {
     // fetchable holds every object the task's trees reach: a runner whose store kept a tree
     // but lost what it holds (killed while fetching) may fetch those entries directly.
     bool reached_all = false;
+    // The file names (sha256 hex, "x" when executable) of the environment the task runs in,
+    // once the runner first fetched from it: read from the manifest once, not per batch.
+    std::shared_ptr<const std::set<std::string>> environment_files;
     // Past this the claim is not renewed (it lapses and the task goes elsewhere): the checks'
     // own time limits and a budget for fetching, so a runner that heartbeats and never
     // answers cannot keep a task.

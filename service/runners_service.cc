@@ -9,6 +9,7 @@
 #include "common/encoding.h"
 #include "runner/model/quorum.h"
 #include "service/grpc_status.h"
+#include "service/runner_requests.h"
 #include "store/record_checks.h"
 
 namespace warden::service {
@@ -237,6 +238,14 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
         writer.join();
       }
     } join_writer{work_, mailbox, writer};
+    // Declared after the writer's join: its destructor handles what is queued while the
+    // mailbox is still attached and the writer still sends.
+    RunnerRequests requests([&](const v1::RunnerMessage& m) {
+      if (m.has_fetch_environment()) work_.fetch_environment(mailbox, m.fetch_environment());
+      else if (m.has_fetch()) work_.fetch(mailbox, m.fetch());
+      else if (m.has_result()) work_.complete(mailbox, m.result());
+      else if (m.has_failed()) work_.failed(mailbox, m.failed());
+    });
     v1::RunnerMessage message;
     while (stream->Read(&message)) {
       if (message.has_heartbeat()) {
@@ -263,20 +272,8 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
         work_.renew(mailbox);
         continue;
       }
-      if (message.has_fetch_environment()) {
-        work_.fetch_environment(mailbox, message.fetch_environment());
-        continue;
-      }
-      if (message.has_fetch()) {
-        work_.fetch(mailbox, message.fetch());
-        continue;
-      }
-      if (message.has_result()) {
-        work_.complete(mailbox, message.result());
-        continue;
-      }
-      if (message.has_failed()) {
-        work_.failed(mailbox, message.failed());
+      if (message.has_fetch_environment() || message.has_fetch() || message.has_result() || message.has_failed()) {
+        requests.push(std::move(message));
         continue;
       }
       why = "the runner sent " + std::string(message.has_enrol() ? "enrol" : message.has_proof() ? "proof" : "an empty message") +

@@ -4,7 +4,9 @@
 // runner's heartbeats reach the supervisor; and when the stream ends the agent is failed, so
 // whatever it held goes back to the queue at once rather than when its heartbeats go stale.
 // Between heartbeats it takes check tasks and answers them (RemoteRunners): the stream's
-// messages are written by one writer thread per stream, from its Mailbox.
+// messages are written by one writer thread per stream, from its Mailbox, and what the runner
+// asks and answers is handled in order on one more (RunnerRequests), so its heartbeats are
+// read while a batch is served or a result checked.
 //
 // Needs the runner role. Each stream holds one of the caller's StreamQuota shares.
 // Thread-safe: each stream works on its own state and the Fleet, which is.

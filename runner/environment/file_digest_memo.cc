@@ -53,9 +53,16 @@ bool field(std::string_view& line, T& out) {
 // One line per file: "dev ino size mtime_ns ctime_ns hex path\n"; a path holding a newline
 // is never remembered (it is read each time).
 FileDigestMemo FileDigestMemo::load(std::filesystem::path file) {
-  FileDigestMemo memo(file);
-  auto text = read_file(file, uint64_t{1} << 30);
-  if (!text) return memo;
+  FileDigestMemo memo(std::move(file));
+  memo.pending_ = true;
+  return memo;
+}
+
+void FileDigestMemo::read_if_pending() {
+  if (!pending_) return;
+  pending_ = false;
+  auto text = read_file(file_, uint64_t{1} << 30);
+  if (!text) return;
   std::string_view rest = *text;
   while (!rest.empty()) {
     auto nl = rest.find('\n');
@@ -70,21 +77,19 @@ FileDigestMemo FileDigestMemo::load(std::filesystem::path file) {
     auto d = Digest::from_hex(line.substr(0, 64));
     if (!d) continue;
     e.digest = *d;
-    memo.entries_[std::string(line.substr(65))] = e;
+    entries_[std::string(line.substr(65))] = e;
   }
-  return memo;
+}
+
+bool FileDigestMemo::same_file(const Entry& a, const Entry& b) {
+  return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
 }
 
 Result<Digest> FileDigestMemo::digest(const std::filesystem::path& path, const struct stat& st) {
+  read_if_pending();
   Entry now = key_of(st);
   const std::string key = path.string();
-  if (auto it = entries_.find(key); it != entries_.end()) {
-    const Entry& e = it->second;
-    if (e.dev == now.dev && e.ino == now.ino && e.size == now.size && e.mtime_ns == now.mtime_ns &&
-        e.ctime_ns == now.ctime_ns) {
-      return e.digest;
-    }
-  }
+  if (auto it = entries_.find(key); it != entries_.end() && same_file(it->second, now)) return it->second.digest;
   auto d = digest_file(path);
   if (!d) return d;
   ++files_read_;
@@ -104,6 +109,10 @@ Result<Digest> FileDigestMemo::digest(const std::filesystem::path& path, const s
 
 Status FileDigestMemo::save() {
   if (!dirty_ || file_.empty()) return {};
+  std::erase_if(entries_, [](const auto& item) {
+    struct stat st{};
+    return ::lstat(item.first.c_str(), &st) != 0 || !same_file(item.second, key_of(st));
+  });
   std::string out;
   out.reserve(entries_.size() * 140);
   for (const auto& [path, e] : entries_) {

@@ -9,6 +9,11 @@
 // never a wrong digest for a file whose stat changed. A file changed in the last two seconds
 // is not remembered (it could change again without its times moving on a coarse clock).
 //
+// load() reads the file when the memo is first asked (a store opened only to serve stored
+// bytes never reads it). save() leaves out every path whose stat() no longer matches: paths
+// that were only passing through (a tree scanned in a temporary directory before it was
+// installed) do not pile up in the file.
+//
 // Ownership and threads: a FileDigestMemo is a plain value owned by one thread; save() writes
 // it atomically (write to a temporary file, rename), so processes that share the file lose
 // at worst each other's additions, never the file. Errors: digest() fails only when the file
@@ -35,7 +40,8 @@ class FileDigestMemo {
  public:
   // An empty memo that save() writes to `file`; an empty path never saves.
   explicit FileDigestMemo(std::filesystem::path file = {}) : file_(std::move(file)) {}
-  // The memo stored at `file`, or an empty one when there is none or it does not parse.
+  // The memo stored at `file` (read on first use), or an empty one when there is none or it
+  // does not parse.
   static FileDigestMemo load(std::filesystem::path file);
 
   // The digest of the regular file at `path`, whose lstat() is `st`: remembered, or read.
@@ -47,7 +53,10 @@ class FileDigestMemo {
   // memo itself use zero.
   void set_settle_time(std::chrono::nanoseconds t) { settle_ns_ = t.count(); }
 
-  size_t size() const { return entries_.size(); }
+  size_t size() {
+    read_if_pending();
+    return entries_.size();
+  }
   uint64_t files_read() const { return files_read_; }
   uint64_t bytes_read() const { return bytes_read_; }
 
@@ -58,7 +67,10 @@ class FileDigestMemo {
     Digest digest;
   };
   static Entry key_of(const struct stat& st);
+  static bool same_file(const Entry& a, const Entry& b);
+  void read_if_pending();
   std::filesystem::path file_;
+  bool pending_ = false;  // file_ is still to be read
   std::unordered_map<std::string, Entry> entries_;
   bool dirty_ = false;
   int64_t settle_ns_ = int64_t{2} * 1'000'000'000;

@@ -157,6 +157,43 @@ TEST(FileDigestMemo, ACorruptMemoFileIsAMissNotAnError) {
   EXPECT_EQ(FileDigestMemo::load(dir / "memo").size(), 1u);
 }
 
+TEST(FileDigestMemo, PathsGoneOrChangedAreLeftOutWhenItIsSaved) {
+  TempDir dir;
+  write_file(dir / "kept", "kept");
+  write_file(dir / "gone", "gone");
+  write_file(dir / "changed", "before");
+  FileDigestMemo memo(dir / "memo");
+  memo.set_settle_time(std::chrono::nanoseconds(0));
+  for (const char* name : {"kept", "gone", "changed"}) ASSERT_TRUE(memo.digest(dir / name, lstat_of(dir / name)));
+  ASSERT_EQ(memo.size(), 3u);
+  fs::remove(dir / "gone");
+  next_clock_tick();
+  write_file(dir / "changed", "after!");
+  ASSERT_TRUE(memo.save());
+  FileDigestMemo loaded = FileDigestMemo::load(dir / "memo");
+  EXPECT_EQ(loaded.size(), 1u);
+  loaded.set_settle_time(std::chrono::nanoseconds(0));
+  EXPECT_EQ(loaded.digest(dir / "kept", lstat_of(dir / "kept")).value(), sha256("kept"));
+  EXPECT_EQ(loaded.files_read(), 0u);
+  EXPECT_EQ(loaded.digest(dir / "changed", lstat_of(dir / "changed")).value(), sha256("after!"));
+  EXPECT_EQ(loaded.files_read(), 1u);
+}
+
+TEST(FileDigestMemo, ItsFileIsReadOnlyWhenItIsFirstAsked) {
+  TempDir dir;
+  write_file(dir / "f", "content");
+  {
+    FileDigestMemo memo(dir / "memo");
+    memo.set_settle_time(std::chrono::nanoseconds(0));
+    ASSERT_TRUE(memo.digest(dir / "f", lstat_of(dir / "f")));
+    ASSERT_TRUE(memo.save());
+  }
+  FileDigestMemo memo = FileDigestMemo::load(dir / "memo");
+  // Replaced after load(): what is read is the file as it is at first use.
+  fs::remove(dir / "memo");
+  EXPECT_EQ(memo.size(), 0u);
+}
+
 // --- TreeManifest ---
 
 class TreeManifestTest : public ::testing::Test {

@@ -1,0 +1,40 @@
+#include "service/runner_requests.h"
+
+#include <utility>
+
+namespace warden::service {
+
+RunnerRequests::RunnerRequests(std::function<void(const v1::RunnerMessage&)> handle)
+    : handle_(std::move(handle)), worker_([this] { run(); }) {}
+
+RunnerRequests::~RunnerRequests() {
+  {
+    std::lock_guard lock(mu_);
+    ending_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void RunnerRequests::push(v1::RunnerMessage message) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return waiting_.size() < kMaxWaiting; });
+  waiting_.push_back(std::move(message));
+  cv_.notify_all();
+}
+
+void RunnerRequests::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return !waiting_.empty() || ending_; });
+    if (waiting_.empty()) return;
+    v1::RunnerMessage message = std::move(waiting_.front());
+    waiting_.pop_front();
+    cv_.notify_all();  // a reader waiting for room
+    lock.unlock();
+    handle_(message);
+    lock.lock();
+  }
+}
+
+}  // namespace warden::service
