@@ -291,7 +291,8 @@ class RunnerAgent::Impl {
   // The environment a task's checks run in, in this host's store (EnvironmentStore's default
   // one): when it is not there, its record and manifest, then each file the store lacks, are
   // fetched from the server and installed. Nothing fetched is believed: the manifest and
-  // variables must give the digest the task names, and the store hashes every file again.
+  // variables must give the digest the task names, and the store hashes every file before it
+  // keeps it.
   Status ensure_environment(Session& session, const std::string& task_id, const Digest& digest, const std::stop_token& stop) {
     auto store = EnvironmentStore::open(EnvironmentStore::default_dir(), SandboxHost::detect().uid);
     if (!store) return std::unexpected(store.error());
@@ -314,15 +315,8 @@ class RunnerAgent::Impl {
       std::string name = e.sha256.hex() + (e.executable() ? "x" : "");
       if (named.insert(name).second) want.push_back(std::move(name));
     }
-    auto dir = store->make_temp("fetch-");
-    if (!dir) return std::unexpected(dir.error());
-    struct Cleanup {
-      fs::path dir;
-      ~Cleanup() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-      }
-    } cleanup{*dir};
+    // Each file is stored as it arrives (hashed first): a fetch cut short by the step's end
+    // or a broken stream keeps what came, and the next asks only for the rest.
     uint64_t bytes = 0;
     for (size_t at = 0; at < want.size();) {
       std::vector<std::string> ask(want.begin() + static_cast<std::ptrdiff_t>(at),
@@ -332,17 +326,17 @@ class RunnerAgent::Impl {
       if (batch->files_size() == 0) return fail(Errc::io_error, "the server sent no environment file");
       for (const v1::EnvironmentFile& f : batch->files()) {
         if (at >= want.size() || f.name() != want[at]) return fail(Errc::verification_failed, "the server sent a file not asked for");
-        if (Status st = write_file_atomic(*dir / f.name(), f.data(), 0644); !st) return st;
+        auto sha256 = Digest::from_hex(std::string_view(f.name()).substr(0, 64));
+        if (!sha256) return fail(Errc::verification_failed, "the server sent a file not asked for");
+        if (Status st = store->add_object(*sha256, f.name().size() == 65, f.data()); !st) return st;
         bytes += f.data().size();
         ++at;
       }
     }
     Json source = {{"kind", "fetched"}, {"from", options_.connect.server}, {"record_source", record->source}};
-    auto installed = store->install(*manifest, record->env, source, [&](const TreeEntry& e, const fs::path& dest) -> Status {
-      std::error_code ec;
-      fs::copy_file(*dir / (e.sha256.hex() + (e.executable() ? "x" : "")), dest, fs::copy_options::overwrite_existing, ec);
-      if (ec) return fail(Errc::io_error, "copying a fetched file: " + ec.message());
-      return {};
+    auto installed = store->install(*manifest, record->env, source, [&](const TreeEntry& e, const fs::path&) -> Status {
+      // Only when an object stored above went away before the install (a gc meanwhile).
+      return fail(Errc::io_error, "the fetched file " + e.sha256.hex() + " is no longer in the store");
     });
     if (!installed) return std::unexpected(installed.error());
     if (installed->digest != digest) return fail(Errc::verification_failed, "the fetched environment is not " + digest.str());

@@ -174,6 +174,37 @@ Result<Environment> EnvironmentStore::read_env(const fs::path& dir) const {
   return e;
 }
 
+Status EnvironmentStore::put_object(const Digest& sha256, bool executable, const std::function<Status(const fs::path&)>& write,
+                                    std::string_view what) {
+  fs::path obj = object_path(sha256, executable);
+  if (::access(obj.c_str(), F_OK) == 0) return {};
+  if (Status s = make_dir(obj.parent_path()); !s) return s;
+  fs::path tmp = dir_ / "tmp" / ("object-" + std::to_string(::getpid()) + "-" + random_hex(8));
+  std::error_code ec;
+  if (Status s = write(tmp); !s) {
+    fs::remove(tmp, ec);
+    return std::unexpected(s.error().with_context(std::string(what)));
+  }
+  auto got = digest_file(tmp);
+  if (!got || *got != sha256) {
+    fs::remove(tmp, ec);
+    return fail(Errc::verification_failed, std::string(what) + ": the bytes received are not the file the manifest names (" +
+                                               (got ? got->str() : got.error().message) + " for " + sha256.str() + ")");
+  }
+  ::chmod(tmp.c_str(), executable ? 0555 : 0444);
+  if (::rename(tmp.c_str(), obj.c_str()) != 0) {
+    int err = errno;
+    fs::remove(tmp, ec);
+    return std::unexpected(errno_error("storing " + obj.string(), err));
+  }
+  return {};
+}
+
+Status EnvironmentStore::add_object(const Digest& sha256, bool executable, std::string_view bytes) {
+  return put_object(sha256, executable, [&](const fs::path& tmp) { return write_file_atomic(tmp, bytes, 0644); },
+                    sha256.hex() + (executable ? "x" : ""));
+}
+
 Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, const std::map<std::string, std::string>& env,
                                               const Json& source, const ObjectWriter& write) {
   for (const auto& [k, v] : env) {
@@ -194,26 +225,8 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
       return std::unexpected(Error{Errc::invalid_argument, "an environment holds no device, socket or fifo: " + e.path});
     }
     if (e.type != TreeEntry::Type::file) continue;
-    fs::path obj = object_path(e.sha256, e.executable());
-    if (::access(obj.c_str(), F_OK) == 0) continue;
-    if (Status s = make_dir(obj.parent_path()); !s) return std::unexpected(s.error());
-    fs::path tmp = dir_ / "tmp" / ("object-" + std::to_string(::getpid()) + "-" + random_hex(8));
-    if (Status s = write(e, tmp); !s) {
-      fs::remove(tmp);
-      return std::unexpected(s.error().with_context(e.path));
-    }
-    auto got = digest_file(tmp);
-    if (!got || *got != e.sha256) {
-      fs::remove(tmp);
-      return std::unexpected(Error{Errc::verification_failed, e.path + ": the bytes received are not the file the manifest names (" +
-                                                                  (got ? got->str() : got.error().message) + " for " + e.sha256.str() + ")"});
-    }
-    ::chmod(tmp.c_str(), e.executable() ? 0555 : 0444);
-    if (::rename(tmp.c_str(), obj.c_str()) != 0) {
-      int err = errno;
-      fs::remove(tmp);
-      return std::unexpected(errno_error("storing " + obj.string(), err));
-    }
+    Status stored = put_object(e.sha256, e.executable(), [&](const fs::path& tmp) { return write(e, tmp); }, e.path);
+    if (!stored) return std::unexpected(stored.error());
   }
 
   // The tree, made aside and renamed into place once it scans to its digest.

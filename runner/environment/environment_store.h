@@ -60,6 +60,10 @@ class EnvironmentStore {
   // not asked for. Installing an environment the store holds returns it unchanged.
   Result<Environment> install(const TreeManifest& manifest, const std::map<std::string, std::string>& env,
                               const Json& source, const ObjectWriter& write);
+  // Stores `bytes` as the object `sha256` (a file of an environment still to be installed),
+  // refused unless they hash to it. A fetch that stops part way keeps what it stored, so the
+  // next asks only for the rest; gc removes objects no environment links.
+  Status add_object(const Digest& sha256, bool executable, std::string_view bytes);
   // A directory's tree, read as an environment holds it.
   Result<Environment> import_tree(const std::filesystem::path& root, const std::map<std::string, std::string>& env,
                                   const Json& source);
@@ -105,6 +109,9 @@ class EnvironmentStore {
   std::filesystem::path env_dir(const Digest& d) const;
   std::filesystem::path object_path(const Digest& sha256, bool executable) const;
   Result<Environment> read_env(const std::filesystem::path& dir) const;
+  // The object `sha256` made from what `write` puts at a temporary path, once it hashes right.
+  Status put_object(const Digest& sha256, bool executable, const std::function<Status(const std::filesystem::path&)>& write,
+                    std::string_view what);
 
   std::filesystem::path dir_;
   FileDigestMemo memo_;

@@ -360,6 +360,30 @@ TEST_F(EnvironmentStoreTest, ObjectsThatAreNotWhatTheManifestSaysAreRefused) {
   EXPECT_FALSE(store_->find(environment_digest(m.digest(), {})).value().has_value());
 }
 
+// What a runner's fetch does: objects added one by one (each hashed), then the install asks
+// only for those still missing, so a fetch cut short is resumed rather than begun again.
+TEST_F(EnvironmentStoreTest, ObjectsAddedAheadAreNotAskedForByTheInstall) {
+  fs::path root = make_tree("a");
+  TreeManifest m = scan(root, TreeManifest::Normalize::environment);
+  const Digest tool = sha256("#!/bin/sh\n");
+  Status wrong = store_->add_object(tool, true, "not the tool\n");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().code, Errc::verification_failed) << wrong.error().message;
+  EXPECT_FALSE(store_->object(tool, true));
+  ASSERT_TRUE(store_->add_object(tool, true, "#!/bin/sh\n"));
+  ASSERT_TRUE(store_->object(tool, true));
+  EXPECT_FALSE(store_->object(tool, false));  // executable or not, they are two objects
+  std::vector<std::string> asked;
+  auto installed = store_->install(m, {}, {{"kind", "test"}}, [&](const TreeEntry& e, const fs::path& dest) -> Status {
+    asked.push_back(e.path);
+    write_file(dest, read_file(root / e.path));
+    return {};
+  });
+  ASSERT_TRUE(installed) << installed.error().message;
+  EXPECT_EQ(asked, std::vector<std::string>{"usr/share/common"});
+  EXPECT_EQ(installed->tree, m.digest());
+}
+
 // A manifest whose paths would reach outside the tree (through "..", as an absolute path, or
 // below one of its own symlinks) is refused before anything is made.
 TEST_F(EnvironmentStoreTest, AManifestReachingOutsideItsTreeIsRefused) {
