@@ -345,22 +345,29 @@ class RunnerAgent::Impl {
     return {};
   }
 
+  // Sends `ask` and takes the next answer from `queue` (a Session's) once the reader put it
+  // there. `what` names the fetch in the error when the stream ends or the task stops first.
+  template <typename Answer>
+  Result<Answer> ask_and_await(Session& session, const v1::RunnerMessage& ask, std::deque<Answer> Session::*queue,
+                               const std::stop_token& stop, std::string_view what) {
+    if (!session.send(ask)) return fail(Errc::io_error, "the server went away while " + std::string(what) + " fetched");
+    std::unique_lock lock(mu_);
+    std::deque<Answer>& answers = session.*queue;
+    cv_.wait(lock, [&] { return !answers.empty() || session.ended || stop.stop_requested(); });
+    if (answers.empty()) return fail(Errc::io_error, "stopped while " + std::string(what) + " fetched");
+    Answer answer = std::move(answers.front());
+    answers.pop_front();
+    return answer;
+  }
+
   // One FetchEnvironment asked and its answer awaited.
   Result<v1::EnvironmentBatch> ask_environment(Session& session, const std::string& task_id, const std::vector<std::string>& files,
                                                const std::stop_token& stop) {
     v1::RunnerMessage ask;
     ask.mutable_fetch_environment()->set_task_id(task_id);
     for (const auto& f : files) ask.mutable_fetch_environment()->add_files(f);
-    if (!session.send(ask)) return fail(Errc::io_error, "the server went away while the environment was fetched");
-    v1::EnvironmentBatch batch;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !session.environments.empty() || session.ended || stop.stop_requested(); });
-      if (session.environments.empty()) return fail(Errc::io_error, "stopped while the environment was fetched");
-      batch = std::move(session.environments.front());
-      session.environments.pop_front();
-    }
-    if (!batch.error().empty()) return fail(Errc::io_error, "the server refused the environment: " + batch.error());
+    auto batch = ask_and_await(session, ask, &Session::environments, stop, "the environment was");
+    if (batch && !batch->error().empty()) return fail(Errc::io_error, "the server refused the environment: " + batch->error());
     return batch;
   }
 
@@ -424,19 +431,12 @@ class RunnerAgent::Impl {
       const size_t n = std::min<size_t>(want.size(), kMaxFetchObjects);
       std::set<std::string> asked(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(n));
       for (size_t i = 0; i < n; ++i) ask.mutable_fetch()->add_ids(want[i]);
-      if (!session.send(ask)) return fail(Errc::io_error, "the server went away while objects were fetched");
-      v1::ObjectBatch batch;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return !session.batches.empty() || session.ended || stop.stop_requested(); });
-        if (session.batches.empty()) return fail(Errc::io_error, "stopped while objects were fetched");
-        batch = std::move(session.batches.front());
-        session.batches.pop_front();
-      }
-      if (!batch.error().empty()) return fail(Errc::io_error, "the server refused the objects: " + batch.error());
-      if (batch.objects_size() == 0) return fail(Errc::io_error, "the server sent no object");
+      auto batch = ask_and_await(session, ask, &Session::batches, stop, "objects were");
+      if (!batch) return std::unexpected(batch.error());
+      if (!batch->error().empty()) return fail(Errc::io_error, "the server refused the objects: " + batch->error());
+      if (batch->objects_size() == 0) return fail(Errc::io_error, "the server sent no object");
       std::set<std::string> got;
-      for (const v1::GitObject& o : batch.objects()) {
+      for (const v1::GitObject& o : batch->objects()) {
         if (!asked.contains(o.id()) || got.contains(o.id())) return fail(Errc::verification_failed, "the server sent object " + o.id() + ", which was not asked for");
         auto id = repo.write_object(o.type(), o.data());
         if (!id) return fail(Errc::io_error, id.error().message());

@@ -127,7 +127,13 @@ Result<EnvironmentStore> EnvironmentStore::open(fs::path dir, std::optional<uid_
   if (!dir.has_filename()) dir = dir.parent_path();
   fs::create_directories(dir, ec);
   if (ec) return std::unexpected(io("creating the environment store", dir, ec));
-  ::chmod(dir.c_str(), 0755);
+  // Made with the umask's bits: the store is 0755 (the sandbox's uid reads it, no one else
+  // writes it). Only a directory of this uid's own, not reached through a link, is changed;
+  // anything else is left as it is for ensure_owned_dir to refuse.
+  if (UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)); fd) {
+    struct stat st{};
+    if (::fstat(fd.get(), &st) == 0 && st.st_uid == ::geteuid()) (void)::fchmod(fd.get(), 0755);
+  }
   if (Status s = ensure_owned_dir(dir); !s) return std::unexpected(s.error());
   for (const char* sub : {"objects", "envs", "recipes", "tmp"}) {
     if (Status s = make_dir(dir / sub); !s) return std::unexpected(s.error());

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <stdexcept>
 
 #include "common/canonical_json.h"
 #include "common/clock.h"
@@ -250,17 +252,21 @@ TEST_P(Golden, ARecordOutsideItsSchemaResignedWithTheKeyFailsAtItsRecord) {
   EXPECT_NE(report["problem"]["message"].get<std::string>().find("reviewedBy"), std::string::npos) << report.dump();
 }
 
-// A forger holding the key moves one run result onto another base tree (keeping every digest
-// that names it consistent): the pre-images replay checks would then be held to a tree of
-// the forger's choosing. Every run result of a run must name the run's one base.
-TEST_P(Golden, ARunResultOverAnotherBaseResignedWithTheKeyFailsAtItsDecision) {
-  auto records = read_records(golden());
+// The golden's last run result changed by `change` (its digest and the commit naming it kept
+// consistent), re-signed with the key and replayed: the report, which must be a difference,
+// and the seq of the decision that rests on the changed result.
+struct ForgedReplay {
+  Json report;
+  uint64_t decision_seq = 0;
+};
+ForgedReplay replay_with_last_run_result_changed(const fs::path& golden, const std::string& key,
+                                                 const std::function<void(Json& run_result)>& change) {
+  auto records = read_records(golden);
   auto forged = std::find_if(records.rbegin(), records.rend(), [](const RecordLine& r) { return r.kind == "run_result"; });
-  ASSERT_NE(forged, records.rend());
+  if (forged == records.rend()) throw std::runtime_error("no run_result in " + golden.string());
   const std::string old_digest = forged->payload["run_result_sha256"].get<std::string>();
   Json& result = forged->payload["run_result"];
-  ASSERT_TRUE(result.contains("base_tree")) << result.dump();
-  result["base_tree"] = result["tree"];  // a tree that exists, just not the run's base
+  change(result);
   const std::string new_digest = sha256(canonicalize(result).value()).str();
   forged->payload["run_result_sha256"] = new_digest;
   for (auto& r : records) {
@@ -270,49 +276,41 @@ TEST_P(Golden, ARunResultOverAnotherBaseResignedWithTheKeyFailsAtItsDecision) {
   auto decision = std::find_if(records.begin(), records.end(), [&](const RecordLine& r) {
     return r.kind == "decision" && r.payload["run_result_seq"] == forged_seq;
   });
-  ASSERT_NE(decision, records.end());
+  if (decision == records.end()) throw std::runtime_error("no decision rests on run_result " + std::to_string(forged_seq));
 
   TempDir tmp;
-  write_signed_ledger(tmp / "forged", records, blobs_of(golden()));
-  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key(), "--json"});
-  ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
-  Json report = test::stdout_json(replayed);
-  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), decision->seq) << report.dump();
+  write_signed_ledger(tmp / "forged", records, blobs_of(golden));
+  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key, "--json"});
+  if (!replayed.exited_with(1)) throw std::runtime_error("replay did not find the difference: " + describe(replayed));
+  return {test::stdout_json(replayed), decision->seq};
+}
+
+// A forger holding the key moves one run result onto another base tree (keeping every digest
+// that names it consistent): the pre-images replay checks would then be held to a tree of
+// the forger's choosing. Every run result of a run must name the run's one base.
+TEST_P(Golden, ARunResultOverAnotherBaseResignedWithTheKeyFailsAtItsDecision) {
+  auto forged = replay_with_last_run_result_changed(golden(), key(), [](Json& result) {
+    ASSERT_TRUE(result.contains("base_tree")) << result.dump();
+    result["base_tree"] = result["tree"];  // a tree that exists, just not the run's base
+  });
+  EXPECT_EQ(forged.report["problem"]["seq"].get<uint64_t>(), forged.decision_seq) << forged.report.dump();
   // "base tree": the result names another base than the run's; "base run": the step's base
   // run tested another tree than the one the forged result says the step builds on.
-  const std::string message = report["problem"]["message"].get<std::string>();
-  EXPECT_TRUE(message.find("base tree") != std::string::npos || message.find("base run") != std::string::npos) << report.dump();
+  const std::string message = forged.report["problem"]["message"].get<std::string>();
+  EXPECT_TRUE(message.find("base tree") != std::string::npos || message.find("base run") != std::string::npos)
+      << forged.report.dump();
 }
 
 // A result recorded from another environment than the run's policy names (re-signed with the
 // key, so only replay's own check can catch it) is refused at the decision that rests on it.
 TEST_P(Golden, ARunResultFromAnotherEnvironmentResignedWithTheKeyFailsAtItsDecision) {
-  auto records = read_records(golden());
-  auto forged = std::find_if(records.rbegin(), records.rend(), [](const RecordLine& r) { return r.kind == "run_result"; });
-  ASSERT_NE(forged, records.rend());
-  const std::string old_digest = forged->payload["run_result_sha256"].get<std::string>();
-  Json& result = forged->payload["run_result"];
-  // On the host's /usr when the run named an environment, in some environment when it did not.
-  if (result.contains("environment")) result.erase("environment");
-  else result["environment"] = sha256("another root file system").str();
-  const std::string new_digest = sha256(canonicalize(result).value()).str();
-  forged->payload["run_result_sha256"] = new_digest;
-  for (auto& r : records) {
-    if (r.kind == "commit" && r.payload["run_result_sha256"] == old_digest) r.payload["run_result_sha256"] = new_digest;
-  }
-  const uint64_t forged_seq = forged->seq;
-  auto decision = std::find_if(records.begin(), records.end(), [&](const RecordLine& r) {
-    return r.kind == "decision" && r.payload["run_result_seq"] == forged_seq;
+  auto forged = replay_with_last_run_result_changed(golden(), key(), [](Json& result) {
+    // On the host's /usr when the run named an environment, in some environment when it did not.
+    if (result.contains("environment")) result.erase("environment");
+    else result["environment"] = sha256("another root file system").str();
   });
-  ASSERT_NE(decision, records.end());
-
-  TempDir tmp;
-  write_signed_ledger(tmp / "forged", records, blobs_of(golden()));
-  auto replayed = warden({"replay", (tmp / "forged").string(), "--key", key(), "--json"});
-  ASSERT_TRUE(replayed.exited_with(1)) << describe(replayed);
-  Json report = test::stdout_json(replayed);
-  EXPECT_EQ(report["problem"]["seq"].get<uint64_t>(), decision->seq) << report.dump();
-  EXPECT_NE(report["problem"]["message"].get<std::string>().find(" ran in "), std::string::npos) << report.dump();
+  EXPECT_EQ(forged.report["problem"]["seq"].get<uint64_t>(), forged.decision_seq) << forged.report.dump();
+  EXPECT_NE(forged.report["problem"]["message"].get<std::string>().find(" ran in "), std::string::npos) << forged.report.dump();
 }
 
 // With the repository at hand, replay holds the recorded pre-images to the tree each

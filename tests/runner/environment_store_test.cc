@@ -360,6 +360,27 @@ TEST_F(EnvironmentStoreTest, ObjectsThatAreNotWhatTheManifestSaysAreRefused) {
   EXPECT_FALSE(store_->find(environment_digest(m.digest(), {})).value().has_value());
 }
 
+// A store directory that is not this uid's own, or a link to one, is refused as it is: open()
+// changes the mode of none of them.
+TEST_F(EnvironmentStoreTest, AStoreThatIsNotThisUsersOwnIsRefusedAndLeftAsItIs) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another uid needs root";
+  const fs::path theirs = tmp_ / "theirs";
+  fs::create_directory(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(theirs.c_str(), 0700), 0);
+  auto opened = EnvironmentStore::open(theirs);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, Errc::verification_failed) << opened.error().message;
+  EXPECT_EQ(lstat_of(theirs).st_mode & 07777, 0700u);
+
+  const fs::path target = tmp_ / "target";
+  fs::create_directory(target);
+  ASSERT_EQ(::chmod(target.c_str(), 0700), 0);
+  fs::create_directory_symlink(target, tmp_ / "link");
+  EXPECT_FALSE(EnvironmentStore::open(tmp_ / "link"));
+  EXPECT_EQ(lstat_of(target).st_mode & 07777, 0700u);
+}
+
 // What a runner's fetch does: objects added one by one (each hashed), then the install asks
 // only for those still missing, so a fetch cut short is resumed rather than begun again.
 TEST_F(EnvironmentStoreTest, ObjectsAddedAheadAreNotAskedForByTheInstall) {

@@ -194,9 +194,7 @@ void add_env_commands(CLI::App& app, Action& action) {
   env->require_subcommand(1);
   auto o = std::make_shared<Options>();
   auto common = [&](CLI::App* cmd) {
-    cmd->add_option("--env-store", o->store,
-                    "The environment store (default $WARDEN_ENV_STORE, else /var/cache/warden-environments as root, else "
-                    "~/.cache/warden/environments)");
+    cmd->add_option("--env-store", o->store, std::string(kEnvStoreFlagHelp));
     cmd->add_flag("--json", o->json, "Print JSON Lines");
   };
   auto bind = [&action, o](CLI::App* cmd, int (*run)(const Options&)) {

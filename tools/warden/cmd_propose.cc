@@ -10,6 +10,7 @@
 #include "kernel/build/propose.h"
 #include "kernel/record/run_registry.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/env_flags.h"
 #include "tools/warden/kernel_cli.h"
 #include "tools/warden/signer_keys.h"
 #include "tools/warden/working_line.h"
@@ -221,12 +222,8 @@ void add_propose_commands(CLI::App& app, Action& action) {
                   "never changes what is recorded")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--cache", a->cache, "Runner cache for base checkouts (default /var/cache/warden as root, else ~/.cache/warden)");
-  cmd->add_option("--environment", a->environment,
-                  "Run the checks in this environment instead of on the host's /usr: a digest (sha256:..., see warden env "
-                  "list) or a recipe file, built first when the store does not hold it (docs/environments.md)");
-  cmd->add_option("--env-store", a->env_store,
-                  "Where environments are kept (default /var/cache/warden-environments as root, else "
-                  "~/.cache/warden/environments)");
+  cmd->add_option("--environment", a->environment, std::string(kEnvironmentFlagHelp));
+  cmd->add_option("--env-store", a->env_store, std::string(kEnvStoreFlagHelp));
   cmd->add_option("--run-id", a->run_id, "Run id (default: from the id source)");
   cmd->add_flag("--json", a->json,
                 "Print the run's events as JSON Lines, then the decision as the result line: accepted (branch, commit), "

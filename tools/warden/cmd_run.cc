@@ -14,6 +14,7 @@
 #include "runner/check/local_runner.h"
 #include "runner/environment/environment_recipe.h"
 #include "tools/warden/cli.h"
+#include "tools/warden/env_flags.h"
 #include "tools/warden/kernel_cli.h"
 
 namespace warden::cli {
@@ -199,13 +200,8 @@ void add_run_commands(CLI::App& app, Action& action) {
                                            "as root, else ~/.cache/warden)")
       ->group(runner);
   run->add_option("--blobs", o->blobs_dir, "Where captured output bodies go (default <cache>/blobs)")->group(runner);
-  run->add_option("--environment", o->environment,
-                  "Run the checks in this environment instead of on the host's /usr: a digest (sha256:...) or a recipe "
-                  "file, built first when the store does not hold it (docs/environments.md)")
-      ->group(runner);
-  run->add_option("--env-store", o->env_store, "Where environments are kept (default /var/cache/warden-environments as "
-                                               "root, else ~/.cache/warden/environments)")
-      ->group(runner);
+  run->add_option("--environment", o->environment, std::string(kEnvironmentFlagHelp))->group(runner);
+  run->add_option("--env-store", o->env_store, std::string(kEnvStoreFlagHelp))->group(runner);
   run->add_flag("--no-cache", o->no_cache, "Always run; neither read nor write the result cache")->group(runner);
   run->add_flag("--json", o->json, "Print the RunResult as the result line (docs/commands.md: JSON Lines)")->group(runner);
   add_run_control_commands(*run, action);

@@ -24,6 +24,15 @@ namespace warden::cli {
 
 inline constexpr size_t kMinDigestPrefix = 8;
 
+// The help of --environment and --env-store where a run's checks take them (build, propose,
+// run): one text for each.
+inline constexpr std::string_view kEnvironmentFlagHelp =
+    "Run the checks in this environment instead of on the host's /usr: a digest (sha256:<64 hex>; see "
+    "warden env list) or a recipe file, built first when the store does not hold it (docs/environments.md)";
+inline constexpr std::string_view kEnvStoreFlagHelp =
+    "Where environments are kept (default $WARDEN_ENV_STORE, else /var/cache/warden-environments as root, else "
+    "~/.cache/warden/environments)";
+
 // The store at `dir` ("" : the default); `sandbox_uid` as EnvironmentStore::open takes it.
 Result<EnvironmentStore> open_env_store(const std::string& dir, std::optional<uid_t> sandbox_uid = std::nullopt);
 // The stored environment `text` names, without recording a use (list() does not touch it).
