@@ -211,6 +211,9 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
     auto store = EnvironmentStore::open(r.options_.env_store.empty() ? EnvironmentStore::default_dir() : r.options_.env_store,
                                         host.drop ? std::optional<uid_t>(host.uid) : std::nullopt);
     if (!store) return std::unexpected(store.error());
+    auto use = store->use(*r.options_.environment);
+    if (!use) return std::unexpected(use.error());
+    r.stores_->environment_use = std::move(*use);
     auto env = store->open_verified(*r.options_.environment);
     if (!env) return std::unexpected(env.error());
     if (Status st = r.sandbox_->use_system_root(env->root); !st) return std::unexpected(st.error());

@@ -29,6 +29,7 @@
 #include "runner/check/report_channel.h"
 #include "runner/check/result_cache.h"
 #include "runner/environment/environment.h"
+#include "runner/environment/environment_store.h"
 #include "runner/check/runner.h"
 #include "runner/sandbox/sandbox.h"
 
@@ -121,6 +122,7 @@ class LocalRunner final : public Runner {
     std::mutex mu;
     std::optional<ResultCache> cache;
     std::optional<BaseCheckouts> bases;
+    EnvironmentUse environment_use;  // the environment held against removal while any sibling lives
   };
 
   std::optional<Sandbox> sandbox_;

@@ -377,11 +377,40 @@ Status EnvironmentStore::remember_recipe(const Digest& recipe, const Digest& env
   return write_file_atomic(dir_ / "recipes" / recipe.hex(), environment.str() + "\n", 0644);
 }
 
+Result<EnvironmentUse> EnvironmentStore::use(const Digest& digest) {
+  const fs::path used = env_dir(digest) / "used";
+  EnvironmentUse u;
+  u.fd_.reset(::open(used.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!u.fd_) {
+    if (errno == ENOENT) return std::unexpected(Error{Errc::not_found, "no environment " + digest.str() + " in the store " + dir_.string()});
+    return std::unexpected(errno_error("opening " + used.string(), errno));
+  }
+  while (::flock(u.fd_.get(), LOCK_SH) != 0) {
+    if (errno != EINTR) return std::unexpected(errno_error("locking " + used.string(), errno));
+  }
+  // A remove() that held it while this waited has moved the environment away: the file
+  // locked is no longer the one at its path.
+  struct stat held{}, now{};
+  if (::fstat(u.fd_.get(), &held) != 0 || ::stat(used.c_str(), &now) != 0 || held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
+    return std::unexpected(Error{Errc::not_found, "environment " + digest.str() + " was removed from the store " + dir_.string()});
+  }
+  return u;
+}
+
 Status EnvironmentStore::remove(const Digest& digest) {
   auto lock = StoreLock::take(dir_);
   if (!lock) return std::unexpected(lock.error());
   fs::path d = env_dir(digest);
   if (::access(d.c_str(), F_OK) != 0) return std::unexpected(Error{Errc::not_found, "no environment " + digest.str()});
+  // Held exclusively until the tree is moved away: a use() that waits for it then finds the
+  // environment gone.
+  UniqueFd used(::open((d / "used").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (used && ::flock(used.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return fail(Errc::failed_precondition, "environment " + digest.str() + " is in use by a running check");
+    }
+    return std::unexpected(errno_error("locking " + (d / "used").string(), errno));
+  }
   // Renamed out of envs/ first, so no reader finds a half-removed tree.
   fs::path doomed = dir_ / "tmp" / ("removed-" + digest.hex() + "-" + random_hex(4));
   if (::rename(d.c_str(), doomed.c_str()) != 0) return std::unexpected(errno_error("removing " + d.string(), errno));
@@ -412,7 +441,11 @@ Result<EnvironmentStore::GcReport> EnvironmentStore::gc(const Budget& budget, st
   uint64_t total = *bytes;
   for (auto it = envs->rbegin(); it != envs->rend() && (count > budget.max_count || total > budget.max_bytes); ++it) {
     if (keep && it->digest == *keep) continue;
-    if (Status s = remove(it->digest); !s) return std::unexpected(s.error());
+    if (Status s = remove(it->digest); !s) {
+      if (s.error().code != Errc::failed_precondition) return std::unexpected(s.error());
+      report.in_use.push_back(it->digest);
+      continue;
+    }
     report.removed.push_back(it->digest);
     --count;
     // Objects only this environment linked now have one link left: freed below.

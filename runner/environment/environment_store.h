@@ -4,7 +4,8 @@
 //   <dir>/envs/<64 hex>/root/          the environment, its files hard links to objects
 //   <dir>/envs/<64 hex>/manifest       its manifest (tree_manifest.h)
 //   <dir>/envs/<64 hex>/environment.json  its record (environment.h)
-//   <dir>/envs/<64 hex>/used           touched on every use: least-recently-used collection
+//   <dir>/envs/<64 hex>/used           touched on every use: least-recently-used collection;
+//                                      a run holds a shared flock on it (EnvironmentUse)
 //   <dir>/recipes/<64 hex>             a recipe's digest -> the environment it built
 //   <dir>/memo                         file digests by stat (file_digest_memo.h)
 //   <dir>/lock                         writers (install, gc, remove) hold it exclusively
@@ -22,6 +23,9 @@
 // open() refuses (verification_failed, naming the directory and the fix) a store a sandbox
 // could not reach.
 //
+// An environment a process uses (EnvironmentUse) is not removed: remove() refuses it and
+// gc() passes it over.
+//
 // Ownership and threads: an EnvironmentStore is a handle on the directory; several processes
 // may share it (writers serialize on the lock). Not thread-safe within a process: one per
 // thread. Errors: io errors naming the path, corrupt for a stored record or tree that fails
@@ -36,10 +40,22 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/file.h"
 #include "runner/environment/environment.h"
 #include "runner/environment/tree_manifest.h"
 
 namespace warden {
+
+// A shared flock on a stored environment's `used` file, held for as long as this lives (it
+// moves, it does not copy): remove() and gc() in any process leave that environment alone.
+class EnvironmentUse {
+ public:
+  EnvironmentUse() = default;
+
+ private:
+  friend class EnvironmentStore;
+  UniqueFd fd_;
+};
 
 class EnvironmentStore {
  public:
@@ -72,6 +88,10 @@ class EnvironmentStore {
   Result<std::optional<Environment>> find(const Digest& digest);
   // find() and then the root scanned again: corrupt when it no longer has its digest.
   Result<Environment> open_verified(const Digest& digest);
+  // Holds the stored environment against removal (not_found when the store does not hold it,
+  // or it was removed while this waited). Taken before open_verified(), the tree verified is
+  // the one held.
+  Result<EnvironmentUse> use(const Digest& digest);
   Result<TreeManifest> manifest(const Digest& digest) const;
   // Every stored environment, most recently used first.
   Result<std::vector<Environment>> list() const;
@@ -88,13 +108,15 @@ class EnvironmentStore {
   };
   struct GcReport {
     std::vector<Digest> removed;
+    std::vector<Digest> in_use;  // over a bound, but held by a run (EnvironmentUse)
     uint64_t objects_removed = 0, bytes_freed = 0;
     uint64_t bytes_kept = 0;
     size_t kept = 0;
   };
-  // Removes least-recently-used environments until both bounds hold (never `keep`), then
-  // every object no environment links.
+  // Removes least-recently-used environments until both bounds hold (never `keep`, nor one
+  // in use), then every object no environment links.
   Result<GcReport> gc(const Budget& budget, std::optional<Digest> keep = std::nullopt);
+  // failed_precondition while a run holds it (EnvironmentUse).
   Status remove(const Digest& digest);
   // Bytes of all distinct objects.
   Result<uint64_t> object_bytes() const;

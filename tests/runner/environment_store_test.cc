@@ -505,6 +505,31 @@ TEST_F(EnvironmentStoreTest, ListIsMostRecentlyUsedFirstAndGcDropsTheLeastRecent
   EXPECT_EQ(stored_envs(), std::vector<std::string>{a.digest.hex()});
 }
 
+// A run holds its environment (EnvironmentUse, a shared flock: another process's gc sees it
+// as this one's does): gc passes it over and remove() refuses it until the run lets go.
+TEST_F(EnvironmentStoreTest, AnEnvironmentInUseIsNotRemovedUntilItIsLetGo) {
+  Environment a = import(make_tree("a", {{"usr/share/only-a", "a\n"}}));
+  next_clock_tick();
+  Environment b = import(make_tree("b", {{"usr/share/only-b", "b\n"}}));
+  std::optional<EnvironmentUse> held(store_->use(a.digest).value());
+
+  auto report = store_->gc({.max_bytes = uint64_t{1} << 40, .max_count = 0});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->removed, std::vector<Digest>{b.digest});
+  EXPECT_EQ(report->in_use, std::vector<Digest>{a.digest});
+  EXPECT_TRUE(store_->open_verified(a.digest));
+  Status removed = store_->remove(a.digest);
+  ASSERT_FALSE(removed);
+  EXPECT_EQ(removed.error().code, Errc::failed_precondition) << removed.error().message;
+
+  held.reset();
+  ASSERT_TRUE(store_->remove(a.digest));
+  EXPECT_TRUE(stored_envs().empty());
+  auto gone = store_->use(a.digest);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, Errc::not_found);
+}
+
 // --- Recipes ---
 
 // A prepare step writes only a directory Warden made for it: a step directory inside another

@@ -169,9 +169,11 @@ int run_gc(const Options& o) {
   if (!report) return report_error(report.error(), o.json);
   removed.insert(removed.end(), report->removed.begin(), report->removed.end());
   if (o.json) {
-    Json list = Json::array();
+    Json list = Json::array(), in_use = Json::array();
     for (const auto& d : removed) list.push_back(d.str());
+    for (const auto& d : report->in_use) in_use.push_back(d.str());
     print_json({{"removed", list},
+                {"in_use", in_use},
                 {"objects_removed", report->objects_removed},
                 {"bytes_freed", report->bytes_freed},
                 {"kept", report->kept},
@@ -179,6 +181,7 @@ int run_gc(const Options& o) {
     return kOk;
   }
   for (const auto& d : removed) std::cout << "removed " << d.str() << "\n";
+  for (const auto& d : report->in_use) std::cout << "kept " << d.str() << ": in use by a running check\n";
   std::cout << "freed " << report->objects_removed << " files, " << report->bytes_freed << " bytes; kept " << report->kept
             << " environments, " << report->bytes_kept << " bytes\n";
   return kOk;

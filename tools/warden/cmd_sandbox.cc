@@ -68,12 +68,12 @@ int run_exec(const Options& o) {
   const SandboxHost& host = sandbox->host();
   SandboxRequest req;
   req.argv = o.argv;
-  std::optional<Environment> environment;
+  std::optional<EnvironmentForRun> environment;
   if (!o.environment.empty()) {
     auto env = open_environment_for_run(o.env_store, o.environment, host);
     if (!env) return report_error(env.error(), o.json, kExecFailed);
-    if (Status s = sandbox->use_system_root(env->root); !s) return report_error(s.error(), o.json, kExecFailed);
-    req.env = env->env;
+    if (Status s = sandbox->use_system_root(env->environment.root); !s) return report_error(s.error(), o.json, kExecFailed);
+    req.env = env->environment.env;
     environment = std::move(*env);
   }
   req.reap_here = true;  // this process starts one sandbox and exits: no reaper child needed
@@ -117,7 +117,7 @@ int run_exec(const Options& o) {
                 {"preflight", sandbox->preflight().to_json()},
                 {"preflight_cached", sandbox->preflight_from_cache()},
                 {"compiled_cached", sandbox->compiled_from_cache()}};
-    if (environment) out["environment"] = environment->digest.str();
+    if (environment) out["environment"] = environment->environment.digest.str();
     print_json(out);
   } else if (run->timed_out) {
     std::cerr << "warden: sandbox: timed out after " << run->duration_ms << " ms; the process tree was killed\n";

@@ -35,12 +35,16 @@ Result<Environment> find_stored_environment(const EnvironmentStore& store, std::
   return std::move(matches.front());
 }
 
-Result<Environment> open_environment_for_run(const std::string& dir, std::string_view text, const SandboxHost& host) {
+Result<EnvironmentForRun> open_environment_for_run(const std::string& dir, std::string_view text, const SandboxHost& host) {
   auto store = open_env_store(dir, host.drop ? std::optional<uid_t>(host.uid) : std::nullopt);
   if (!store) return std::unexpected(store.error());
   auto named = find_stored_environment(*store, text);
   if (!named) return std::unexpected(named.error());
-  return store->open_verified(named->digest);
+  auto use = store->use(named->digest);
+  if (!use) return std::unexpected(use.error());
+  auto verified = store->open_verified(named->digest);
+  if (!verified) return std::unexpected(verified.error());
+  return EnvironmentForRun{std::move(*verified), std::move(*use)};
 }
 
 Result<std::map<std::string, std::string>> parse_env_assignments(const std::vector<std::string>& words) {

@@ -38,9 +38,14 @@ Result<EnvironmentStore> open_env_store(const std::string& dir, std::optional<ui
 // The stored environment `text` names, without recording a use (list() does not touch it).
 Result<Environment> find_stored_environment(const EnvironmentStore& store, std::string_view text);
 // The environment `text` names in the store at `dir`, for a run on it by `host`'s sandbox: the
-// store must be reachable by the sandbox's uid, and the tree is scanned again against its
-// digest (EnvironmentStore::open_verified: corrupt when it changed since it was stored).
-Result<Environment> open_environment_for_run(const std::string& dir, std::string_view text, const SandboxHost& host);
+// store must be reachable by the sandbox's uid, the environment is held against removal for
+// as long as `use` lives, and the tree is scanned again against its digest
+// (EnvironmentStore::open_verified: corrupt when it changed since it was stored).
+struct EnvironmentForRun {
+  Environment environment;
+  EnvironmentUse use;
+};
+Result<EnvironmentForRun> open_environment_for_run(const std::string& dir, std::string_view text, const SandboxHost& host);
 // --env NAME=VALUE flags as a map; invalid_argument for a word without '=' or a name given
 // twice.
 Result<std::map<std::string, std::string>> parse_env_assignments(const std::vector<std::string>& words);
