@@ -60,14 +60,24 @@ void RemoteRunners::post_locked(Mailbox& mailbox, v1::ServerMessage message) {
   if (mailbox.closed) return;
   if (mailbox.outbox.size() >= kMaxOutbox) {
     // It asks and does not read: its stream ends (and its task goes to another runner).
-    mailbox.closed = true;
-    mailbox.cut = "it asked for more than it read (" + std::to_string(kMaxOutbox) + " answers waiting)";
-    if (mailbox.context) mailbox.context->TryCancel();
-    cv_.notify_all();
+    cut_off_locked(mailbox, "it asked for more than it read (" + std::to_string(kMaxOutbox) + " answers waiting)");
     return;
   }
   mailbox.outbox.push_back(std::move(message));
   cv_.notify_all();
+}
+
+void RemoteRunners::cut_off_locked(Mailbox& mailbox, const std::string& why) {
+  if (mailbox.closed) return;
+  mailbox.closed = true;
+  mailbox.cut = why;
+  if (mailbox.context) mailbox.context->TryCancel();
+  cv_.notify_all();
+}
+
+void RemoteRunners::cut_off(Mailbox& mailbox, const std::string& why) {
+  std::lock_guard lock(mu_);
+  cut_off_locked(mailbox, why);
 }
 
 void RemoteRunners::drop_claim(const std::string& agent_id, const store::ClaimRef& claim, const std::string& why) {

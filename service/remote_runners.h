@@ -111,6 +111,8 @@ class RemoteRunners {
   void detach(Mailbox& mailbox);
   // Waits until `mailbox` has a message to send (true) or is closed (false).
   bool next(Mailbox& mailbox, v1::ServerMessage& out);
+  // Ends the mailbox's stream for `why` (cut_reason() says it): nothing more is sent on it.
+  void cut_off(Mailbox& mailbox, const std::string& why);
   // Why this side cancelled the mailbox's stream, or empty.
   std::string cut_reason(Mailbox& mailbox);
   // The runner's messages. A result or report for a claim it no longer holds is dropped.
@@ -166,6 +168,7 @@ class RemoteRunners {
   void close_quorum_locked(const std::shared_ptr<Quorum>& quorum);
   void finish(Settled settled);
   void post_locked(Mailbox& mailbox, v1::ServerMessage message);
+  void cut_off_locked(Mailbox& mailbox, const std::string& why);
   // Acks a claim whose task nobody waits for any more, unrun: a withdrawn fleet event naming why.
   void drop_claim(const std::string& agent_id, const store::ClaimRef& claim, const std::string& why);
   std::string nonce_hex();

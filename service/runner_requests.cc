@@ -1,11 +1,13 @@
 #include "service/runner_requests.h"
 
+#include <exception>
 #include <utility>
 
 namespace warden::service {
 
-RunnerRequests::RunnerRequests(std::function<void(const v1::RunnerMessage&)> handle)
-    : handle_(std::move(handle)), worker_([this] { run(); }) {}
+RunnerRequests::RunnerRequests(std::function<void(const v1::RunnerMessage&)> handle,
+                               std::function<void(const std::string& why)> failed)
+    : handle_(std::move(handle)), failed_(std::move(failed)), worker_([this] { run(); }) {}
 
 RunnerRequests::~RunnerRequests() {
   {
@@ -18,7 +20,8 @@ RunnerRequests::~RunnerRequests() {
 
 void RunnerRequests::push(v1::RunnerMessage message) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return waiting_.size() < kMaxWaiting; });
+  cv_.wait(lock, [&] { return waiting_.size() < kMaxWaiting || broken_; });
+  if (broken_) return;
   waiting_.push_back(std::move(message));
   cv_.notify_all();
 }
@@ -32,8 +35,23 @@ void RunnerRequests::run() {
     waiting_.pop_front();
     cv_.notify_all();  // a reader waiting for room
     lock.unlock();
-    handle_(message);
+    std::string why;
+    try {
+      handle_(message);
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+      why = "an unknown exception";
+    }
     lock.lock();
+    if (!why.empty()) {
+      broken_ = true;
+      waiting_.clear();
+      cv_.notify_all();
+      lock.unlock();
+      failed_("handling its message failed: " + why);
+      return;
+    }
   }
 }
 

@@ -9,7 +9,10 @@
 //
 // At most kMaxWaiting messages wait: an honest runner asks once and waits for the answer, so
 // a reader that finds the queue full blocks (and takes no more from a runner that floods it)
-// rather than holding an unbounded backlog.
+// rather than holding a backlog of messages of up to the stream's message size each.
+//
+// A handler that throws (out of memory for a batch, say) does not end the process: what is
+// left of the stream's messages is dropped and `failed` is called with the reason, once.
 //
 // Threads: push() from the stream's reader only; the handler runs on the worker thread, one
 // message at a time. The destructor handles every message already pushed, then joins: what
@@ -23,16 +26,18 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace warden::service {
 
 class RunnerRequests {
  public:
-  static constexpr size_t kMaxWaiting = 4;
+  static constexpr size_t kMaxWaiting = 1;
 
-  // `handle` is called on the worker thread for each message pushed, in order.
-  explicit RunnerRequests(std::function<void(const v1::RunnerMessage&)> handle);
+  // `handle` is called on the worker thread for each message pushed, in order; `failed`
+  // there too, when `handle` threw.
+  RunnerRequests(std::function<void(const v1::RunnerMessage&)> handle, std::function<void(const std::string& why)> failed);
   ~RunnerRequests();
   RunnerRequests(const RunnerRequests&) = delete;
   RunnerRequests& operator=(const RunnerRequests&) = delete;
@@ -44,10 +49,12 @@ class RunnerRequests {
   void run();
 
   std::function<void(const v1::RunnerMessage&)> handle_;
+  std::function<void(const std::string&)> failed_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<v1::RunnerMessage> waiting_;  // guarded by mu_
   bool ending_ = false;                    // guarded by mu_
+  bool broken_ = false;                    // guarded by mu_: a handler threw; nothing more is handled
   std::thread worker_;                     // last: started once the rest is built
 };
 

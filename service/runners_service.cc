@@ -240,12 +240,14 @@ grpc::Status RunnersService::Work(grpc::ServerContext* context,
     } join_writer{work_, mailbox, writer};
     // Declared after the writer's join: its destructor handles what is queued while the
     // mailbox is still attached and the writer still sends.
-    RunnerRequests requests([&](const v1::RunnerMessage& m) {
-      if (m.has_fetch_environment()) work_.fetch_environment(mailbox, m.fetch_environment());
-      else if (m.has_fetch()) work_.fetch(mailbox, m.fetch());
-      else if (m.has_result()) work_.complete(mailbox, m.result());
-      else if (m.has_failed()) work_.failed(mailbox, m.failed());
-    });
+    RunnerRequests requests(
+        [&](const v1::RunnerMessage& m) {
+          if (m.has_fetch_environment()) work_.fetch_environment(mailbox, m.fetch_environment());
+          else if (m.has_fetch()) work_.fetch(mailbox, m.fetch());
+          else if (m.has_result()) work_.complete(mailbox, m.result());
+          else if (m.has_failed()) work_.failed(mailbox, m.failed());
+        },
+        [&](const std::string& why) { work_.cut_off(mailbox, why); });
     v1::RunnerMessage message;
     while (stream->Read(&message)) {
       if (message.has_heartbeat()) {

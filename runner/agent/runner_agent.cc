@@ -308,6 +308,13 @@ class RunnerAgent::Impl {
     if (record->digest != digest || manifest->digest() != record->tree) {
       return fail(Errc::verification_failed, "the server sent another environment than the task's " + digest.str());
     }
+    // Refused before a byte of it is fetched, not after; and no gc removes what was fetched
+    // before it is installed.
+    if (Status st = EnvironmentStore::check_installable(*manifest, record->env); !st) {
+      return fail(Errc::verification_failed, "the server's environment: " + st.error().message);
+    }
+    auto fetching = store->hold_fetched_objects();
+    if (!fetching) return std::unexpected(fetching.error());
     std::vector<std::string> want;
     std::set<std::string> named;
     for (const TreeEntry& e : manifest->entries) {

@@ -211,13 +211,13 @@ Result<LocalRunner> LocalRunner::create(SandboxProfile profile, RunnerOptions op
     auto store = EnvironmentStore::open(r.options_.env_store.empty() ? EnvironmentStore::default_dir() : r.options_.env_store,
                                         host.drop ? std::optional<uid_t>(host.uid) : std::nullopt);
     if (!store) return std::unexpected(store.error());
-    auto use = store->use(*r.options_.environment);
-    if (!use) return std::unexpected(use.error());
-    r.stores_->environment_use = std::move(*use);
+    auto held = store->use(*r.options_.environment);  // the tree verified is the one held
+    if (!held) return std::unexpected(held.error());
     auto env = store->open_verified(*r.options_.environment);
     if (!env) return std::unexpected(env.error());
     if (Status st = r.sandbox_->use_system_root(env->root); !st) return std::unexpected(st.error());
     r.environment_ = std::move(*env);
+    r.stores_->environments.emplace(std::move(*store));
   }
   // A memo whose directory cannot be made Warden's is not written: the identity is the same,
   // the next runner reads the files again.
@@ -412,6 +412,14 @@ Checked<RunOutcome> LocalRunner::run(GitRepo& repo, const RunRequest& request) {
     }
   }
   if (request.checks.empty()) return std::unexpected(Refusal{RefusalCode::invalid_check, "", "no checks to run"});
+  // The environment is held for the run, not for the runner's life: a long-lived runner does
+  // not keep every environment it ever ran on from gc.
+  std::optional<StoreHold> environment_held;
+  if (environment_) {
+    auto held = stores_->environments->use(environment_->digest);
+    if (!held) return runner_error(RefusalCode::runner_error, held.error());
+    environment_held.emplace(std::move(*held));
+  }
   auto tree = tree_under_test(repo, request);
   if (!tree) return std::unexpected(tree.error());
   auto hash = tree_hash(repo, *tree);

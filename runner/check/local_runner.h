@@ -122,7 +122,7 @@ class LocalRunner final : public Runner {
     std::mutex mu;
     std::optional<ResultCache> cache;
     std::optional<BaseCheckouts> bases;
-    EnvironmentUse environment_use;  // the environment held against removal while any sibling lives
+    std::optional<EnvironmentStore> environments;  // environment_'s store: each run holds it there
   };
 
   std::optional<Sandbox> sandbox_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <thread>
 
 #include "common/file.h"
 #include "common/random_source.h"
@@ -93,9 +94,13 @@ int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void touch(const fs::path& file) {
-  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-  if (fd) ::futimens(fd.get(), nullptr);
+// An environment's `used` file: its mtime orders gc, and runs hold a shared flock on it. It
+// is 0600, so no other user can open it and lock an environment against runs or removal.
+void touch_used(const fs::path& file) {
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return;
+  (void)::fchmod(fd.get(), 0600);
+  ::futimens(fd.get(), nullptr);
 }
 
 // Whether `uid` may search every directory from / down to `dir`.
@@ -211,14 +216,19 @@ Status EnvironmentStore::add_object(const Digest& sha256, bool executable, std::
                     sha256.hex() + (executable ? "x" : ""));
 }
 
+Status EnvironmentStore::check_installable(const TreeManifest& manifest, const std::map<std::string, std::string>& env) {
+  for (const auto& [k, v] : env) {
+    if (reserved_environment_variable(k)) return fail(Errc::invalid_argument, "an environment may not set " + k + ": the sandbox fixes it");
+  }
+  for (const auto& e : manifest.entries) {
+    if (e.type == TreeEntry::Type::other) return fail(Errc::invalid_argument, "an environment holds no device, socket or fifo: " + e.path);
+  }
+  return check_contained(manifest);
+}
+
 Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, const std::map<std::string, std::string>& env,
                                               const Json& source, const ObjectWriter& write) {
-  for (const auto& [k, v] : env) {
-    if (reserved_environment_variable(k)) {
-      return std::unexpected(Error{Errc::invalid_argument, "an environment may not set " + k + ": the sandbox fixes it"});
-    }
-  }
-  if (Status s = check_contained(manifest); !s) return std::unexpected(s.error());
+  if (Status s = check_installable(manifest, env); !s) return std::unexpected(s.error());
   const Digest tree = manifest.digest();
   const Digest digest = environment_digest(tree, env);
   auto lock = StoreLock::take(dir_);
@@ -227,9 +237,6 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
 
   // Objects: each new one written to tmp/, hashed, and renamed into place.
   for (const auto& e : manifest.entries) {
-    if (e.type == TreeEntry::Type::other) {
-      return std::unexpected(Error{Errc::invalid_argument, "an environment holds no device, socket or fifo: " + e.path});
-    }
     if (e.type != TreeEntry::Type::file) continue;
     Status stored = put_object(e.sha256, e.executable(), [&](const fs::path& tmp) { return write(e, tmp); }, e.path);
     if (!stored) return std::unexpected(stored.error());
@@ -284,7 +291,7 @@ Result<Environment> EnvironmentStore::install(const TreeManifest& manifest, cons
     cleanup();
     return std::unexpected(s.error());
   }
-  touch(*work / "used");
+  touch_used(*work / "used");
   fs::path final_dir = env_dir(digest);
   if (::rename(work->c_str(), final_dir.c_str()) != 0) {
     int err = errno;
@@ -313,7 +320,7 @@ Result<std::optional<Environment>> EnvironmentStore::find(const Digest& digest) 
   if (::access((d / "environment.json").c_str(), F_OK) != 0) return std::optional<Environment>{};
   auto e = read_env(d);
   if (!e) return std::unexpected(e.error());
-  touch(d / "used");
+  touch_used(d / "used");
   return std::optional<Environment>(std::move(*e));
 }
 
@@ -377,24 +384,57 @@ Status EnvironmentStore::remember_recipe(const Digest& recipe, const Digest& env
   return write_file_atomic(dir_ / "recipes" / recipe.hex(), environment.str() + "\n", 0644);
 }
 
-Result<EnvironmentUse> EnvironmentStore::use(const Digest& digest) {
-  const fs::path used = env_dir(digest) / "used";
-  EnvironmentUse u;
-  u.fd_.reset(::open(used.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!u.fd_) {
-    if (errno == ENOENT) return std::unexpected(Error{Errc::not_found, "no environment " + digest.str() + " in the store " + dir_.string()});
-    return std::unexpected(errno_error("opening " + used.string(), errno));
+Result<StoreHold> EnvironmentStore::hold_fetched_objects() const {
+  const fs::path file = dir_ / "fetching";
+  StoreHold h;
+  h.fd_.reset(::open(file.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!h.fd_) return std::unexpected(errno_error("opening " + file.string(), errno));
+  // gc holds it exclusively only while it sweeps objects.
+  while (::flock(h.fd_.get(), LOCK_SH) != 0) {
+    if (errno != EINTR) return std::unexpected(errno_error("locking " + file.string(), errno));
   }
-  while (::flock(u.fd_.get(), LOCK_SH) != 0) {
-    if (errno != EINTR) return std::unexpected(errno_error("locking " + used.string(), errno));
+  return h;
+}
+
+Result<StoreHold> EnvironmentStore::use(const Digest& digest) const {
+  const fs::path dir = env_dir(digest);
+  const fs::path used = dir / "used";
+  // remove() holds its exclusive lock only while it moves the tree away, so a lock that stays
+  // taken this long is someone else's doing, and the run is refused rather than left waiting.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto stayed_locked = [&] {
+    return fail(Errc::io_error, "environment " + digest.str() + " stayed locked for 30 s (" + used.string() +
+                                    "): another process holds it exclusively");
+  };
+  for (;;) {
+    if (::access((dir / "environment.json").c_str(), F_OK) != 0) {
+      return std::unexpected(Error{Errc::not_found, "no environment " + digest.str() + " in the store " + dir_.string()});
+    }
+    if (std::chrono::steady_clock::now() > deadline) return stayed_locked();
+    StoreHold u;
+    u.fd_.reset(::open(used.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!u.fd_) {
+      if (errno == ENOENT) continue;  // removed since: judged again above
+      return std::unexpected(errno_error("opening " + used.string(), errno));
+    }
+    bool locked = false;
+    while (!locked) {
+      if (::flock(u.fd_.get(), LOCK_SH | LOCK_NB) == 0) {
+        locked = true;
+      } else if (errno == EWOULDBLOCK) {
+        if (std::chrono::steady_clock::now() > deadline) return stayed_locked();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      } else if (errno != EINTR) {
+        return std::unexpected(errno_error("locking " + used.string(), errno));
+      }
+    }
+    // A remove() that held it meanwhile has moved the environment away (and an install may
+    // have put it back): the file locked must still be the one at its path.
+    struct stat held{}, now{};
+    if (::fstat(u.fd_.get(), &held) == 0 && ::stat(used.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
+      return u;
+    }
   }
-  // A remove() that held it while this waited has moved the environment away: the file
-  // locked is no longer the one at its path.
-  struct stat held{}, now{};
-  if (::fstat(u.fd_.get(), &held) != 0 || ::stat(used.c_str(), &now) != 0 || held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
-    return std::unexpected(Error{Errc::not_found, "environment " + digest.str() + " was removed from the store " + dir_.string()});
-  }
-  return u;
 }
 
 Status EnvironmentStore::remove(const Digest& digest) {
@@ -462,6 +502,17 @@ Result<EnvironmentStore::GcReport> EnvironmentStore::gc(const Budget& budget, st
   auto lock = StoreLock::take(dir_);
   if (!lock) return std::unexpected(lock.error());
   std::error_code ec;
+  // Objects no environment links are a fetch's on their way to an install while any fetch
+  // holds the store's fetching lock: then they are all kept.
+  UniqueFd fetching(::open((dir_ / "fetching").c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fetching) return std::unexpected(errno_error("opening " + (dir_ / "fetching").string(), errno));
+  if (::flock(fetching.get(), LOCK_EX | LOCK_NB) != 0) {
+    report.kept_for_fetch = true;
+    report.kept = count;
+    auto left = object_bytes();
+    report.bytes_kept = left ? *left : 0;
+    return report;
+  }
   for (const auto& e : fs::recursive_directory_iterator(dir_ / "objects", ec)) {
     struct stat st{};
     if (!e.is_regular_file(ec) || ::stat(e.path().c_str(), &st) != 0 || st.st_nlink != 1) continue;

@@ -5,7 +5,8 @@
 //   <dir>/envs/<64 hex>/manifest       its manifest (tree_manifest.h)
 //   <dir>/envs/<64 hex>/environment.json  its record (environment.h)
 //   <dir>/envs/<64 hex>/used           touched on every use: least-recently-used collection;
-//                                      a run holds a shared flock on it (EnvironmentUse)
+//                                      a run holds a shared flock on it (use())
+//   <dir>/fetching                     fetches hold it shared, gc's object sweep exclusively
 //   <dir>/recipes/<64 hex>             a recipe's digest -> the environment it built
 //   <dir>/memo                         file digests by stat (file_digest_memo.h)
 //   <dir>/lock                         writers (install, gc, remove) hold it exclusively
@@ -23,8 +24,9 @@
 // open() refuses (verification_failed, naming the directory and the fix) a store a sandbox
 // could not reach.
 //
-// An environment a process uses (EnvironmentUse) is not removed: remove() refuses it and
-// gc() passes it over.
+// An environment a process uses (use()) is not removed: remove() refuses it and gc() passes
+// it over. Objects added for an install still to come (add_object) are not removed while the
+// fetch holds the store (hold_fetched_objects()).
 //
 // Ownership and threads: an EnvironmentStore is a handle on the directory; several processes
 // may share it (writers serialize on the lock). Not thread-safe within a process: one per
@@ -46,11 +48,13 @@
 
 namespace warden {
 
-// A shared flock on a stored environment's `used` file, held for as long as this lives (it
-// moves, it does not copy): remove() and gc() in any process leave that environment alone.
-class EnvironmentUse {
+// A shared flock on a file of the store, held for as long as this lives (it moves, it does
+// not copy): on an environment's `used` file (use()), remove() and gc() in any process leave
+// that environment alone; on the store's `fetching` file (hold_fetched_objects()), gc()
+// removes no object.
+class StoreHold {
  public:
-  EnvironmentUse() = default;
+  StoreHold() = default;
 
  private:
   friend class EnvironmentStore;
@@ -78,7 +82,8 @@ class EnvironmentStore {
                               const Json& source, const ObjectWriter& write);
   // Stores `bytes` as the object `sha256` (a file of an environment still to be installed),
   // refused unless they hash to it. A fetch that stops part way keeps what it stored, so the
-  // next asks only for the rest; gc removes objects no environment links.
+  // next asks only for the rest; gc removes objects no environment links, except while a
+  // fetch holds the store (hold_fetched_objects()).
   Status add_object(const Digest& sha256, bool executable, std::string_view bytes);
   // A directory's tree, read as an environment holds it.
   Result<Environment> import_tree(const std::filesystem::path& root, const std::map<std::string, std::string>& env,
@@ -88,10 +93,16 @@ class EnvironmentStore {
   Result<std::optional<Environment>> find(const Digest& digest);
   // find() and then the root scanned again: corrupt when it no longer has its digest.
   Result<Environment> open_verified(const Digest& digest);
-  // Holds the stored environment against removal (not_found when the store does not hold it,
-  // or it was removed while this waited). Taken before open_verified(), the tree verified is
-  // the one held.
-  Result<EnvironmentUse> use(const Digest& digest);
+  // Holds the stored environment against removal: not_found when the store does not hold it,
+  // io_error when another process keeps it locked exclusively for 30 s. Taken before
+  // open_verified(), the tree verified is the one held. Thread-safe (it reads only dir()).
+  Result<StoreHold> use(const Digest& digest) const;
+  // Held while objects are added for an environment not installed yet (add_object, then
+  // install): gc removes no object meanwhile. Thread-safe.
+  Result<StoreHold> hold_fetched_objects() const;
+  // What install() refuses of a manifest and variables before it stores anything: reserved
+  // variables, devices, sockets and fifos, paths outside the tree (invalid_argument).
+  static Status check_installable(const TreeManifest& manifest, const std::map<std::string, std::string>& env);
   Result<TreeManifest> manifest(const Digest& digest) const;
   // Every stored environment, most recently used first.
   Result<std::vector<Environment>> list() const;
@@ -108,15 +119,16 @@ class EnvironmentStore {
   };
   struct GcReport {
     std::vector<Digest> removed;
-    std::vector<Digest> in_use;  // over a bound, but held by a run (EnvironmentUse)
+    std::vector<Digest> in_use;  // over a bound, but held by a run (use())
+    bool kept_for_fetch = false;  // a fetch held the store: no object was removed
     uint64_t objects_removed = 0, bytes_freed = 0;
     uint64_t bytes_kept = 0;
     size_t kept = 0;
   };
   // Removes least-recently-used environments until both bounds hold (never `keep`, nor one
-  // in use), then every object no environment links.
+  // in use), then every object no environment links, unless a fetch holds the store.
   Result<GcReport> gc(const Budget& budget, std::optional<Digest> keep = std::nullopt);
-  // failed_precondition while a run holds it (EnvironmentUse).
+  // failed_precondition while a run holds it (use()).
   Status remove(const Digest& digest);
   // Bytes of all distinct objects.
   Result<uint64_t> object_bytes() const;

@@ -97,6 +97,25 @@ TEST_F(EnvironmentRunTest, ARunnerRefusesAnEnvironmentChangedInTheStore) {
   EXPECT_EQ(missing.error().code, Errc::not_found) << missing.error().message;
 }
 
+// A runner holds its environment while a run lasts, not while it lives: an idle runner (a
+// `warden runner` keeps one per environment for its whole life) leaves it to gc, and a run
+// after it was removed is a runner error naming it, not a run on a missing root.
+TEST_F(EnvironmentRunTest, AnIdleRunnerDoesNotHoldItsEnvironmentAgainstRemoval) {
+  auto r = runner(env_.digest);
+  ASSERT_TRUE(r) << r.error().message;
+  RunOutcome first = run(*r, {CheckSpec::shell("true", "true")});
+  EXPECT_EQ(first.result.checks.at(0).verdict, kPassed) << first.result.checks.at(0).runs.at(0).err.head;
+  auto store = EnvironmentStore::open(store_dir(), SandboxHost::detect().uid);
+  ASSERT_TRUE(store) << store.error().message;
+  ASSERT_TRUE(store->remove(env_.digest));
+  try {
+    (void)run(*r, {CheckSpec::shell("true", "true")});
+    ADD_FAILURE() << "a run on a removed environment";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(env_.digest.str()), std::string::npos) << e.what();
+  }
+}
+
 // The commands: import, list, show and gc by a digest prefix, and a one-shot sandbox on it.
 TEST_F(EnvironmentRunTest, TheEnvCommandsAndSandboxExecOnAnEnvironment) {
   const std::string store = "--env-store=" + store_dir().string();

@@ -505,13 +505,15 @@ TEST_F(EnvironmentStoreTest, ListIsMostRecentlyUsedFirstAndGcDropsTheLeastRecent
   EXPECT_EQ(stored_envs(), std::vector<std::string>{a.digest.hex()});
 }
 
-// A run holds its environment (EnvironmentUse, a shared flock: another process's gc sees it
+// A run holds its environment (use(): a shared flock: another process's gc sees it
 // as this one's does): gc passes it over and remove() refuses it until the run lets go.
 TEST_F(EnvironmentStoreTest, AnEnvironmentInUseIsNotRemovedUntilItIsLetGo) {
   Environment a = import(make_tree("a", {{"usr/share/only-a", "a\n"}}));
   next_clock_tick();
   Environment b = import(make_tree("b", {{"usr/share/only-b", "b\n"}}));
-  std::optional<EnvironmentUse> held(store_->use(a.digest).value());
+  std::optional<StoreHold> held(store_->use(a.digest).value());
+  // No other user may open it, and so none may lock it against runs or removal.
+  EXPECT_EQ(lstat_of(store_->dir() / "envs" / a.digest.hex() / "used").st_mode & 07777, 0600u);
 
   auto report = store_->gc({.max_bytes = uint64_t{1} << 40, .max_count = 0});
   ASSERT_TRUE(report) << report.error().message;
@@ -528,6 +530,24 @@ TEST_F(EnvironmentStoreTest, AnEnvironmentInUseIsNotRemovedUntilItIsLetGo) {
   auto gone = store_->use(a.digest);
   ASSERT_FALSE(gone);
   EXPECT_EQ(gone.error().code, Errc::not_found);
+}
+
+// Files a fetch stored for an install still to come are linked by no environment: gc keeps
+// every such file while a fetch holds the store, and removes them once none does.
+TEST_F(EnvironmentStoreTest, GcKeepsFilesAFetchStoredUntilTheFetchLetsGo) {
+  ASSERT_TRUE(store_->add_object(sha256("fetched\n"), false, "fetched\n"));
+  std::optional<StoreHold> fetching(store_->hold_fetched_objects().value());
+  auto report = store_->gc({});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(report->kept_for_fetch);
+  EXPECT_EQ(report->objects_removed, 0u);
+  EXPECT_TRUE(store_->object(sha256("fetched\n"), false));
+  fetching.reset();
+  report = store_->gc({});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_FALSE(report->kept_for_fetch);
+  EXPECT_EQ(report->objects_removed, 1u);
+  EXPECT_FALSE(store_->object(sha256("fetched\n"), false));
 }
 
 // --- Recipes ---

@@ -174,6 +174,7 @@ int run_gc(const Options& o) {
     for (const auto& d : report->in_use) in_use.push_back(d.str());
     print_json({{"removed", list},
                 {"in_use", in_use},
+                {"objects_kept_for_fetch", report->kept_for_fetch},
                 {"objects_removed", report->objects_removed},
                 {"bytes_freed", report->bytes_freed},
                 {"kept", report->kept},
@@ -182,6 +183,7 @@ int run_gc(const Options& o) {
   }
   for (const auto& d : removed) std::cout << "removed " << d.str() << "\n";
   for (const auto& d : report->in_use) std::cout << "kept " << d.str() << ": in use by a running check\n";
+  if (report->kept_for_fetch) std::cout << "kept every unlinked file: a fetch is storing files for an install\n";
   std::cout << "freed " << report->objects_removed << " files, " << report->bytes_freed << " bytes; kept " << report->kept
             << " environments, " << report->bytes_kept << " bytes\n";
   return kOk;

@@ -43,7 +43,7 @@ Result<Environment> find_stored_environment(const EnvironmentStore& store, std::
 // (EnvironmentStore::open_verified: corrupt when it changed since it was stored).
 struct EnvironmentForRun {
   Environment environment;
-  EnvironmentUse use;
+  StoreHold use;
 };
 Result<EnvironmentForRun> open_environment_for_run(const std::string& dir, std::string_view text, const SandboxHost& host);
 // --env NAME=VALUE flags as a map; invalid_argument for a word without '=' or a name given
