@@ -181,6 +181,7 @@ void RemoteRunners::fetch_environment(Mailbox& mailbox, const v1::FetchEnvironme
   v1::EnvironmentBatch* batch = reply.mutable_environment();
   batch->set_task_id(request.task_id());
   auto refuse = [&](const std::string& why) {
+    batch->clear_files();
     batch->set_error(why);
     std::lock_guard lock(mu_);
     post_locked(mailbox, std::move(reply));
@@ -226,9 +227,13 @@ void RemoteRunners::fetch_environment(Mailbox& mailbox, const v1::FetchEnvironme
     batch->set_record_json((*held)->to_json().dump());
     batch->set_manifest(manifest->text());
   } else {
-    size_t bytes = 0;
+    // Every name is judged before any file is read: an ask with one name outside the
+    // environment gets nothing at all.
     for (const std::string& name : request.files()) {
       if (!files->contains(name)) return refuse("file " + name + " is not part of environment " + environment->str());
+    }
+    size_t bytes = 0;
+    for (const std::string& name : request.files()) {
       if (batch->files_size() > 0 && bytes >= kBatchBytes) break;
       auto digest = Digest::from_hex(std::string_view(name).substr(0, 64));
       auto path = digest ? store->object(*digest, name.size() == 65) : Result<std::filesystem::path>(std::unexpected(digest.error()));

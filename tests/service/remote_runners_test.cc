@@ -8,6 +8,7 @@
 // that sent it is failed with the reason in the ledger.
 #include <fleet.grpc.pb.h>
 #include <netdb.h>
+#include <stdlib.h>
 #include <signal.h>
 
 #include <atomic>
@@ -21,6 +22,9 @@
 #include "diff/diff.h"
 #include "runner/model/check_spec.h"
 #include "runner/check/check_verdict.h"
+#include "runner/check/remote_run.h"
+#include "runner/environment/environment_store.h"
+#include "runner/sandbox/sandbox.h"
 #include "runner/model/run_result.h"
 #include "runner/model/sandbox_profile.h"
 #include "runner/workspace/tree_hash.h"
@@ -30,6 +34,7 @@
 #include "tests/service/serve_fixture.h"
 #include "tests/support/files.h"
 #include "tests/support/redis_server.h"
+#include "tests/support/sandbox_support.h"
 
 namespace warden::test {
 namespace {
@@ -796,6 +801,93 @@ TEST_F(RemoteChecks, ARunnerFetchesWhatTheTasksTreesReachAndNothingElse) {
   v1::ObjectBatch refused = fetch(commit_id);
   EXPECT_EQ(refused.objects_size(), 0);
   EXPECT_NE(refused.error().find("not reachable from the task's trees"), std::string::npos) << refused.error();
+  context.TryCancel();
+  stream.finish();
+  build.kill(SIGKILL);
+  (void)build.wait();
+  EXPECT_TRUE(stop(server).exited_with(0));
+}
+
+// What a runner holding a task may fetch of the server's environments: the record, manifest
+// and files of the environment its task names, and nothing else. The server's store also
+// holds another environment whose file the prober knows the digest of; names that are not a
+// digest, a task it does not hold and an oversized ask are refused too.
+TEST_F(RemoteChecks, ARunnerFetchesOnlyTheFilesOfItsTasksEnvironment) {
+  fs::permissions(tmp.path(), fs::perms(0755));  // the sandbox's uid reaches the store
+  const fs::path env_store = tmp / "server-environments";
+  auto store = EnvironmentStore::open(env_store, SandboxHost::detect().uid);
+  ASSERT_TRUE(store) << store.error().message;
+  copy_host_programs(tmp / "task-root", {"sh", "env", "true", "cat"});
+  fs::create_directories(tmp / "task-root" / "etc");
+  write_file(tmp / "task-root" / "etc" / "task-file", "the task's environment\n");
+  auto task_env = store->import_tree(tmp / "task-root", {}, {{"kind", "directory"}});
+  ASSERT_TRUE(task_env) << task_env.error().message;
+  fs::create_directories(tmp / "other-root" / "etc");
+  write_file(tmp / "other-root" / "etc" / "secret", "another environment's secret\n");
+  auto other_env = store->import_tree(tmp / "other-root", {}, {{"kind", "directory"}});
+  ASSERT_TRUE(other_env) << other_env.error().message;
+
+  // The calculator, its checks named to run in the task's environment.
+  const fs::path example = tmp / "calc-env";
+  fs::copy(fs::path(WARDEN_SOURCE_DIR) / "examples" / "calculator", example, fs::copy_options::recursive);
+  nlohmann::json blueprint = nlohmann::json::parse(read_file(example / "blueprint.json"));
+  blueprint["environment"] = task_env->digest.str();
+  write_file(example / "blueprint.json", blueprint.dump());
+  fs::create_directory_symlink(example, blueprints / "calc-env");
+
+  ASSERT_EQ(::setenv("WARDEN_ENV_STORE", env_store.c_str(), 1), 0);  // the server's and its builds'
+  Child server = serve();
+  ::unsetenv("WARDEN_ENV_STORE");
+  auto stub = v1::Runners::NewStub(channel());
+  grpc::ClientContext context;
+  const Ed25519PrivateKey key = Ed25519PrivateKey::generate().value();
+  RawStream stream(*stub, context);
+  ASSERT_TRUE(stream.enrol("prober", key));
+  Child build = start_build("calc-env", "calc");
+  v1::ServerMessage in;
+  while (stream.read(in) && !in.has_task()) {
+  }
+  ASSERT_TRUE(in.has_task()) << read_file_or_empty(state / "runs" / "children.log");
+  const std::string task_id = in.task().task_id();
+  auto request = nlohmann::json::parse(in.task().request_json());
+  ASSERT_EQ(request.value("environment", ""), task_env->digest.str()) << request.dump();
+
+  auto ask = [&](const std::string& task, const std::vector<std::string>& files) {
+    v1::RunnerMessage m;
+    m.mutable_fetch_environment()->set_task_id(task);
+    for (const auto& f : files) m.mutable_fetch_environment()->add_files(f);
+    EXPECT_TRUE(stream.send(m));
+    v1::ServerMessage batch;
+    while (stream.read(batch) && !batch.has_environment()) {
+    }
+    return batch.environment();
+  };
+  v1::EnvironmentBatch first = ask(task_id, {});
+  ASSERT_TRUE(first.error().empty()) << first.error();
+  EXPECT_EQ(nlohmann::json::parse(first.record_json()).value("digest", ""), task_env->digest.str());
+  EXPECT_EQ(TreeManifest::parse(first.manifest()).value().digest(), task_env->tree);
+
+  const std::string own = sha256("the task's environment\n").hex();
+  v1::EnvironmentBatch served = ask(task_id, {own});
+  ASSERT_TRUE(served.error().empty()) << served.error();
+  ASSERT_EQ(served.files_size(), 1);
+  EXPECT_EQ(served.files(0).data(), "the task's environment\n");
+
+  const std::string secret = sha256("another environment's secret\n").hex();
+  ASSERT_TRUE(store->object(Digest::from_hex(secret).value(), false)) << "the server holds it";
+  for (const std::vector<std::string>& files : std::vector<std::vector<std::string>>{
+           {secret}, {own, secret}, {"../../../../etc/passwd"}, {own + "/../" + secret}, {own.substr(0, 63) + "x"}}) {
+    v1::EnvironmentBatch refused = ask(task_id, files);
+    EXPECT_EQ(refused.files_size(), 0) << files.back();
+    EXPECT_NE(refused.error().find("is not part of environment"), std::string::npos) << refused.error();
+  }
+  v1::EnvironmentBatch not_held = ask("someone-elses-task", {own});
+  EXPECT_EQ(not_held.files_size(), 0);
+  EXPECT_NE(not_held.error().find("is not this runner's"), std::string::npos) << not_held.error();
+  v1::EnvironmentBatch too_many = ask(task_id, std::vector<std::string>(kMaxFetchObjects + 1, own));
+  EXPECT_EQ(too_many.files_size(), 0);
+  EXPECT_NE(too_many.error().find("at most"), std::string::npos) << too_many.error();
+
   context.TryCancel();
   stream.finish();
   build.kill(SIGKILL);
